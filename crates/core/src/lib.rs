@@ -1,0 +1,17 @@
+//! Cairn's pure foundation: identifiers, digests, canonical JSON, timestamps and error codes.
+//!
+//! Nothing in this crate performs I/O, reads the clock or draws randomness; callers pass
+//! those in. Everything here is deterministic so that every crate above can rely on the same
+//! bytes producing the same digest on every machine.
+
+pub mod canonical;
+pub mod digest;
+pub mod error;
+pub mod ids;
+pub mod time;
+
+pub use canonical::Canonicalization;
+pub use digest::{Digest, HmacKey, KeyedDigest};
+pub use error::{CoreError, ErrorCode};
+pub use ids::{Id, LaneId, RunId, TaskId, TenantId};
+pub use time::{Clock, FixedClock, SystemClock, Timestamp};
