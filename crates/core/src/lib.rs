@@ -8,6 +8,7 @@ pub mod canonical;
 pub mod digest;
 pub mod error;
 pub mod ids;
+pub mod normalize;
 pub mod time;
 
 pub use canonical::Canonicalization;

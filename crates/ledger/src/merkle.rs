@@ -1,0 +1,1 @@
+//! merkle (in progress)

@@ -1,0 +1,1 @@
+//! keyring (in progress)
