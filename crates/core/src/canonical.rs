@@ -1,10 +1,17 @@
 //! Canonical JSON forms (C-2, C-3): RFC 8785 (JCS) for Cairn's own documents and
 //! `json-sort-keys-utf8-v1` for VCE 0.1 / RLC 0.1 interop.
+//!
+//! JCS comes from a maintained crate. `json-sort-keys-utf8-v1` is defined by what Python's
+//! `json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))` writes, so its
+//! writer is hand-written here to reproduce Python byte for byte, in particular Python's
+//! `repr(float)` number format, which no JSON serialiser in Rust follows.
 
 use std::fmt;
+use std::fmt::Write as _;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Number, Value};
 
 use crate::digest::Digest;
 use crate::error::CoreError;
@@ -68,4 +75,269 @@ pub fn jcs<T: Serialize>(value: &T) -> Result<Vec<u8>, CoreError> {
 /// As [`jcs`].
 pub fn jcs_digest<T: Serialize>(value: &T) -> Result<Digest, CoreError> {
     jcs(value).map(|bytes| Digest::of(&bytes))
+}
+
+/// The deepest nesting of arrays and objects [`sort_keys_utf8_v1`] accepts.
+///
+/// Python's encoder stops at its recursion limit (about 1000 frames) and `serde_json` refuses
+/// to parse more than 128 levels; the cap keeps a hand-built value from exhausting the stack.
+pub const SORT_KEYS_UTF8_V1_MAX_DEPTH: usize = 512;
+
+/// Serialises `value` in the interop form `json-sort-keys-utf8-v1` (C-3, VCE 0.1, RLC 0.1).
+///
+/// The bytes equal Python's
+/// `json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")`
+/// for the object `json.loads` builds from the same JSON text:
+///
+/// - object keys sorted by code point (the same as UTF-8 byte order), no whitespace;
+/// - strings escape only `"`, `\` and U+0000–U+001F: `\n` `\r` `\t` `\b` `\f` in short form,
+///   the other control characters as `\u00xx` in lowercase hex; everything else, including
+///   U+007F, U+2028 and characters outside the BMP, is written as raw UTF-8;
+/// - integers as integers; other numbers as Python's `repr(float)`: the shortest digits that
+///   round-trip, in scientific form (`1e-05`, `1e+16`, `1.5e+300`) when the decimal exponent
+///   is below −4 or at least 16, otherwise positional with at least one fractional digit
+///   (`100.0`, `0.0001`, `-0.0`).
+///
+/// # Limitations
+/// The result can only be as faithful as the [`Value`] it is given, and `serde_json` (built
+/// without `arbitrary_precision`) loses two distinctions Python keeps when parsing text:
+///
+/// - an integer outside the `i64`/`u64` range (such as `18446744073709551616`) becomes an
+///   `f64`, so it is written as a float (`1.8446744073709552e+19`) where Python keeps the
+///   integer digits;
+/// - the literal `-0` becomes the float `-0.0`, written `-0.0`, where Python reads the
+///   integer `0` and writes `0`.
+///
+/// Documents that carry such numbers cannot be reproduced from a `serde_json::Value`. Numbers
+/// that overflow `f64` (`1e400`) are rejected by `serde_json` while Python writes `Infinity`.
+/// Parsing decimal text to the nearest `f64`, as Python does, needs `serde_json`'s
+/// `float_roundtrip` feature; today it is switched on through `serde_json_canonicalizer`, and
+/// the Python float fixtures in `tests/data` fail if that ever changes.
+///
+/// # Errors
+/// [`CoreError::Canonicalization`] for a non-finite number (Python would write `NaN` or
+/// `Infinity`, which is not JSON) or nesting deeper than [`SORT_KEYS_UTF8_V1_MAX_DEPTH`].
+pub fn sort_keys_utf8_v1(value: &Value) -> Result<Vec<u8>, CoreError> {
+    let mut out = Vec::new();
+    write_value(&mut out, value, 0)?;
+    Ok(out)
+}
+
+/// The digest of the `json-sort-keys-utf8-v1` form of `value`: SHA-256 over
+/// [`sort_keys_utf8_v1`]. VCE 0.1 writes it as bare hex ([`Digest::hex`]), RLC 0.1 lane digests
+/// in the `sha256:` text form.
+///
+/// # Errors
+/// As [`sort_keys_utf8_v1`].
+pub fn sort_keys_utf8_v1_digest(value: &Value) -> Result<Digest, CoreError> {
+    sort_keys_utf8_v1(value).map(|bytes| Digest::of(&bytes))
+}
+
+fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<(), CoreError> {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(number) => write_number(out, number)?,
+        Value::String(text) => write_string(out, text),
+        Value::Array(items) => {
+            check_depth(depth)?;
+            out.push(b'[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item, depth + 1)?;
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            check_depth(depth)?;
+            // INVARIANT: keys are ordered by their UTF-8 bytes, which is code-point order, and
+            // sorted here explicitly so the result does not depend on whether `serde_json`'s
+            // `preserve_order` feature is switched on somewhere in the build.
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push(b'{');
+            for (index, (key, item)) in entries.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(b',');
+                }
+                write_string(out, key);
+                out.push(b':');
+                write_value(out, item, depth + 1)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+fn check_depth(depth: usize) -> Result<(), CoreError> {
+    if depth >= SORT_KEYS_UTF8_V1_MAX_DEPTH {
+        return Err(CoreError::Canonicalization {
+            reason: format!("nesting deeper than {SORT_KEYS_UTF8_V1_MAX_DEPTH} levels"),
+        });
+    }
+    Ok(())
+}
+
+/// Writes a string the way Python's `json` module does with `ensure_ascii=False`.
+fn write_string(out: &mut Vec<u8>, text: &str) {
+    out.push(b'"');
+    for ch in text.chars() {
+        match ch {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            '\u{08}' => out.extend_from_slice(b"\\b"),
+            '\u{0C}' => out.extend_from_slice(b"\\f"),
+            '\u{00}'..='\u{1F}' => {
+                out.extend_from_slice(format!("\\u{:04x}", u32::from(ch)).as_bytes());
+            }
+            other => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    out.push(b'"');
+}
+
+fn write_number(out: &mut Vec<u8>, number: &Number) -> Result<(), CoreError> {
+    let text = if let Some(unsigned) = number.as_u64() {
+        unsigned.to_string()
+    } else if let Some(signed) = number.as_i64() {
+        signed.to_string()
+    } else {
+        number
+            .as_f64()
+            .and_then(python_float_repr)
+            .ok_or_else(|| CoreError::Canonicalization {
+                reason: format!("number `{number}` is not a finite float"),
+            })?
+    };
+    out.extend_from_slice(text.as_bytes());
+    Ok(())
+}
+
+/// Formats `x` as Python's `repr(float)` does; `None` for NaN and the infinities.
+///
+/// Rust's `{:e}` already yields the shortest digits that round-trip (the same digits Python's
+/// `repr` picks); only the layout differs, so the digits and the exponent are taken apart and
+/// laid out again by Python's rule.
+fn python_float_repr(x: f64) -> Option<String> {
+    if !x.is_finite() {
+        return None;
+    }
+    let scientific = format!("{x:e}");
+    let (mantissa, exponent) = scientific.split_once('e')?;
+    let exponent: i32 = exponent.parse().ok()?;
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let mut out = String::from(sign);
+    if !(-4..16).contains(&exponent) {
+        let (first, rest) = digits.split_at_checked(1)?;
+        out.push_str(first);
+        if !rest.is_empty() {
+            out.push('.');
+            out.push_str(rest);
+        }
+        let exponent_sign = if exponent < 0 { '-' } else { '+' };
+        write!(out, "e{exponent_sign}{:02}", exponent.unsigned_abs()).ok()?;
+    } else if exponent >= 0 {
+        let integer_len = usize::try_from(exponent).ok()? + 1;
+        if digits.len() <= integer_len {
+            out.push_str(&digits);
+            out.extend(std::iter::repeat_n('0', integer_len - digits.len()));
+            out.push_str(".0");
+        } else {
+            let (integer, fraction) = digits.split_at_checked(integer_len)?;
+            out.push_str(integer);
+            out.push('.');
+            out.push_str(fraction);
+        }
+    } else {
+        let leading_zeros = usize::try_from(exponent.unsigned_abs()).ok()? - 1;
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', leading_zeros));
+        out.push_str(&digits);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn text(value: &Value) -> String {
+        String::from_utf8(sort_keys_utf8_v1(value).expect("canonicalisable")).expect("utf-8")
+    }
+
+    #[test]
+    fn floats_follow_python_repr_layout() {
+        for (x, expected) in [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (100.0, "100.0"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (1e-4, "0.0001"),
+            (1e-5, "1e-05"),
+            (-2.5e-7, "-2.5e-07"),
+            (1.5e300, "1.5e+300"),
+            (5e-324, "5e-324"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (0.1, "0.1"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (123_456_789.123, "123456789.123"),
+            (9_999_999_999_999_998.0, "9999999999999998.0"),
+        ] {
+            assert_eq!(python_float_repr(x).as_deref(), Some(expected), "{x:e}");
+        }
+    }
+
+    #[test]
+    fn non_finite_floats_are_refused() {
+        assert_eq!(python_float_repr(f64::NAN), None);
+        assert_eq!(python_float_repr(f64::INFINITY), None);
+        assert_eq!(python_float_repr(f64::NEG_INFINITY), None);
+    }
+
+    #[test]
+    fn strings_escape_only_what_python_escapes() {
+        let value = json!("\"\\/\n\r\t\u{8}\u{c}\u{0}\u{1f}\u{7f}\u{2028}é😀");
+        assert_eq!(
+            text(&value),
+            "\"\\\"\\\\/\\n\\r\\t\\b\\f\\u0000\\u001f\u{7f}\u{2028}é😀\""
+        );
+    }
+
+    #[test]
+    fn keys_sort_by_code_point_and_integers_stay_integers() {
+        let value = json!({"b": [1, -1, u64::MAX, i64::MIN], "a": {"\u{FB33}": 1, "\u{1F600}": 2, "Z": null}});
+        assert_eq!(
+            text(&value),
+            "{\"a\":{\"Z\":null,\"\u{FB33}\":1,\"\u{1F600}\":2},\"b\":[1,-1,18446744073709551615,-9223372036854775808]}"
+        );
+    }
+
+    #[test]
+    fn nesting_beyond_the_cap_is_refused() {
+        let mut value = json!(null);
+        for _ in 0..SORT_KEYS_UTF8_V1_MAX_DEPTH {
+            value = Value::Array(vec![value]);
+        }
+        assert!(sort_keys_utf8_v1(&value).is_ok());
+        let value = Value::Array(vec![value]);
+        let err = sort_keys_utf8_v1(&value).expect_err("too deep");
+        assert_eq!(crate::ErrorCode::code(&err), "canonicalization_failed");
+    }
 }
