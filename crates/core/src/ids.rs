@@ -134,7 +134,7 @@ impl<K> Ord for Id<K> {
 
 impl<K> fmt::Display for Id<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.value)
+        f.pad(&self.value)
     }
 }
 

@@ -1,4 +1,10 @@
 //! The runtime façade: opens runs, records steps, boundaries and terminal records, and closes
-//! runs with signed checkpoints. Clock, keys and store are injected.
+//! runs with signed checkpoints. Clock, keys and store are injected; this crate may touch the
+//! file system (key files) but holds no protocol knowledge.
 
+pub mod error;
 pub mod keyring;
+pub mod recorder;
+
+pub use error::RuntimeError;
+pub use recorder::{ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall};

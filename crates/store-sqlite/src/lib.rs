@@ -1,1 +1,523 @@
-//! placeholder
+//! The embedded SQLite store (bundled SQLite, WAL): Cairn's default `Store`.
+//!
+//! Every commit is one `BEGIN IMMEDIATE` transaction with `synchronous=FULL`, so an
+//! acknowledged append survives a crash or `kill -9`. `batch` durability is group commit:
+//! the runtime hands several records to one [`Store::append`], paying one fsync for all.
+
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
+use cairn_ledger::record::{IntentRecord, RecordKind};
+use cairn_ledger::store::{
+    Commit, CostDimension, CostRow, RowFault, RunFilter, RunInfo, RunMeta, StoredContent,
+    StoredRow,
+};
+use cairn_ledger::{Store, StoreError};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+pub use schema::CURRENT_VERSION;
+
+/// How long a writer waits for another writer's transaction before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether opening may create the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create the file (and its folder) if missing.
+    CreateIfMissing,
+    /// The file must exist (read-side commands: verify, export, show).
+    MustExist,
+}
+
+/// A SQLite-backed [`Store`].
+pub struct SqliteStore {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn micros(ts: Timestamp) -> i64 {
+    ts.unix_micros()
+}
+
+fn from_micros(us: i64) -> Result<Timestamp, rusqlite::Error> {
+    Timestamp::from_unix_micros(us).map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Integer, Box::new(e))
+    })
+}
+
+fn parse_col<T: std::str::FromStr>(text: &str) -> Result<T, rusqlite::Error>
+where
+    T::Err: std::error::Error + Send + Sync + 'static,
+{
+    text.parse().map_err(|e| {
+        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+    })
+}
+
+fn as_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the store at `path`, applying pending migrations.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when the file cannot be opened, is not a Cairn store, or (in
+    /// [`OpenMode::MustExist`]) does not exist; [`StoreError::SchemaTooNew`].
+    pub fn open(path: impl AsRef<Path>, mode: OpenMode) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI;
+        match mode {
+            OpenMode::CreateIfMissing => {
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|e| {
+                        StoreError::Backend(format!("cannot create `{}`: {e}", parent.display()))
+                    })?;
+                }
+                flags |= OpenFlags::SQLITE_OPEN_CREATE;
+            }
+            OpenMode::MustExist => {
+                if !path.exists() {
+                    return Err(StoreError::Backend(format!(
+                        "no store at `{}` (run `cairn demo` or `cairn init`, or pass --store)",
+                        path.display()
+                    )));
+                }
+            }
+        }
+        let mut conn = Connection::open_with_flags(&path, flags)
+            .map_err(|e| StoreError::Backend(format!("cannot open `{}`: {e}", path.display())))?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = FULL;
+             PRAGMA foreign_keys = ON;",
+        )
+        .map_err(|e| StoreError::Backend(format!("`{}` is not a usable store: {e}", path.display())))?;
+        conn.set_prepared_statement_cache_capacity(32);
+        schema::migrate(&mut conn)?;
+        Ok(Self {
+            path,
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// The database file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
+        // back on drop), so a poisoned lock is still safe to use.
+        self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Runs one statement outside the ledger API. For tests and tooling that need to reach
+    /// under the API (tamper experiments, migrations checks); never used by Cairn itself.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when SQLite refuses it.
+    pub fn execute_raw(&self, sql: &str) -> Result<usize, StoreError> {
+        self.conn().execute(sql, []).map_err(backend)
+    }
+
+    fn run_infos(
+        &self,
+        where_clause: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<RunInfo>, StoreError> {
+        let conn = self.conn();
+        let sql = format!(
+            "SELECT r.tenant_id, r.run_id, r.task_id, r.opened_at_us,
+                    last.step_index, last.recorded_at_us, last.kind, last.termination_reason,
+                    EXISTS (SELECT 1 FROM checkpoints c
+                            WHERE c.tenant_id = r.tenant_id AND c.run_id = r.run_id)
+             FROM runs r
+             LEFT JOIN records last
+               ON last.tenant_id = r.tenant_id AND last.run_id = r.run_id
+              AND last.step_index = (SELECT MAX(step_index) FROM records x
+                                     WHERE x.tenant_id = r.tenant_id AND x.run_id = r.run_id)
+             {where_clause}
+             ORDER BY r.opened_at_us, r.tenant_id, r.run_id"
+        );
+        let mut stmt = conn.prepare_cached(&sql).map_err(backend)?;
+        let rows = stmt
+            .query_map(args, |row| {
+                let last_step: Option<i64> = row.get(4)?;
+                let last_at: Option<i64> = row.get(5)?;
+                let kind: Option<String> = row.get(6)?;
+                let reason: Option<String> = row.get(7)?;
+                let termination = match (kind.as_deref(), reason) {
+                    (Some("terminal"), Some(reason)) => Some(parse_col(&reason)?),
+                    _ => None,
+                };
+                Ok(RunInfo {
+                    meta: RunMeta {
+                        tenant_id: parse_col::<TenantId>(&row.get::<_, String>(0)?)?,
+                        run_id: parse_col::<RunId>(&row.get::<_, String>(1)?)?,
+                        task_id: parse_col::<TaskId>(&row.get::<_, String>(2)?)?,
+                        opened_at: from_micros(row.get(3)?)?,
+                    },
+                    records: last_step.map_or(0, |s| u64::try_from(s).unwrap_or(0) + 1),
+                    last_recorded_at: last_at.map(from_micros).transpose()?,
+                    termination,
+                    checkpointed: row.get(8)?,
+                })
+            })
+            .map_err(backend)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+    }
+}
+
+/// Checks the index columns of a row against its body; the body is authoritative.
+fn read_row(row: &rusqlite::Row<'_>) -> Result<StoredRow, rusqlite::Error> {
+    let step: i64 = row.get(0)?;
+    let step_index = u64::try_from(step).unwrap_or(0);
+    let body: String = row.get(1)?;
+    let fault = |detail: String| Ok(Err(RowFault { step_index, detail }));
+    let record: IntentRecord = match serde_json::from_str(&body) {
+        Ok(record) => record,
+        Err(e) => return fault(format!("the stored body is not a valid record: {e}")),
+    };
+    let kind: String = row.get(2)?;
+    let task: String = row.get(3)?;
+    let tool: Option<String> = row.get(4)?;
+    let size: Option<i64> = row.get(5)?;
+    let decision: Option<String> = row.get(6)?;
+    let reason: Option<String> = row.get(7)?;
+    let at: i64 = row.get(8)?;
+    let digest: String = row.get(9)?;
+    let mismatch = if kind != record.kind.as_str() {
+        Some("kind")
+    } else if task != record.task_id.as_str() {
+        Some("task_id")
+    } else if tool.as_deref() != record.tool.as_ref().map(|t| t.name.as_str()) {
+        Some("tool_name")
+    } else if size != record.args.as_ref().map(|a| as_i64(a.size)) {
+        Some("args_size")
+    } else if decision.as_deref() != record.admission.as_ref().map(|a| a.decision.as_str()) {
+        Some("decision")
+    } else if reason.as_deref() != record.termination.as_ref().map(|t| t.reason.as_str()) {
+        Some("termination_reason")
+    } else if at != micros(record.recorded_at) {
+        Some("recorded_at")
+    } else if digest != record.digest.to_string() {
+        Some("digest")
+    } else {
+        None
+    };
+    match mismatch {
+        Some(column) => fault(format!("the `{column}` column disagrees with the record body")),
+        None => Ok(Ok(record)),
+    }
+}
+
+const ROW_COLUMNS: &str = "step_index, body, kind, task_id, tool_name, args_size, decision, \
+                           termination_reason, recorded_at_us, digest";
+
+impl Store for SqliteStore {
+    fn open_run(&self, meta: &RunMeta) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let inserted = conn
+            .execute(
+                "INSERT INTO runs (tenant_id, run_id, task_id, opened_at_us) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT DO NOTHING",
+                params![
+                    meta.tenant_id.as_str(),
+                    meta.run_id.as_str(),
+                    meta.task_id.as_str(),
+                    micros(meta.opened_at)
+                ],
+            )
+            .map_err(backend)?;
+        if inserted == 0 {
+            return Err(StoreError::RunExists {
+                run: meta.run_id.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    fn append(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
+        let Some(first) = commit.records.first() else {
+            return Ok(());
+        };
+        let (tenant, run) = (first.tenant_id.as_str(), first.run_id.as_str());
+        let mut conn = self.conn();
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        let exists: bool = tx
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE tenant_id = ?1 AND run_id = ?2)",
+                params![tenant, run],
+                |row| row.get(0),
+            )
+            .map_err(backend)?;
+        if !exists {
+            return Err(StoreError::RunNotFound {
+                run: first.run_id.clone(),
+            });
+        }
+        let last: Option<(i64, String)> = tx
+            .query_row(
+                "SELECT step_index, kind FROM records WHERE tenant_id = ?1 AND run_id = ?2
+                 ORDER BY step_index DESC LIMIT 1",
+                params![tenant, run],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()
+            .map_err(backend)?;
+        if last.as_ref().is_some_and(|(_, kind)| kind == RecordKind::Terminal.as_str()) {
+            return Err(StoreError::RunTerminated {
+                run: first.run_id.clone(),
+            });
+        }
+        let next = last.map_or(0, |(step, _)| u64::try_from(step).unwrap_or(0) + 1);
+        for (offset, record) in commit.records.iter().enumerate() {
+            let expected = next + offset as u64;
+            if record.step_index < expected || record.tenant_id != first.tenant_id || record.run_id != first.run_id {
+                return Err(StoreError::Conflict {
+                    run: record.run_id.clone(),
+                    step: record.step_index,
+                });
+            }
+            if record.step_index > expected {
+                return Err(StoreError::NonContiguous {
+                    run: record.run_id.clone(),
+                    expected,
+                    got: record.step_index,
+                });
+            }
+        }
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO records (tenant_id, run_id, step_index, kind, task_id, tool_name,
+                         args_size, decision, termination_reason, recorded_at_us, digest, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                )
+                .map_err(backend)?;
+            for record in commit.records {
+                let body = serde_json::to_string(record)
+                    .map_err(|e| StoreError::Backend(format!("cannot encode record: {e}")))?;
+                insert
+                    .execute(params![
+                        tenant,
+                        run,
+                        as_i64(record.step_index),
+                        record.kind.as_str(),
+                        record.task_id.as_str(),
+                        record.tool.as_ref().map(|t| t.name.as_str()),
+                        record.args.as_ref().map(|a| as_i64(a.size)),
+                        record.admission.as_ref().map(|a| a.decision.as_str()),
+                        record.termination.as_ref().map(|t| t.reason.as_str()),
+                        micros(record.recorded_at),
+                        record.digest.to_string(),
+                        body,
+                    ])
+                    .map_err(|e| match e.sqlite_error_code() {
+                        Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::Conflict {
+                            run: record.run_id.clone(),
+                            step: record.step_index,
+                        },
+                        _ => backend(e),
+                    })?;
+            }
+            let mut put = tx
+                .prepare_cached(
+                    "INSERT INTO content (digest, bytes, size, stored_at_us, expires_at_us)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (digest) DO UPDATE
+                       SET expires_at_us = MAX(expires_at_us, excluded.expires_at_us)",
+                )
+                .map_err(backend)?;
+            for item in commit.content {
+                put.execute(params![
+                    item.digest.to_string(),
+                    item.bytes,
+                    as_i64(item.bytes.len() as u64),
+                    micros(item.stored_at),
+                    micros(item.expires_at),
+                ])
+                .map_err(backend)?;
+            }
+        }
+        if let Some(note) = commit.checkpoint_note {
+            let size = next + commit.records.len() as u64;
+            tx.execute(
+                "INSERT INTO checkpoints (tenant_id, run_id, tree_size, note) VALUES (?1, ?2, ?3, ?4)",
+                params![tenant, run, as_i64(size), note],
+            )
+            .map_err(backend)?;
+        }
+        tx.commit().map_err(backend)
+    }
+
+    fn run(&self, tenant: &TenantId, run: &RunId) -> Result<Option<RunInfo>, StoreError> {
+        let found = self.run_infos(
+            "WHERE r.tenant_id = ?1 AND r.run_id = ?2",
+            &[&tenant.as_str(), &run.as_str()],
+        )?;
+        Ok(found.into_iter().next())
+    }
+
+    fn find_runs(&self, run: &RunId) -> Result<Vec<RunInfo>, StoreError> {
+        self.run_infos("WHERE r.run_id = ?1", &[&run.as_str()])
+    }
+
+    fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunInfo>, StoreError> {
+        let tenant = filter.tenant_id.as_ref().map(TenantId::as_str);
+        let runs = self.run_infos("WHERE (?1 IS NULL OR r.tenant_id = ?1)", &[&tenant])?;
+        Ok(runs
+            .into_iter()
+            .filter(|info| !filter.unterminated_only || !info.terminated())
+            .filter(|info| {
+                filter.idle_before.is_none_or(|limit| {
+                    info.last_recorded_at.unwrap_or(info.meta.opened_at) < limit
+                })
+            })
+            .collect())
+    }
+
+    fn rows(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<StoredRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {ROW_COLUMNS} FROM records WHERE tenant_id = ?1 AND run_id = ?2
+                 ORDER BY step_index"
+            ))
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![tenant.as_str(), run.as_str()], read_row)
+            .map_err(backend)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+    }
+
+    fn record(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        step: u64,
+    ) -> Result<Option<StoredRow>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(&format!(
+                "SELECT {ROW_COLUMNS} FROM records
+                 WHERE tenant_id = ?1 AND run_id = ?2 AND step_index = ?3"
+            ))
+            .map_err(backend)?;
+        stmt.query_row(params![tenant.as_str(), run.as_str(), as_i64(step)], read_row)
+            .optional()
+            .map_err(backend)
+    }
+
+    fn digests(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<Digest>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT digest FROM records WHERE tenant_id = ?1 AND run_id = ?2 ORDER BY step_index",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![tenant.as_str(), run.as_str()], |row| {
+                parse_col::<Digest>(&row.get::<_, String>(0)?)
+            })
+            .map_err(backend)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+    }
+
+    fn checkpoint(&self, tenant: &TenantId, run: &RunId) -> Result<Option<String>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT note FROM checkpoints WHERE tenant_id = ?1 AND run_id = ?2",
+                params![tenant.as_str(), run.as_str()],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(backend)
+    }
+
+    fn content(&self, digest: &Digest) -> Result<Option<StoredContent>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT bytes, stored_at_us, expires_at_us FROM content WHERE digest = ?1",
+                params![digest.to_string()],
+                |row| {
+                    Ok(StoredContent {
+                        digest: *digest,
+                        bytes: row.get(0)?,
+                        stored_at: from_micros(row.get(1)?)?,
+                        expires_at: from_micros(row.get(2)?)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(backend)
+    }
+
+    fn gc_content(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let removed = self
+            .conn()
+            .execute("DELETE FROM content WHERE expires_at_us <= ?1", params![micros(now)])
+            .map_err(backend)?;
+        Ok(removed as u64)
+    }
+
+    fn cost(&self, by: CostDimension) -> Result<Vec<CostRow>, StoreError> {
+        let key = match by {
+            CostDimension::Task => "r.task_id",
+            CostDimension::Tenant => "r.tenant_id",
+            CostDimension::Tool => "x.tool_name",
+            CostDimension::Termination => {
+                "COALESCE((SELECT t.termination_reason FROM records t
+                           WHERE t.tenant_id = r.tenant_id AND t.run_id = r.run_id
+                             AND t.kind = 'terminal'), 'unterminated')"
+            }
+        };
+        let step_filter = if by == CostDimension::Tool { "AND x.kind = 'step'" } else { "" };
+        let sql = format!(
+            "SELECT {key} AS k,
+                    COUNT(DISTINCT r.tenant_id || '/' || r.run_id),
+                    COALESCE(SUM(x.kind = 'step'), 0),
+                    COALESCE(SUM(x.decision = 'deny'), 0),
+                    COALESCE(SUM(x.args_size), 0)
+             FROM runs r
+             LEFT JOIN records x ON x.tenant_id = r.tenant_id AND x.run_id = r.run_id {step_filter}
+             GROUP BY k HAVING k IS NOT NULL ORDER BY k"
+        );
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&sql).map_err(backend)?;
+        let rows = stmt
+            .query_map([], |row| {
+                let count = |i| row.get::<_, i64>(i).map(|v| u64::try_from(v).unwrap_or(0));
+                Ok(CostRow {
+                    key: row.get(0)?,
+                    runs: count(1)?,
+                    calls: count(2)?,
+                    denied: count(3)?,
+                    arg_bytes: count(4)?,
+                })
+            })
+            .map_err(backend)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+    }
+}

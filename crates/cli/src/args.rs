@@ -1,0 +1,226 @@
+//! The command line, as clap sees it. Parsing only: no behaviour lives here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Cairn keeps AI agents trustworthy across compaction, resets, restarts and handoffs.
+#[derive(Debug, Parser)]
+#[command(name = "cairn", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Options every command takes.
+    #[command(flatten)]
+    pub global: Global,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// The store: a SQLite file path (default: `.cairn/cairn.db` in the nearest enclosing
+    /// directory that has a `.cairn/` folder, else in the current directory).
+    #[arg(long, global = true, env = "CAIRN_STORE", value_name = "PATH")]
+    pub store: Option<String>,
+    /// The key directory (default: `keys/` beside the store file).
+    #[arg(long, global = true, env = "CAIRN_KEYS", value_name = "DIR")]
+    pub keys: Option<PathBuf>,
+    /// Print machine-readable JSON on stdout instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the scripted demonstration on a fresh store and print its timeline.
+    Demo(DemoArgs),
+    /// Manage checkpoint signing keys.
+    #[command(subcommand)]
+    Keys(KeysCommand),
+    /// Verify, export, inspect and prove records of the ledger.
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
+    /// List runs and their lifecycle state.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// Delete content whose retention has ended (structural records are kept).
+    Gc(GcArgs),
+    /// Roll up calls, denials and argument bytes.
+    Cost(CostArgs),
+    /// Print a published JSON Schema.
+    Schema(SchemaArgs),
+}
+
+/// `cairn demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Create the demo store in this directory (as `DIR/.cairn/cairn.db`) instead of a new
+    /// temporary directory. Ignored when `--store` or `CAIRN_STORE` is given.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// `cairn keys …`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Generate an Ed25519 signing key and make it the active one (earlier keys stay trusted).
+    Generate {
+        /// The key name written into signatures (no spaces or `+`).
+        #[arg(long, default_value = "cairn.local")]
+        name: String,
+    },
+    /// List the trusted verifier keys and the active signing key.
+    List,
+}
+
+/// Which run a command is about.
+#[derive(Debug, Args, Clone)]
+pub struct RunSelector {
+    /// The run id.
+    #[arg(long, value_name = "ID")]
+    pub run: String,
+    /// The tenant, when the same run id exists under several tenants.
+    #[arg(long, value_name = "TENANT")]
+    pub tenant: Option<String>,
+}
+
+/// `cairn ledger …`.
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Verify chains and signed checkpoints (exit 5 on tamper).
+    Verify(VerifyArgs),
+    /// Export a run as JSON lines: its records, then its signed checkpoint.
+    Export {
+        /// The run.
+        #[command(flatten)]
+        run: RunSelector,
+        /// The format (only `jsonl`).
+        #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+        format: ExportFormat,
+        /// Write to this file instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Show one step for an incident: digests, policy version, lane, retained content.
+    Show {
+        /// The run.
+        #[command(flatten)]
+        run: RunSelector,
+        /// The step index.
+        #[arg(long)]
+        step: u64,
+    },
+    /// Print an inclusion proof of one step against the run's signed checkpoint.
+    Prove {
+        /// The run.
+        #[command(flatten)]
+        run: RunSelector,
+        /// The step index.
+        #[arg(long)]
+        step: u64,
+        /// Write to this file instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Check an inclusion proof offline against a trusted checkpoint.
+    VerifyProof {
+        /// The proof file (`-` for stdin).
+        proof: PathBuf,
+        /// Check against this signed checkpoint note instead of the one inside the proof.
+        #[arg(long, value_name = "FILE")]
+        checkpoint: Option<PathBuf>,
+        /// Trust this verifier key file (repeatable); default: the keys directory.
+        #[arg(long = "trusted-key", value_name = "FILE")]
+        trusted_keys: Vec<PathBuf>,
+    },
+}
+
+/// `cairn ledger verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Verify one run.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["all", "bundle"])]
+    pub run: Option<String>,
+    /// The tenant of `--run`.
+    #[arg(long, value_name = "TENANT", requires = "run")]
+    pub tenant: Option<String>,
+    /// Verify every run in the store (the default without `--run` or `--bundle`).
+    #[arg(long, conflicts_with = "bundle")]
+    pub all: bool,
+    /// Verify an exported evidence bundle offline instead of the store.
+    #[arg(long, value_name = "FILE")]
+    pub bundle: Option<PathBuf>,
+    /// Trust this verifier key file (repeatable); default: the keys directory.
+    #[arg(long = "trusted-key", value_name = "FILE")]
+    pub trusted_keys: Vec<PathBuf>,
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// One JSON document per line.
+    Jsonl,
+}
+
+/// `cairn runs …`.
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// List runs, oldest first.
+    List {
+        /// Only runs without a terminal record.
+        #[arg(long)]
+        unterminated: bool,
+        /// Only runs idle for longer than this (`90s`, `15m`, `2h`, `3d`).
+        #[arg(long, value_name = "DUR")]
+        older_than: Option<String>,
+        /// Only this tenant's runs.
+        #[arg(long, value_name = "TENANT")]
+        tenant: Option<String>,
+    },
+}
+
+/// `cairn gc`.
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Collect as if it were this instant (RFC 3339); default: now.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<String>,
+}
+
+/// `cairn cost`.
+#[derive(Debug, Args)]
+pub struct CostArgs {
+    /// The rollup dimension.
+    #[arg(long, value_enum, default_value_t = CostBy::Task)]
+    pub by: CostBy,
+}
+
+/// Cost dimensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CostBy {
+    /// By task id.
+    Task,
+    /// By tool name.
+    Tool,
+    /// By tenant.
+    Tenant,
+    /// By termination reason.
+    Termination,
+}
+
+/// `cairn schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// Which schema.
+    #[arg(value_enum, default_value_t = SchemaName::Intent)]
+    pub name: SchemaName,
+}
+
+/// Published schemas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaName {
+    /// `cairn.intent/v1`.
+    Intent,
+}

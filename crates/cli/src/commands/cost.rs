@@ -1,0 +1,44 @@
+//! `cairn cost`: rollups of calls, denials and argument bytes by task, tool, tenant or
+//! termination reason (I-5), straight from the structural records.
+
+use std::fmt::Write as _;
+
+use cairn_ledger::Store;
+use cairn_ledger::store::CostDimension;
+
+use crate::args::{CostArgs, CostBy};
+use crate::context::Context;
+use crate::failure::Failure;
+use crate::output::Outcome;
+
+/// Runs `cairn cost`.
+pub fn run(ctx: &Context, args: &CostArgs) -> Result<Outcome, Failure> {
+    let by = match args.by {
+        CostBy::Task => CostDimension::Task,
+        CostBy::Tool => CostDimension::Tool,
+        CostBy::Tenant => CostDimension::Tenant,
+        CostBy::Termination => CostDimension::Termination,
+    };
+    let store = ctx.open_existing_store()?;
+    let rows = store.cost(by)?;
+    let width = rows.iter().map(|r| r.key.len()).max().unwrap_or(0).max(by.as_str().len());
+    let mut human = format!(
+        "{:<width$}  {:>6}  {:>7}  {:>6}  {:>10}\n",
+        by.as_str(),
+        "runs",
+        "calls",
+        "denied",
+        "arg bytes"
+    );
+    for row in &rows {
+        let _ = writeln!(
+            human,
+            "{:<width$}  {:>6}  {:>7}  {:>6}  {:>10}",
+            row.key, row.runs, row.calls, row.denied, row.arg_bytes
+        );
+    }
+    Ok(Outcome::ok(
+        serde_json::json!({ "by": by.as_str(), "rows": rows }),
+        human,
+    ))
+}

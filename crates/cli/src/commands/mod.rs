@@ -1,0 +1,27 @@
+//! One module per command; `run` dispatches.
+
+mod cost;
+mod demo;
+mod gc;
+mod keys;
+mod ledger;
+mod runs;
+mod schema;
+
+use crate::args::Command;
+use crate::context::Context;
+use crate::failure::Failure;
+use crate::output::Outcome;
+
+/// Runs a parsed command.
+pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
+    match command {
+        Command::Demo(args) => demo::run(ctx, &args),
+        Command::Keys(cmd) => keys::run(ctx, cmd),
+        Command::Ledger(cmd) => ledger::run(ctx, cmd),
+        Command::Runs(cmd) => runs::run(ctx, cmd),
+        Command::Gc(args) => gc::run(ctx, &args),
+        Command::Cost(args) => cost::run(ctx, &args),
+        Command::Schema(args) => Ok(schema::run(&args)),
+    }
+}

@@ -1,0 +1,113 @@
+//! `cairn runs list`: lifecycle signals (I-2). A run without a terminal record after the
+//! given idle time is reported: absence is a signal, not silence.
+
+use std::fmt::Write as _;
+
+use cairn_core::{Clock, SystemClock, TenantId};
+use cairn_ledger::Store;
+use cairn_ledger::store::{RunFilter, RunInfo};
+
+use crate::args::RunsCommand;
+use crate::context::{Context, parse_id};
+use crate::failure::Failure;
+use crate::output::Outcome;
+
+/// Runs `cairn runs …`.
+pub fn run(ctx: &Context, command: RunsCommand) -> Result<Outcome, Failure> {
+    let RunsCommand::List {
+        unterminated,
+        older_than,
+        tenant,
+    } = command;
+    let now = SystemClock.now();
+    let idle_before = older_than
+        .as_deref()
+        .map(|text| parse_duration(text).map(|d| now.saturating_add(-d)))
+        .transpose()?;
+    let tenant_id = tenant.as_deref().map(|t| parse_id::<cairn_core::ids::Tenant>("tenant", t)).transpose()?;
+    let store = ctx.open_existing_store()?;
+    let runs = store.list_runs(&RunFilter {
+        tenant_id: tenant_id.clone(),
+        unterminated_only: unterminated,
+        idle_before,
+    })?;
+    let json: Vec<serde_json::Value> = runs.iter().map(run_json).collect();
+    Ok(Outcome::ok(serde_json::Value::Array(json), human(&runs, tenant_id.as_ref())))
+}
+
+fn run_json(info: &RunInfo) -> serde_json::Value {
+    serde_json::json!({
+        "tenant_id": info.meta.tenant_id,
+        "run_id": info.meta.run_id,
+        "task_id": info.meta.task_id,
+        "records": info.records,
+        "terminated": info.terminated(),
+        "termination_reason": info.termination.map(|r| r.as_str()),
+        "checkpointed": info.checkpointed,
+        "opened_at": info.meta.opened_at,
+        "last_recorded_at": info.last_recorded_at,
+    })
+}
+
+fn human(runs: &[RunInfo], tenant: Option<&TenantId>) -> String {
+    if runs.is_empty() {
+        return match tenant {
+            Some(t) => format!("no matching runs for tenant `{t}`"),
+            None => "no matching runs".to_owned(),
+        };
+    }
+    let mut out = format!(
+        "{:<12} {:<34} {:<24} {:>7}  {:<18} {}\n",
+        "tenant", "run", "task", "records", "state", "last activity"
+    );
+    for info in runs {
+        let state = match info.termination {
+            Some(reason) => reason.as_str().to_owned(),
+            None => "UNTERMINATED".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<12} {:<34} {:<24} {:>7}  {:<18} {}",
+            info.meta.tenant_id,
+            info.meta.run_id,
+            info.meta.task_id,
+            info.records,
+            state,
+            info.last_recorded_at.unwrap_or(info.meta.opened_at)
+        );
+    }
+    out
+}
+
+/// Parses `90s`, `15m`, `2h`, `3d`, `1h30m` or an ISO 8601 duration (`PT2H`).
+pub fn parse_duration(text: &str) -> Result<jiff::SignedDuration, Failure> {
+    let invalid = |why: String| {
+        Failure::invalid(
+            "invalid_input",
+            format!("`--older-than`: `{text}` is not a duration like `90s`, `15m`, `2h` or `3d` ({why})"),
+        )
+    };
+    let span: jiff::Span = text.trim().parse().map_err(|e: jiff::Error| invalid(e.to_string()))?;
+    let duration = span
+        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
+        .map_err(|e| invalid(e.to_string()))?;
+    if duration.is_negative() {
+        return Err(invalid("it is negative".to_owned()));
+    }
+    Ok(duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+
+    #[test]
+    fn durations_in_the_documented_forms_parse() {
+        assert_eq!(parse_duration("90s").unwrap().as_secs(), 90);
+        assert_eq!(parse_duration("15m").unwrap().as_secs(), 900);
+        assert_eq!(parse_duration("2h").unwrap().as_secs(), 7200);
+        assert_eq!(parse_duration("3d").unwrap().as_secs(), 3 * 86_400);
+        assert_eq!(parse_duration("1h30m").unwrap().as_secs(), 5400);
+        assert_eq!(parse_duration("bogus").unwrap_err().code, "invalid_input");
+    }
+}

@@ -1,0 +1,194 @@
+//! What every command needs: the resolved store and key directory, the output mode, and
+//! progress bars that appear only on a terminal.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cairn_core::{RunId, TenantId};
+use cairn_ledger::Store;
+use cairn_ledger::keys::TrustedKeys;
+use cairn_ledger::store::RunInfo;
+use cairn_runtime::keyring::Keyring;
+use cairn_store_sqlite::{OpenMode, SqliteStore};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::args::{Global, RunSelector};
+use crate::failure::Failure;
+
+/// The folder that marks a Cairn project.
+pub const PROJECT_DIR: &str = ".cairn";
+/// The store file inside it.
+pub const STORE_FILE: &str = "cairn.db";
+
+/// Resolved global options.
+#[derive(Debug)]
+pub struct Context {
+    /// `--store` / `CAIRN_STORE`, if given.
+    pub explicit_store: Option<String>,
+    /// `--keys` / `CAIRN_KEYS`, if given.
+    pub explicit_keys: Option<PathBuf>,
+    /// `--json`.
+    pub json: bool,
+}
+
+impl Context {
+    /// From the parsed global options.
+    pub fn new(global: &Global) -> Self {
+        Self {
+            explicit_store: global.store.clone(),
+            explicit_keys: global.keys.clone(),
+            json: global.json,
+        }
+    }
+
+    /// The store path: explicit, else `.cairn/cairn.db` of the nearest enclosing project,
+    /// else in the current directory (SPEC §9.1).
+    pub fn store_path(&self) -> Result<PathBuf, Failure> {
+        match &self.explicit_store {
+            Some(text) => store_path_from(text),
+            None => {
+                let cwd = std::env::current_dir()
+                    .map_err(|e| Failure::internal("io", format!("cannot read the current directory: {e}")))?;
+                Ok(default_store_path(&cwd))
+            }
+        }
+    }
+
+    /// Whether the store location was chosen explicitly or by an enclosing project.
+    pub fn has_configured_store(&self) -> bool {
+        self.explicit_store.is_some()
+            || std::env::current_dir().is_ok_and(|cwd| find_project(&cwd).is_some())
+    }
+
+    /// Opens the store for reading commands: it must exist.
+    pub fn open_existing_store(&self) -> Result<Arc<SqliteStore>, Failure> {
+        let path = self.store_path()?;
+        Ok(Arc::new(SqliteStore::open(&path, OpenMode::MustExist).map_err(|e| {
+            Failure::invalid("store_not_found", e.to_string())
+        })?))
+    }
+
+    /// The key directory: explicit, else `keys/` beside the store file.
+    pub fn keys_dir(&self, store_path: &Path) -> PathBuf {
+        self.explicit_keys.clone().unwrap_or_else(|| {
+            store_path
+                .parent()
+                .map_or_else(|| PathBuf::from("keys"), |dir| dir.join("keys"))
+        })
+    }
+
+    /// The keyring for the resolved store.
+    pub fn keyring(&self) -> Result<Keyring, Failure> {
+        Ok(Keyring::open(self.keys_dir(&self.store_path()?)))
+    }
+
+    /// Trusted verifier keys: the given files, or every key of the keyring.
+    pub fn trusted_keys(&self, files: &[PathBuf]) -> Result<TrustedKeys, Failure> {
+        if files.is_empty() {
+            return Ok(self.keyring()?.trusted_keys()?);
+        }
+        let mut keys = Vec::new();
+        for file in files {
+            keys.push(Keyring::load_verifier_key_file(file)?);
+        }
+        Ok(TrustedKeys::new(keys))
+    }
+
+    /// A progress bar on stderr when it is a terminal and output is for people; hidden
+    /// otherwise, so pipes and JSON consumers never see control sequences.
+    pub fn progress(&self, len: u64, what: &str) -> ProgressBar {
+        if self.json || !std::io::stderr().is_terminal() || len < 2 {
+            return ProgressBar::hidden();
+        }
+        let bar = ProgressBar::new(len);
+        if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {per_sec} eta {eta}") {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_message(what.to_owned());
+        bar
+    }
+}
+
+fn store_path_from(text: &str) -> Result<PathBuf, Failure> {
+    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+        return Err(Failure::invalid(
+            "unsupported_store",
+            "PostgreSQL stores are not supported by this build yet; use a SQLite file path",
+        ));
+    }
+    if text.is_empty() {
+        return Err(Failure::invalid("invalid_input", "`--store` must not be empty"));
+    }
+    Ok(PathBuf::from(text))
+}
+
+/// The nearest directory at or above `start` that has a `.cairn/` folder.
+pub fn find_project(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|dir| dir.join(PROJECT_DIR).is_dir())
+        .map(Path::to_path_buf)
+}
+
+/// `.cairn/cairn.db` in the nearest project, else in `cwd`.
+pub fn default_store_path(cwd: &Path) -> PathBuf {
+    find_project(cwd)
+        .unwrap_or_else(|| cwd.to_path_buf())
+        .join(PROJECT_DIR)
+        .join(STORE_FILE)
+}
+
+/// Parses identifiers given on the command line, naming the flag on error.
+pub fn parse_id<K: cairn_core::ids::IdKind>(
+    flag: &str,
+    text: &str,
+) -> Result<cairn_core::Id<K>, Failure> {
+    cairn_core::Id::<K>::new(text).map_err(|e| Failure::invalid("invalid_id", format!("`--{flag}`: {e}")))
+}
+
+/// Finds the run a selector names, across tenants when no tenant is given.
+pub fn resolve_run(store: &dyn Store, selector: &RunSelector) -> Result<RunInfo, Failure> {
+    let run: RunId = parse_id("run", &selector.run)?;
+    let found = match &selector.tenant {
+        Some(tenant) => {
+            let tenant: TenantId = parse_id("tenant", tenant)?;
+            store.run(&tenant, &run)?.into_iter().collect()
+        }
+        None => store.find_runs(&run)?,
+    };
+    match found.len() {
+        0 => Err(Failure::invalid(
+            "run_not_found",
+            format!("no run `{run}` in this store (see `cairn runs list`)"),
+        )),
+        1 => found
+            .into_iter()
+            .next()
+            .ok_or_else(|| Failure::internal("internal", "run vanished")),
+        _ => Err(Failure::invalid(
+            "ambiguous_run",
+            format!("run `{run}` exists under several tenants; pass `--tenant`"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_store_is_in_the_nearest_enclosing_project() {
+        let root = tempfile::tempdir().unwrap();
+        let nested = root.path().join("a/b");
+        std::fs::create_dir_all(&nested).unwrap();
+        assert_eq!(default_store_path(&nested), nested.join(".cairn/cairn.db"));
+        std::fs::create_dir_all(root.path().join("a/.cairn")).unwrap();
+        assert_eq!(default_store_path(&nested), root.path().join("a/.cairn/cairn.db"));
+    }
+
+    #[test]
+    fn postgres_urls_are_refused_with_a_clear_code() {
+        assert_eq!(store_path_from("postgres://x").unwrap_err().code, "unsupported_store");
+    }
+}

@@ -1,0 +1,112 @@
+//! How the CLI fails: a stable code, a message naming the offending input, and the exit code
+//! of SPEC §9.1. Every error of every crate is mapped here, once.
+
+use std::fmt;
+
+use cairn_core::ErrorCode;
+
+/// Exit codes of SPEC §9.1.
+pub mod exit {
+    /// Pass, validated, intact.
+    pub const OK: u8 = 0;
+    /// Internal failure.
+    pub const INTERNAL: u8 = 1;
+    /// Invalid input or usage.
+    pub const INVALID: u8 = 2;
+    /// Tamper detected.
+    pub const TAMPER: u8 = 5;
+}
+
+/// A failed command.
+#[derive(Debug)]
+pub struct Failure {
+    /// The stable code.
+    pub code: &'static str,
+    /// The message for people.
+    pub message: String,
+    /// The process exit code.
+    pub exit: u8,
+}
+
+impl Failure {
+    /// Invalid input or usage (exit 2).
+    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            exit: exit::INVALID,
+        }
+    }
+
+    /// An internal failure (exit 1).
+    pub fn internal(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            exit: exit::INTERNAL,
+        }
+    }
+
+    /// Maps any Cairn error by its stable code.
+    pub fn from_error<E: ErrorCode + fmt::Display>(error: &E) -> Self {
+        let code = error.code();
+        Self {
+            code,
+            message: error.to_string(),
+            exit: exit_for(code),
+        }
+    }
+}
+
+/// Codes that mean the user gave something wrong; everything else is internal (exit 1).
+fn exit_for(code: &'static str) -> u8 {
+    const INVALID: &[&str] = &[
+        "invalid_digest",
+        "invalid_id",
+        "invalid_timestamp",
+        "invalid_input",
+        "run_not_found",
+        "run_terminated",
+        "run_exists",
+        "store_schema_too_new",
+        "no_signing_key",
+        "no_trusted_keys",
+        "invalid_key_name",
+        "invalid_key_file",
+        "key_file_permissions",
+        "key_file_too_large",
+        "private_key_in_pub_file",
+        "invalid_active_key",
+        "active_key_missing",
+        "key_file_mismatch",
+        "malformed_key",
+        "unsupported_key_algorithm",
+        "key_id_mismatch",
+        "bundle_empty",
+        "bundle_duplicate_checkpoint",
+        "bundle_invalid_checkpoint",
+        "step_not_covered",
+        "proof_malformed",
+        "unsupported_store",
+        "ambiguous_run",
+    ];
+    const TAMPER: &[&str] = &[
+        "record_modified",
+        "checkpoint_rejected",
+        "proof_mismatch",
+        "proof_inconsistent",
+    ];
+    if INVALID.contains(&code) {
+        exit::INVALID
+    } else if TAMPER.contains(&code) {
+        exit::TAMPER
+    } else {
+        exit::INTERNAL
+    }
+}
+
+impl<E: ErrorCode + fmt::Display> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Self::from_error(&error)
+    }
+}

@@ -1,0 +1,154 @@
+//! Evidence bundles: a run exported as JSON lines — its records in step order, then one
+//! line holding the signed checkpoint — verifiable offline against trusted public keys.
+//!
+//! The same file is the evaluator's step sequence (I-5): each record line carries the tool,
+//! the decision and the admitting rule ids.
+
+use cairn_core::{ErrorCode, RunId, TenantId};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::record::IntentRecord;
+use crate::store::{RowFault, StoredRow};
+
+/// The longest line a bundle may have; longer lines are reported, not parsed.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// The schema tag of a bundle's checkpoint line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CheckpointSchema {
+    /// `cairn.checkpoint/v1`.
+    #[serde(rename = "cairn.checkpoint/v1")]
+    V1,
+}
+
+/// The last line of a bundle: the run's signed checkpoint note.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointLine {
+    /// Always `cairn.checkpoint/v1`.
+    pub schema: CheckpointSchema,
+    /// The run's tenant (a hint; the signed origin line is authoritative).
+    pub tenant_id: TenantId,
+    /// The run (a hint; the signed origin line is authoritative).
+    pub run_id: RunId,
+    /// The C2SP signed note whose body is the tlog checkpoint.
+    pub note: String,
+}
+
+impl CheckpointLine {
+    /// Builds the line for a run's note.
+    #[must_use]
+    pub fn new(tenant_id: TenantId, run_id: RunId, note: String) -> Self {
+        Self {
+            schema: CheckpointSchema::V1,
+            tenant_id,
+            run_id,
+            note,
+        }
+    }
+
+    /// The line as compact JSON without a trailing newline.
+    #[must_use]
+    pub fn to_json_line(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// A bundle read back: the rows in file order and the checkpoint, if present.
+#[derive(Debug)]
+pub struct ParsedBundle {
+    /// The run's tenant, from the checkpoint line or else the first readable record.
+    pub tenant_id: TenantId,
+    /// The run, likewise.
+    pub run_id: RunId,
+    /// Every record line in file order; unreadable lines are faults, not errors.
+    pub rows: Vec<StoredRow>,
+    /// The signed checkpoint note.
+    pub checkpoint_note: Option<String>,
+}
+
+/// Errors that make a file unusable as a bundle at all.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum BundleError {
+    /// No record and no checkpoint.
+    #[error("the bundle has no records and no checkpoint")]
+    Empty,
+    /// More than one checkpoint line.
+    #[error("line {line}: a second checkpoint line")]
+    DuplicateCheckpoint {
+        /// 1-based line number.
+        line: usize,
+    },
+    /// The checkpoint line is not valid.
+    #[error("line {line}: invalid checkpoint line: {reason}")]
+    InvalidCheckpoint {
+        /// 1-based line number.
+        line: usize,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl ErrorCode for BundleError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Empty => "bundle_empty",
+            Self::DuplicateCheckpoint { .. } => "bundle_duplicate_checkpoint",
+            Self::InvalidCheckpoint { .. } => "bundle_invalid_checkpoint",
+        }
+    }
+}
+
+/// Parses a bundle. Lines that are not valid records become [`RowFault`]s so that
+/// verification reports them at their position instead of refusing the whole file.
+///
+/// # Errors
+/// [`BundleError`] when the file cannot be a bundle at all.
+pub fn parse_bundle(text: &str) -> Result<ParsedBundle, BundleError> {
+    let mut rows = Vec::new();
+    let mut checkpoint: Option<CheckpointLine> = None;
+    for (number, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l)) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let position = rows.len() as u64;
+        if line.len() > MAX_LINE_BYTES {
+            rows.push(Err(RowFault {
+                step_index: position,
+                detail: format!("line {number} is longer than {MAX_LINE_BYTES} bytes"),
+            }));
+            continue;
+        }
+        if line.contains("\"cairn.checkpoint/v1\"") {
+            match serde_json::from_str::<CheckpointLine>(line) {
+                Ok(parsed) if checkpoint.is_none() => checkpoint = Some(parsed),
+                Ok(_) => return Err(BundleError::DuplicateCheckpoint { line: number }),
+                Err(e) => {
+                    return Err(BundleError::InvalidCheckpoint {
+                        line: number,
+                        reason: e.to_string(),
+                    });
+                }
+            }
+            continue;
+        }
+        rows.push(
+            serde_json::from_str::<IntentRecord>(line).map_err(|e| RowFault {
+                step_index: position,
+                detail: format!("line {number} is not a valid cairn.intent/v1 record: {e}"),
+            }),
+        );
+    }
+    let (tenant_id, run_id) = match (&checkpoint, rows.iter().find_map(|r| r.as_ref().ok())) {
+        (Some(cp), _) => (cp.tenant_id.clone(), cp.run_id.clone()),
+        (None, Some(record)) => (record.tenant_id.clone(), record.run_id.clone()),
+        (None, None) => return Err(BundleError::Empty),
+    };
+    Ok(ParsedBundle {
+        tenant_id,
+        run_id,
+        rows,
+        checkpoint_note: checkpoint.map(|c| c.note),
+    })
+}

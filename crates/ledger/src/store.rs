@@ -1,0 +1,299 @@
+//! The `Store` trait: what the ledger needs from a durable backend (SQLite, PostgreSQL).
+//!
+//! The trait is synchronous: hooks run once per tool call in a fresh process and must answer
+//! in milliseconds, without an async runtime. Services call it from blocking tasks.
+
+use cairn_core::{Digest, ErrorCode, RunId, TaskId, TenantId, Timestamp};
+use thiserror::Error;
+
+use crate::record::{IntentRecord, TerminationReason};
+
+/// What is known about a run when it is opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunMeta {
+    /// The tenant.
+    pub tenant_id: TenantId,
+    /// The run.
+    pub run_id: RunId,
+    /// The task it executes.
+    pub task_id: TaskId,
+    /// When it was opened.
+    pub opened_at: Timestamp,
+}
+
+/// A run's lifecycle summary (I-2), derived from its records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunInfo {
+    /// Identity and opening time.
+    pub meta: RunMeta,
+    /// How many records the run has.
+    pub records: u64,
+    /// When its latest record was written.
+    pub last_recorded_at: Option<Timestamp>,
+    /// Why it ended, if a terminal record exists.
+    pub termination: Option<TerminationReason>,
+    /// Whether a signed checkpoint is stored for it.
+    pub checkpointed: bool,
+}
+
+impl RunInfo {
+    /// Whether the run has its terminal record.
+    #[must_use]
+    pub const fn terminated(&self) -> bool {
+        self.termination.is_some()
+    }
+}
+
+/// Which runs to list.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunFilter {
+    /// Only this tenant's runs.
+    pub tenant_id: Option<TenantId>,
+    /// Only runs without a terminal record.
+    pub unterminated_only: bool,
+    /// Only runs whose latest activity (or opening, if none) is before this instant.
+    pub idle_before: Option<Timestamp>,
+}
+
+/// A dimension of the cost rollup (I-5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CostDimension {
+    /// By `task_id`.
+    Task,
+    /// By tool name.
+    Tool,
+    /// By `tenant_id`.
+    Tenant,
+    /// By the run's termination reason (`unterminated` when it has none).
+    Termination,
+}
+
+impl CostDimension {
+    /// The dimension's name as the CLI spells it.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Task => "task",
+            Self::Tool => "tool",
+            Self::Tenant => "tenant",
+            Self::Termination => "termination",
+        }
+    }
+}
+
+/// One row of a cost rollup.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CostRow {
+    /// The value of the dimension (a task id, tool name, tenant or termination reason).
+    pub key: String,
+    /// Distinct runs contributing to the row.
+    pub runs: u64,
+    /// Tool calls recorded (allowed and denied).
+    pub calls: u64,
+    /// Of which denied.
+    pub denied: u64,
+    /// Total argument bytes of those calls.
+    pub arg_bytes: u64,
+}
+
+/// Raw content kept by digest, with its own retention (I-4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredContent {
+    /// The digest the content is addressed by.
+    pub digest: Digest,
+    /// The bytes as stored.
+    pub bytes: Vec<u8>,
+    /// When it was stored.
+    pub stored_at: Timestamp,
+    /// When it may be deleted.
+    pub expires_at: Timestamp,
+}
+
+/// Content to keep by digest until `expires_at` (a later expiry wins when stored again).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContentItem {
+    /// The digest the bytes hash to.
+    pub digest: Digest,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// When they were stored.
+    pub stored_at: Timestamp,
+    /// When they may be deleted.
+    pub expires_at: Timestamp,
+}
+
+/// One atomic write: records of one run, the content they reference, and the checkpoint
+/// that closes the run (with its terminal record).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Commit<'a> {
+    /// Consecutive records of one run.
+    pub records: &'a [IntentRecord],
+    /// Content addressed by the records' digests.
+    pub content: &'a [ContentItem],
+    /// The signed checkpoint note, when the commit closes the run.
+    pub checkpoint_note: Option<&'a str>,
+}
+
+/// A stored record that could not be read back as a valid record: a corrupted row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowFault {
+    /// The row's step index, as far as the row says.
+    pub step_index: u64,
+    /// What is wrong.
+    pub detail: String,
+}
+
+/// One row as read back: a record, or the reason it could not be read.
+pub type StoredRow = Result<IntentRecord, RowFault>;
+
+/// Errors of a store.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// Another writer already holds this step of the run.
+    #[error("step {step} of run `{run}` was already written by another writer")]
+    Conflict {
+        /// The run.
+        run: RunId,
+        /// The contested step.
+        step: u64,
+    },
+    /// A record would leave a gap or rewrite history.
+    #[error("run `{run}` expects step {expected} next, got step {got}")]
+    NonContiguous {
+        /// The run.
+        run: RunId,
+        /// The next free step index.
+        expected: u64,
+        /// The step index offered.
+        got: u64,
+    },
+    /// The run was opened already.
+    #[error("run `{run}` already exists")]
+    RunExists {
+        /// The run.
+        run: RunId,
+    },
+    /// No such run.
+    #[error("run `{run}` does not exist in this store")]
+    RunNotFound {
+        /// The run.
+        run: RunId,
+    },
+    /// The run already has its terminal record.
+    #[error("run `{run}` is already terminated")]
+    RunTerminated {
+        /// The run.
+        run: RunId,
+    },
+    /// The store was written by a newer Cairn or its schema is unknown.
+    #[error("store schema version {found} is newer than this cairn understands ({supported})")]
+    SchemaTooNew {
+        /// The version found.
+        found: i64,
+        /// The newest version this build knows.
+        supported: i64,
+    },
+    /// The backend failed (I/O, disk full, locked database, ...).
+    #[error("store backend error: {0}")]
+    Backend(String),
+}
+
+impl ErrorCode for StoreError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Conflict { .. } => "step_conflict",
+            Self::NonContiguous { .. } => "non_contiguous_step",
+            Self::RunExists { .. } => "run_exists",
+            Self::RunNotFound { .. } => "run_not_found",
+            Self::RunTerminated { .. } => "run_terminated",
+            Self::SchemaTooNew { .. } => "store_schema_too_new",
+            Self::Backend(_) => "store_backend",
+        }
+    }
+}
+
+/// A durable home for runs, records, checkpoints and content.
+///
+/// Implementations must make [`Store::append`] atomic (all records and the checkpoint, or
+/// nothing) and must refuse a second record for a step that exists, so that of two writers
+/// racing for the same step exactly one wins.
+pub trait Store: Send + Sync {
+    /// Registers a new run.
+    ///
+    /// # Errors
+    /// [`StoreError::RunExists`] if the run was opened before.
+    fn open_run(&self, meta: &RunMeta) -> Result<(), StoreError>;
+
+    /// Appends consecutive records of one run, the content they reference and optionally the
+    /// run's signed checkpoint note, in one atomic, durable transaction.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] when a step is taken, [`StoreError::NonContiguous`] on a gap,
+    /// [`StoreError::RunTerminated`] after the terminal record.
+    fn append(&self, commit: &Commit<'_>) -> Result<(), StoreError>;
+
+    /// A run's summary, if it exists.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn run(&self, tenant: &TenantId, run: &RunId) -> Result<Option<RunInfo>, StoreError>;
+
+    /// Every run with this id, across tenants.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn find_runs(&self, run: &RunId) -> Result<Vec<RunInfo>, StoreError>;
+
+    /// Runs matching `filter`, oldest first.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunInfo>, StoreError>;
+
+    /// Every stored row of the run in step order.
+    ///
+    /// # Errors
+    /// Backend failures (a corrupted row is returned as a [`RowFault`], not an error).
+    fn rows(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<StoredRow>, StoreError>;
+
+    /// One record by step index.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn record(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        step: u64,
+    ) -> Result<Option<StoredRow>, StoreError>;
+
+    /// The digests of the run's records in step order (to resume a writer).
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn digests(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<Digest>, StoreError>;
+
+    /// The run's signed checkpoint note, if closed.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn checkpoint(&self, tenant: &TenantId, run: &RunId) -> Result<Option<String>, StoreError>;
+
+    /// Content by digest, if still retained. The caller re-hashes it (I-4).
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn content(&self, digest: &Digest) -> Result<Option<StoredContent>, StoreError>;
+
+    /// Deletes content whose retention ended at or before `now`; returns how many items.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn gc_content(&self, now: Timestamp) -> Result<u64, StoreError>;
+
+    /// Rollups of calls, denials and argument bytes (I-5).
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn cost(&self, by: CostDimension) -> Result<Vec<CostRow>, StoreError>;
+}

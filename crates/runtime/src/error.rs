@@ -1,0 +1,45 @@
+//! The runtime's error type, wrapping the lower crates' errors with their stable codes.
+
+use cairn_core::{CoreError, ErrorCode};
+use cairn_ledger::StoreError;
+use cairn_ledger::checkpoint::CheckpointError;
+use thiserror::Error;
+
+use crate::keyring::KeyringError;
+
+/// Errors of the runtime façade.
+#[derive(Debug, Error)]
+pub enum RuntimeError {
+    /// A store failure.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A canonicalisation or identifier failure.
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    /// Signing the checkpoint failed.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// Loading keys failed.
+    #[error(transparent)]
+    Keyring(#[from] KeyringError),
+    /// A value given to the runtime is not acceptable.
+    #[error("invalid `{field}`: {reason}")]
+    InvalidInput {
+        /// The offending field.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl ErrorCode for RuntimeError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Store(e) => e.code(),
+            Self::Core(e) => e.code(),
+            Self::Checkpoint(e) => e.code(),
+            Self::Keyring(e) => e.code(),
+            Self::InvalidInput { .. } => "invalid_input",
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! The run recorder: the one writer of a run's records.
+//!
+//! It assigns step indexes, chains records, digests arguments and observations, keeps raw
+//! content in the content store when retention allows, commits with the chosen durability
+//! (I-6), and closes the run with a terminal record and a signed checkpoint in one atomic
+//! commit.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn_core::canonical::jcs;
+use cairn_core::{Clock, Digest, LaneId, RunId, TaskId, TenantId, Timestamp};
+use cairn_ledger::checkpoint::{Checkpoint, SignedCheckpoint, sign};
+use cairn_ledger::keys::SigningKey;
+use cairn_ledger::merkle::{RootBuilder, leaf_hash};
+use cairn_ledger::record::{
+    Admission, ArgsRef, BoundaryEvent, DraftEvent, IntentRecord, Label, RecordDraft, Termination,
+    TerminationReason, ToolRef,
+};
+use cairn_ledger::store::{Commit, ContentItem, RunMeta};
+use cairn_ledger::{Store, StoreError};
+
+use crate::error::RuntimeError;
+
+/// When a record becomes durable (I-6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Each record is committed (fsynced) before the call it describes may execute.
+    Sync,
+    /// Group commit: records are committed together when `max_records` are waiting or the
+    /// oldest has waited `max_delay`, and always before a boundary or the terminal record.
+    Batch {
+        /// Commit when this many records wait.
+        max_records: usize,
+        /// Commit when the oldest waiting record is this old (checked on every append).
+        max_delay: Duration,
+    },
+}
+
+impl Durability {
+    /// The default batch window: 512 records or 20 ms.
+    pub const DEFAULT_BATCH: Self = Self::Batch {
+        max_records: 512,
+        max_delay: Duration::from_millis(20),
+    };
+}
+
+impl std::str::FromStr for Durability {
+    type Err = RuntimeError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "sync" => Ok(Self::Sync),
+            "batch" => Ok(Self::DEFAULT_BATCH),
+            other => Err(RuntimeError::InvalidInput {
+                field: "durability",
+                reason: format!("expected `sync` or `batch`, got `{other}`"),
+            }),
+        }
+    }
+}
+
+/// How the recorder behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecorderOptions {
+    /// When records become durable.
+    pub durability: Durability,
+    /// How long raw arguments and observations are kept in the content store; `None` keeps
+    /// nothing (the structural records are kept regardless).
+    pub content_retention: Option<jiff::SignedDuration>,
+}
+
+impl Default for RecorderOptions {
+    fn default() -> Self {
+        Self {
+            durability: Durability::Sync,
+            content_retention: Some(jiff::SignedDuration::from_hours(24 * 7)),
+        }
+    }
+}
+
+/// What the executor is about to call.
+#[derive(Debug, Clone)]
+pub struct ToolCall<'a> {
+    /// The concrete capability.
+    pub tool: ToolRef,
+    /// The arguments exactly as submitted (usually JSON text). Hashed, sized, and kept only
+    /// in the content store; never written into a structural record.
+    pub args: &'a [u8],
+    /// The lane the call is made in, if lanes are configured.
+    pub lane: Option<LaneId>,
+}
+
+/// Where a record landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Receipt {
+    /// Its step index.
+    pub step_index: u64,
+    /// Its digest.
+    pub digest: Digest,
+}
+
+/// A closed run: its terminal record and the signed checkpoint.
+#[derive(Debug, Clone)]
+pub struct ClosedRun {
+    /// Where the terminal record landed.
+    pub terminal: Receipt,
+    /// The signed checkpoint over every record of the run.
+    pub checkpoint: SignedCheckpoint,
+}
+
+/// The single writer of one run.
+pub struct Recorder {
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    options: RecorderOptions,
+    tenant: TenantId,
+    run: RunId,
+    task: TaskId,
+    next_index: u64,
+    head: Option<Digest>,
+    tree: RootBuilder,
+    pending: Vec<IntentRecord>,
+    pending_content: Vec<ContentItem>,
+    oldest_pending: Option<Instant>,
+    observation: Option<Digest>,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("tenant", &self.tenant)
+            .field("run", &self.run)
+            .field("next_index", &self.next_index)
+            .field("pending", &self.pending.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// Opens a new run and returns its writer.
+    ///
+    /// # Errors
+    /// [`StoreError::RunExists`] (as [`RuntimeError::Store`]) if the run id is taken.
+    pub fn open(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        meta: (TenantId, TaskId, RunId),
+        options: RecorderOptions,
+    ) -> Result<Self, RuntimeError> {
+        let (tenant, task, run) = meta;
+        store.open_run(&RunMeta {
+            tenant_id: tenant.clone(),
+            run_id: run.clone(),
+            task_id: task.clone(),
+            opened_at: clock.now(),
+        })?;
+        tracing::debug!(tenant = %tenant, run = %run, task = %task, "run opened");
+        Ok(Self::new(store, clock, options, tenant, task, run))
+    }
+
+    /// Resumes writing an existing, unterminated run (a new process after a restart).
+    ///
+    /// # Errors
+    /// [`StoreError::RunNotFound`] or [`StoreError::RunTerminated`].
+    pub fn resume(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        tenant: &TenantId,
+        run: &RunId,
+        options: RecorderOptions,
+    ) -> Result<Self, RuntimeError> {
+        let info = store
+            .run(tenant, run)?
+            .ok_or_else(|| StoreError::RunNotFound { run: run.clone() })?;
+        if info.terminated() {
+            return Err(StoreError::RunTerminated { run: run.clone() }.into());
+        }
+        let digests = store.digests(tenant, run)?;
+        let mut recorder = Self::new(
+            store,
+            clock,
+            options,
+            tenant.clone(),
+            info.meta.task_id,
+            run.clone(),
+        );
+        for digest in &digests {
+            recorder.tree.push(leaf_hash(digest.as_bytes()));
+        }
+        recorder.next_index = digests.len() as u64;
+        recorder.head = digests.last().copied();
+        Ok(recorder)
+    }
+
+    fn new(
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        options: RecorderOptions,
+        tenant: TenantId,
+        task: TaskId,
+        run: RunId,
+    ) -> Self {
+        Self {
+            store,
+            clock,
+            options,
+            tenant,
+            run,
+            task,
+            next_index: 0,
+            head: None,
+            tree: RootBuilder::new(),
+            pending: Vec::new(),
+            pending_content: Vec::new(),
+            oldest_pending: None,
+            observation: None,
+        }
+    }
+
+    /// The run being written.
+    #[must_use]
+    pub const fn run_id(&self) -> &RunId {
+        &self.run
+    }
+
+    /// The tenant of the run.
+    #[must_use]
+    pub const fn tenant_id(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// The task of the run.
+    #[must_use]
+    pub const fn task_id(&self) -> &TaskId {
+        &self.task
+    }
+
+    /// The index the next record will get.
+    #[must_use]
+    pub const fn next_step(&self) -> u64 {
+        self.next_index
+    }
+
+    /// The digest of the latest observation, which the next step records.
+    #[must_use]
+    pub const fn current_observation(&self) -> Option<Digest> {
+        self.observation
+    }
+
+    /// Records what the model is shown next (a tool result, a user message, a denial):
+    /// `H(canonical_json(observation))` becomes the next step's `observation_digest`, and the
+    /// canonical bytes go to the content store if retention allows.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Core`] if the value cannot be canonicalised.
+    pub fn observe(&mut self, observation: &serde_json::Value) -> Result<Digest, RuntimeError> {
+        let bytes = jcs(observation)?;
+        let digest = Digest::of(&bytes);
+        self.keep_content(digest, bytes);
+        self.observation = Some(digest);
+        Ok(digest)
+    }
+
+    /// Records a gate decision for a tool call. With [`Durability::Sync`] the record is
+    /// durable when this returns, so the caller may execute an allowed call afterwards.
+    ///
+    /// # Errors
+    /// Store failures (nothing is executed then: the caller must treat it as a deny).
+    pub fn record_step(
+        &mut self,
+        call: &ToolCall<'_>,
+        admission: Admission,
+    ) -> Result<Receipt, RuntimeError> {
+        let digest = Digest::of(call.args);
+        self.keep_content(digest, call.args.to_vec());
+        let event = DraftEvent::Step {
+            tool: call.tool.clone(),
+            args: ArgsRef {
+                digest,
+                size: call.args.len() as u64,
+            },
+            admission,
+        };
+        let receipt = self.append(event, call.lane.clone())?;
+        tracing::debug!(
+            run = %self.run,
+            step = receipt.step_index,
+            tool = %call.tool.name,
+            args_digest = %digest,
+            "step recorded"
+        );
+        Ok(receipt)
+    }
+
+    /// Records a boundary event. Everything waiting is committed first and the boundary
+    /// record itself is committed before this returns, whatever the durability mode.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn record_boundary(
+        &mut self,
+        event: BoundaryEvent,
+        lane: Option<LaneId>,
+    ) -> Result<Receipt, RuntimeError> {
+        let receipt = self.append(DraftEvent::Boundary(event), lane)?;
+        self.flush()?;
+        Ok(receipt)
+    }
+
+    /// Commits every waiting record.
+    ///
+    /// # Errors
+    /// Store failures; the records stay waiting and a later flush retries them.
+    pub fn flush(&mut self) -> Result<(), RuntimeError> {
+        if self.pending.is_empty() && self.pending_content.is_empty() {
+            return Ok(());
+        }
+        self.store.append(&Commit {
+            records: &self.pending,
+            content: &self.pending_content,
+            checkpoint_note: None,
+        })?;
+        self.pending.clear();
+        self.pending_content.clear();
+        self.oldest_pending = None;
+        Ok(())
+    }
+
+    /// Closes the run: writes the terminal record and the checkpoint signed by `key` over
+    /// every record, in one atomic commit with anything still waiting.
+    ///
+    /// # Errors
+    /// Store or signing failures; the run then stays open and can be closed again.
+    pub fn terminate(
+        mut self,
+        reason: TerminationReason,
+        detail: Option<Label>,
+        key: &SigningKey,
+    ) -> Result<ClosedRun, RuntimeError> {
+        let record = self.seal(DraftEvent::Terminal(Termination { reason, detail }), None)?;
+        let receipt = Receipt {
+            step_index: record.step_index,
+            digest: record.digest,
+        };
+        let mut tree = self.tree.clone();
+        tree.push(leaf_hash(record.digest.as_bytes()));
+        let checkpoint = Checkpoint {
+            origin: Checkpoint::origin_for(&self.tenant, &self.run),
+            size: tree.len(),
+            root: tree.root(),
+        };
+        let signed = sign(&checkpoint, key)?;
+        let mut records = std::mem::take(&mut self.pending);
+        records.push(record);
+        let result = self.store.append(&Commit {
+            records: &records,
+            content: &self.pending_content,
+            checkpoint_note: Some(signed.note()),
+        });
+        if let Err(e) = result {
+            records.pop();
+            self.pending = records;
+            return Err(e.into());
+        }
+        self.pending_content.clear();
+        tracing::debug!(run = %self.run, records = checkpoint.size, reason = %reason, "run closed");
+        Ok(ClosedRun {
+            terminal: receipt,
+            checkpoint: signed,
+        })
+    }
+
+    fn keep_content(&mut self, digest: Digest, bytes: Vec<u8>) {
+        if let Some(retention) = self.options.content_retention {
+            let now = self.clock.now();
+            self.pending_content.push(ContentItem {
+                digest,
+                bytes,
+                stored_at: now,
+                expires_at: now.saturating_add(retention),
+            });
+        }
+    }
+
+    fn seal(
+        &mut self,
+        event: DraftEvent,
+        lane: Option<LaneId>,
+    ) -> Result<IntentRecord, RuntimeError> {
+        let draft = RecordDraft {
+            tenant_id: self.tenant.clone(),
+            run_id: self.run.clone(),
+            task_id: self.task.clone(),
+            event,
+            lane_id: lane,
+            observation_digest: self.observation,
+            recorded_at: self.clock.now(),
+        };
+        Ok(IntentRecord::seal(draft, self.next_index, self.head)?)
+    }
+
+    fn append(&mut self, event: DraftEvent, lane: Option<LaneId>) -> Result<Receipt, RuntimeError> {
+        let record = self.seal(event, lane)?;
+        let receipt = Receipt {
+            step_index: record.step_index,
+            digest: record.digest,
+        };
+        match self.options.durability {
+            Durability::Sync => {
+                self.pending.push(record);
+                if let Err(e) = self.flush() {
+                    // Not acknowledged: forget it so the step index can be reused.
+                    self.pending.pop();
+                    return Err(e);
+                }
+            }
+            Durability::Batch {
+                max_records,
+                max_delay,
+            } => {
+                self.pending.push(record);
+                let oldest = *self.oldest_pending.get_or_insert_with(Instant::now);
+                if self.pending.len() >= max_records || oldest.elapsed() >= max_delay {
+                    self.flush()?;
+                }
+            }
+        }
+        self.next_index += 1;
+        self.head = Some(receipt.digest);
+        self.tree.push(leaf_hash(receipt.digest.as_bytes()));
+        Ok(receipt)
+    }
+
+    /// The instant the recorder's clock reads now.
+    #[must_use]
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        // Batch mode promises records are flushed before any boundary; dropping the writer is
+        // one. A failure here cannot be returned, so it is logged.
+        if let Err(e) = self.flush() {
+            tracing::error!(run = %self.run, error = %e, "records lost when the recorder was dropped");
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Versioned schema migrations of the SQLite store, tracked in `PRAGMA user_version`.
+//!
+//! A migration is applied inside one transaction together with the version bump, so a crash
+//! mid-migration leaves the previous version intact. A store newer than this build is refused
+//! rather than guessed at.
+
+use rusqlite::Connection;
+
+use cairn_ledger::StoreError;
+
+use crate::backend;
+
+/// The migrations in order; the version after applying `MIGRATIONS[i]` is `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: runs, records (structural; no payloads), checkpoints, content by digest.
+    r"
+    CREATE TABLE runs (
+        tenant_id    TEXT NOT NULL,
+        run_id       TEXT NOT NULL,
+        task_id      TEXT NOT NULL,
+        opened_at_us INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, run_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX runs_by_run ON runs (run_id);
+
+    -- The body is the record's JSON, the only source verification trusts; the other columns
+    -- are index copies that verification checks against the body.
+    CREATE TABLE records (
+        tenant_id          TEXT NOT NULL,
+        run_id             TEXT NOT NULL,
+        step_index         INTEGER NOT NULL,
+        kind               TEXT NOT NULL,
+        task_id            TEXT NOT NULL,
+        tool_name          TEXT,
+        args_size          INTEGER,
+        decision           TEXT,
+        termination_reason TEXT,
+        recorded_at_us     INTEGER NOT NULL,
+        digest             TEXT NOT NULL,
+        body               TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, run_id, step_index)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE checkpoints (
+        tenant_id  TEXT NOT NULL,
+        run_id     TEXT NOT NULL,
+        tree_size  INTEGER NOT NULL,
+        note       TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, run_id)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE content (
+        digest        TEXT PRIMARY KEY,
+        bytes         BLOB NOT NULL,
+        size          INTEGER NOT NULL,
+        stored_at_us  INTEGER NOT NULL,
+        expires_at_us INTEGER NOT NULL
+    );
+    CREATE INDEX content_by_expiry ON content (expires_at_us);
+    ",
+];
+
+/// The schema version this build writes.
+pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Brings the database up to [`CURRENT_VERSION`].
+pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(backend)?;
+    if found > CURRENT_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: CURRENT_VERSION,
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(found).unwrap_or(0)) {
+        let version = index as i64 + 1;
+        let tx = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(backend)?;
+        // Re-check under the write lock: another process may have migrated meanwhile.
+        let now: i64 = tx
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(backend)?;
+        if now >= version {
+            continue;
+        }
+        tx.execute_batch(sql).map_err(backend)?;
+        tx.execute_batch(&format!("PRAGMA user_version = {version}"))
+            .map_err(backend)?;
+        tx.commit().map_err(backend)?;
+    }
+    Ok(())
+}
