@@ -48,8 +48,9 @@ impl Context {
         match &self.explicit_store {
             Some(text) => store_path_from(text),
             None => {
-                let cwd = std::env::current_dir()
-                    .map_err(|e| Failure::internal("io", format!("cannot read the current directory: {e}")))?;
+                let cwd = std::env::current_dir().map_err(|e| {
+                    Failure::internal("io", format!("cannot read the current directory: {e}"))
+                })?;
                 Ok(default_store_path(&cwd))
             }
         }
@@ -64,9 +65,10 @@ impl Context {
     /// Opens the store for reading commands: it must exist.
     pub fn open_existing_store(&self) -> Result<Arc<SqliteStore>, Failure> {
         let path = self.store_path()?;
-        Ok(Arc::new(SqliteStore::open(&path, OpenMode::MustExist).map_err(|e| {
-            Failure::invalid("store_not_found", e.to_string())
-        })?))
+        Ok(Arc::new(
+            SqliteStore::open(&path, OpenMode::MustExist)
+                .map_err(|e| Failure::invalid("store_not_found", e.to_string()))?,
+        ))
     }
 
     /// The key directory: explicit, else `keys/` beside the store file.
@@ -102,7 +104,9 @@ impl Context {
             return ProgressBar::hidden();
         }
         let bar = ProgressBar::new(len);
-        if let Ok(style) = ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {per_sec} eta {eta}") {
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg} [{bar:30}] {pos}/{len} {per_sec} eta {eta}")
+        {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.set_message(what.to_owned());
@@ -118,7 +122,10 @@ fn store_path_from(text: &str) -> Result<PathBuf, Failure> {
         ));
     }
     if text.is_empty() {
-        return Err(Failure::invalid("invalid_input", "`--store` must not be empty"));
+        return Err(Failure::invalid(
+            "invalid_input",
+            "`--store` must not be empty",
+        ));
     }
     Ok(PathBuf::from(text))
 }
@@ -144,7 +151,8 @@ pub fn parse_id<K: cairn_core::ids::IdKind>(
     flag: &str,
     text: &str,
 ) -> Result<cairn_core::Id<K>, Failure> {
-    cairn_core::Id::<K>::new(text).map_err(|e| Failure::invalid("invalid_id", format!("`--{flag}`: {e}")))
+    cairn_core::Id::<K>::new(text)
+        .map_err(|e| Failure::invalid("invalid_id", format!("`--{flag}`: {e}")))
 }
 
 /// Finds the run a selector names, across tenants when no tenant is given.
@@ -184,11 +192,17 @@ mod tests {
         std::fs::create_dir_all(&nested).unwrap();
         assert_eq!(default_store_path(&nested), nested.join(".cairn/cairn.db"));
         std::fs::create_dir_all(root.path().join("a/.cairn")).unwrap();
-        assert_eq!(default_store_path(&nested), root.path().join("a/.cairn/cairn.db"));
+        assert_eq!(
+            default_store_path(&nested),
+            root.path().join("a/.cairn/cairn.db")
+        );
     }
 
     #[test]
     fn postgres_urls_are_refused_with_a_clear_code() {
-        assert_eq!(store_path_from("postgres://x").unwrap_err().code, "unsupported_store");
+        assert_eq!(
+            store_path_from("postgres://x").unwrap_err().code,
+            "unsupported_store"
+        );
     }
 }

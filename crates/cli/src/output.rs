@@ -55,8 +55,13 @@ pub fn render(result: Result<Outcome, Failure>, json: bool) -> u8 {
             } else if outcome.human.is_empty() {
                 Ok(())
             } else {
-                write!(out, "{}", outcome.human)
-                    .and_then(|()| if outcome.human.ends_with('\n') { Ok(()) } else { writeln!(out) })
+                write!(out, "{}", outcome.human).and_then(|()| {
+                    if outcome.human.ends_with('\n') {
+                        Ok(())
+                    } else {
+                        writeln!(out)
+                    }
+                })
             };
             match written.and_then(|()| out.flush()) {
                 // A closed pipe (`cairn … | head`) is not a failure of the command.
@@ -75,7 +80,12 @@ pub fn render(result: Result<Outcome, Failure>, json: bool) -> u8 {
                 let _ = serde_json::to_writer_pretty(&mut out, &body);
                 let _ = writeln!(out);
             } else {
-                let _ = writeln!(std::io::stderr(), "error[{}]: {}", failure.code, failure.message);
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "error[{}]: {}",
+                    failure.code,
+                    failure.message
+                );
             }
             failure.exit
         }

@@ -92,7 +92,10 @@ pub fn build_proof(
     run_digests: &[cairn_core::Digest],
     checkpoint_note: String,
 ) -> Result<InclusionProof, ProofError> {
-    let leaves: Vec<Hash> = run_digests.iter().map(|d| leaf_hash(d.as_bytes())).collect();
+    let leaves: Vec<Hash> = run_digests
+        .iter()
+        .map(|d| leaf_hash(d.as_bytes()))
+        .collect();
     let size = leaves.len() as u64;
     let path = inclusion_proof(&leaves, record.step_index).map_err(|_| ProofError::NotCovered {
         step: record.step_index,
@@ -147,8 +150,12 @@ pub fn verify_proof(
     }
     let mut path = Vec::with_capacity(proof.audit_path.len());
     for (index, text) in proof.audit_path.iter().enumerate() {
-        let bytes = STANDARD.decode(text).map_err(|_| ProofError::BadHash { index })?;
-        let hash: Hash = bytes.try_into().map_err(|_| ProofError::BadHash { index })?;
+        let bytes = STANDARD
+            .decode(text)
+            .map_err(|_| ProofError::BadHash { index })?;
+        let hash: Hash = bytes
+            .try_into()
+            .map_err(|_| ProofError::BadHash { index })?;
         path.push(hash);
     }
     verify_inclusion(

@@ -237,6 +237,7 @@ pub struct Termination {
     /// Why the run ended.
     pub reason: TerminationReason,
     /// A short code-like detail (never a payload or a prompt).
+    #[schemars(required)]
     pub detail: Option<Label>,
 }
 
@@ -293,7 +294,10 @@ pub struct BoundaryEvent {
 /// One record of the ledger, exactly as stored and exported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(title = "cairn.intent/v1", description = "One step, boundary or terminal record of a Cairn run.")]
+#[schemars(
+    title = "cairn.intent/v1",
+    description = "One step, boundary or terminal record of a Cairn run."
+)]
 pub struct IntentRecord {
     /// Always `cairn.intent/v1`.
     pub schema: IntentSchema,
@@ -310,22 +314,30 @@ pub struct IntentRecord {
     /// Step, boundary or terminal.
     pub kind: RecordKind,
     /// The responsibility lane the event is bound to, if any.
+    #[schemars(required)]
     pub lane_id: Option<LaneId>,
     /// The capability called (steps only).
+    #[schemars(required)]
     pub tool: Option<ToolRef>,
     /// The arguments as submitted (steps only).
+    #[schemars(required)]
     pub args: Option<ArgsRef>,
     /// The gate's decision (steps only).
+    #[schemars(required)]
     pub admission: Option<Admission>,
     /// `H(canonical_json(observation))` of what the model was shown before this record.
+    #[schemars(required)]
     pub observation_digest: Option<Digest>,
     /// Boundary details (boundary records only).
+    #[schemars(required)]
     pub boundary: Option<BoundaryEvent>,
     /// Why the run ended (terminal records only).
+    #[schemars(required)]
     pub termination: Option<Termination>,
     /// When the executor wrote the record.
     pub recorded_at: Timestamp,
     /// The digest of the previous record of the run; null for step 0.
+    #[schemars(required)]
     pub prev_digest: Option<Digest>,
     /// SHA-256 over the canonical form of this record without `digest`.
     pub digest: Digest,
@@ -409,7 +421,14 @@ impl IntentRecord {
                 tool,
                 args,
                 admission,
-            } => (RecordKind::Step, Some(tool), Some(args), Some(admission), None, None),
+            } => (
+                RecordKind::Step,
+                Some(tool),
+                Some(args),
+                Some(admission),
+                None,
+                None,
+            ),
             DraftEvent::Boundary(b) => (RecordKind::Boundary, None, None, None, Some(b), None),
             DraftEvent::Terminal(t) => (RecordKind::Terminal, None, None, None, None, Some(t)),
         };
@@ -488,8 +507,16 @@ impl IntentRecord {
         want(self.tool.is_some(), step, "tool")?;
         want(self.args.is_some(), step, "args")?;
         want(self.admission.is_some(), step, "admission")?;
-        want(self.boundary.is_some(), self.kind == RecordKind::Boundary, "boundary")?;
-        want(self.termination.is_some(), self.kind == RecordKind::Terminal, "termination")?;
+        want(
+            self.boundary.is_some(),
+            self.kind == RecordKind::Boundary,
+            "boundary",
+        )?;
+        want(
+            self.termination.is_some(),
+            self.kind == RecordKind::Terminal,
+            "termination",
+        )?;
         match (self.step_index, &self.prev_digest) {
             (0, Some(_)) => Err("step 0 must have a null `prev_digest`".to_owned()),
             (n, None) if n > 0 => Err(format!("step {n} needs a `prev_digest`")),

@@ -191,7 +191,7 @@ pub fn verify_run(
             if matches {
                 state = CheckpointState::Verified {
                     size: cp.size,
-                    signers: verified.signers().iter().map(|k| signer_label(k)).collect(),
+                    signers: verified.signers().iter().map(signer_label).collect(),
                 };
             } else {
                 state = CheckpointState::Failed {
@@ -204,7 +204,8 @@ pub fn verify_run(
         Some(Ok(verified)) => Some(verified.checkpoint()),
         _ => None,
     };
-    let checkpoint_mismatch = signed.is_some_and(|cp| cp.size != rows.len() as u64 || cp.root != fast.root);
+    let checkpoint_mismatch =
+        signed.is_some_and(|cp| cp.size != rows.len() as u64 || cp.root != fast.root);
     if !fast.ok || checkpoint_mismatch {
         findings.extend(diagnose(tenant, run, rows, signed));
         findings.sort_by_key(|f| (f.step.unwrap_or(u64::MAX), f.kind));
@@ -294,7 +295,11 @@ fn diagnose(
 ) -> Vec<Finding> {
     let mut out = Vec::new();
     let mut finding = |kind, step: Option<u64>, message: String| {
-        out.push(Finding { kind, step, message });
+        out.push(Finding {
+            kind,
+            step,
+            message,
+        });
     };
     let name = format!("{tenant}/{run}");
     let mut entries = Vec::new();
@@ -303,7 +308,10 @@ fn diagnose(
             Err(fault) => finding(
                 TamperKind::Modified,
                 Some(fault.step_index),
-                format!("run `{name}` step {}: the stored record cannot be read: {}", fault.step_index, fault.detail),
+                format!(
+                    "run `{name}` step {}: the stored record cannot be read: {}",
+                    fault.step_index, fault.detail
+                ),
             ),
             Ok(record) if record.tenant_id != *tenant || record.run_id != *run => finding(
                 TamperKind::Spliced,
@@ -319,16 +327,26 @@ fn diagnose(
                     finding(
                         TamperKind::Modified,
                         Some(record.step_index),
-                        format!("run `{name}` step {}: the record's content does not match its digest", record.step_index),
+                        format!(
+                            "run `{name}` step {}: the record's content does not match its digest",
+                            record.step_index
+                        ),
                     );
                 } else if let Err(shape) = record.check_shape() {
                     finding(
                         TamperKind::Modified,
                         Some(record.step_index),
-                        format!("run `{name}` step {}: malformed record: {shape}", record.step_index),
+                        format!(
+                            "run `{name}` step {}: malformed record: {shape}",
+                            record.step_index
+                        ),
                     );
                 }
-                entries.push(Entry { position, record, self_consistent });
+                entries.push(Entry {
+                    position,
+                    record,
+                    self_consistent,
+                });
             }
         }
     }
@@ -336,7 +354,10 @@ fn diagnose(
     // Duplicated step indexes: keep the record its neighbours link to; the rest were inserted.
     let mut by_index: BTreeMap<u64, Vec<&Entry<'_>>> = BTreeMap::new();
     for entry in &entries {
-        by_index.entry(entry.record.step_index).or_default().push(entry);
+        by_index
+            .entry(entry.record.step_index)
+            .or_default()
+            .push(entry);
     }
     let mut kept: BTreeMap<u64, &Entry<'_>> = BTreeMap::new();
     for (&index, candidates) in &by_index {
@@ -346,7 +367,10 @@ fn diagnose(
                 finding(
                     TamperKind::Inserted,
                     Some(index),
-                    format!("run `{name}` step {index}: an extra record claims this step (position {})", candidate.position),
+                    format!(
+                        "run `{name}` step {index}: an extra record claims this step (position {})",
+                        candidate.position
+                    ),
                 );
             }
         }
@@ -356,17 +380,22 @@ fn diagnose(
     // Order: every kept record should sit after the kept records of lower steps.
     let mut highest_seen: Option<u64> = None;
     let kept_positions: BTreeSet<usize> = kept.values().map(|e| e.position).collect();
-    for entry in entries.iter().filter(|e| kept_positions.contains(&e.position)) {
+    for entry in entries
+        .iter()
+        .filter(|e| kept_positions.contains(&e.position))
+    {
         let index = entry.record.step_index;
-        if let Some(high) = highest_seen {
-            if index < high {
+        if let Some(high) = highest_seen
+            && index < high {
                 finding(
                     TamperKind::Reordered,
                     Some(index),
-                    format!("run `{name}` step {index} appears after step {high} (position {})", entry.position),
+                    format!(
+                        "run `{name}` step {index} appears after step {high} (position {})",
+                        entry.position
+                    ),
                 );
             }
-        }
         highest_seen = Some(highest_seen.map_or(index, |h| h.max(index)));
     }
 
@@ -379,7 +408,10 @@ fn diagnose(
                 finding(
                     TamperKind::Deleted,
                     Some(expected),
-                    format!("run `{name}`: {} missing", describe_range(expected, index - 1)),
+                    format!(
+                        "run `{name}`: {} missing",
+                        describe_range(expected, index - 1)
+                    ),
                 );
             }
             expected = index.saturating_add(1);
@@ -389,8 +421,8 @@ fn diagnose(
     // Links between consecutive steps that are both present.
     let mut previous: Option<(u64, &Entry<'_>)> = None;
     for (&index, entry) in &kept {
-        if let Some((prev_index, prev_entry)) = previous {
-            if prev_index + 1 == index
+        if let Some((prev_index, prev_entry)) = previous
+            && prev_index + 1 == index
                 && entry.record.prev_digest != Some(prev_entry.record.digest)
                 && prev_entry.self_consistent
                 && entry.self_consistent
@@ -403,17 +435,21 @@ fn diagnose(
                     ),
                 );
             }
-        }
         previous = Some((index, entry));
     }
 
     // Records after the terminal record.
-    if let Some((&terminal_index, _)) = kept.iter().find(|(_, e)| e.record.kind == RecordKind::Terminal) {
+    if let Some((&terminal_index, _)) = kept
+        .iter()
+        .find(|(_, e)| e.record.kind == RecordKind::Terminal)
+    {
         for (&index, _) in kept.range(terminal_index + 1..) {
             finding(
                 TamperKind::Inserted,
                 Some(index),
-                format!("run `{name}` step {index}: a record follows the terminal record (step {terminal_index})"),
+                format!(
+                    "run `{name}` step {index}: a record follows the terminal record (step {terminal_index})"
+                ),
             );
         }
     }
@@ -474,16 +510,20 @@ fn pick_genuine<'e, 'a>(
 ) -> &'e Entry<'a> {
     let score = |entry: &Entry<'_>| {
         let mut score = u8::from(entry.self_consistent);
-        if let Some(next) = index.checked_add(1).and_then(|n| by_index.get(&n)) {
-            if next.iter().any(|n| n.record.prev_digest == Some(entry.record.digest)) {
+        if let Some(next) = index.checked_add(1).and_then(|n| by_index.get(&n))
+            && next
+                .iter()
+                .any(|n| n.record.prev_digest == Some(entry.record.digest))
+            {
                 score += 2;
             }
-        }
-        if let Some(prev) = index.checked_sub(1).and_then(|p| by_index.get(&p)) {
-            if prev.iter().any(|p| entry.record.prev_digest == Some(p.record.digest)) {
+        if let Some(prev) = index.checked_sub(1).and_then(|p| by_index.get(&p))
+            && prev
+                .iter()
+                .any(|p| entry.record.prev_digest == Some(p.record.digest))
+            {
                 score += 1;
             }
-        }
         score
     };
     // The first of the best-scoring candidates (stable, so the earliest position wins a tie).

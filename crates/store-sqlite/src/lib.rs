@@ -13,8 +13,7 @@ use std::time::Duration;
 use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
 use cairn_ledger::record::{IntentRecord, RecordKind};
 use cairn_ledger::store::{
-    Commit, CostDimension, CostRow, RowFault, RunFilter, RunInfo, RunMeta, StoredContent,
-    StoredRow,
+    Commit, CostDimension, CostRow, RowFault, RunFilter, RunInfo, RunMeta, StoredContent, StoredRow,
 };
 use cairn_ledger::{Store, StoreError};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -41,7 +40,9 @@ pub struct SqliteStore {
 
 impl std::fmt::Debug for SqliteStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteStore").field("path", &self.path).finish_non_exhaustive()
+        f.debug_struct("SqliteStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
     }
 }
 
@@ -109,7 +110,9 @@ impl SqliteStore {
              PRAGMA synchronous = FULL;
              PRAGMA foreign_keys = ON;",
         )
-        .map_err(|e| StoreError::Backend(format!("`{}` is not a usable store: {e}", path.display())))?;
+        .map_err(|e| {
+            StoreError::Backend(format!("`{}` is not a usable store: {e}", path.display()))
+        })?;
         conn.set_prepared_statement_cache_capacity(32);
         schema::migrate(&mut conn)?;
         Ok(Self {
@@ -127,7 +130,9 @@ impl SqliteStore {
     fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave SQLite inconsistent (transactions roll
         // back on drop), so a poisoned lock is still safe to use.
-        self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.conn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Runs one statement outside the ledger API. For tests and tooling that need to reach
@@ -225,7 +230,9 @@ fn read_row(row: &rusqlite::Row<'_>) -> Result<StoredRow, rusqlite::Error> {
         None
     };
     match mismatch {
-        Some(column) => fault(format!("the `{column}` column disagrees with the record body")),
+        Some(column) => fault(format!(
+            "the `{column}` column disagrees with the record body"
+        )),
         None => Ok(Ok(record)),
     }
 }
@@ -286,7 +293,10 @@ impl Store for SqliteStore {
             )
             .optional()
             .map_err(backend)?;
-        if last.as_ref().is_some_and(|(_, kind)| kind == RecordKind::Terminal.as_str()) {
+        if last
+            .as_ref()
+            .is_some_and(|(_, kind)| kind == RecordKind::Terminal.as_str())
+        {
             return Err(StoreError::RunTerminated {
                 run: first.run_id.clone(),
             });
@@ -294,7 +304,10 @@ impl Store for SqliteStore {
         let next = last.map_or(0, |(step, _)| u64::try_from(step).unwrap_or(0) + 1);
         for (offset, record) in commit.records.iter().enumerate() {
             let expected = next + offset as u64;
-            if record.step_index < expected || record.tenant_id != first.tenant_id || record.run_id != first.run_id {
+            if record.step_index < expected
+                || record.tenant_id != first.tenant_id
+                || record.run_id != first.run_id
+            {
                 return Err(StoreError::Conflict {
                     run: record.run_id.clone(),
                     step: record.step_index,
@@ -425,9 +438,12 @@ impl Store for SqliteStore {
                  WHERE tenant_id = ?1 AND run_id = ?2 AND step_index = ?3"
             ))
             .map_err(backend)?;
-        stmt.query_row(params![tenant.as_str(), run.as_str(), as_i64(step)], read_row)
-            .optional()
-            .map_err(backend)
+        stmt.query_row(
+            params![tenant.as_str(), run.as_str(), as_i64(step)],
+            read_row,
+        )
+        .optional()
+        .map_err(backend)
     }
 
     fn digests(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<Digest>, StoreError> {
@@ -477,7 +493,10 @@ impl Store for SqliteStore {
     fn gc_content(&self, now: Timestamp) -> Result<u64, StoreError> {
         let removed = self
             .conn()
-            .execute("DELETE FROM content WHERE expires_at_us <= ?1", params![micros(now)])
+            .execute(
+                "DELETE FROM content WHERE expires_at_us <= ?1",
+                params![micros(now)],
+            )
             .map_err(backend)?;
         Ok(removed as u64)
     }
@@ -493,7 +512,11 @@ impl Store for SqliteStore {
                              AND t.kind = 'terminal'), 'unterminated')"
             }
         };
-        let step_filter = if by == CostDimension::Tool { "AND x.kind = 'step'" } else { "" };
+        let step_filter = if by == CostDimension::Tool {
+            "AND x.kind = 'step'"
+        } else {
+            ""
+        };
         let sql = format!(
             "SELECT {key} AS k,
                     COUNT(DISTINCT r.tenant_id || '/' || r.run_id),

@@ -74,7 +74,11 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             supported: CURRENT_VERSION,
         });
     }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(usize::try_from(found).unwrap_or(0)) {
+    for (index, sql) in MIGRATIONS
+        .iter()
+        .enumerate()
+        .skip(usize::try_from(found).unwrap_or(0))
+    {
         let version = index as i64 + 1;
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)

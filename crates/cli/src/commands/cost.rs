@@ -21,7 +21,12 @@ pub fn run(ctx: &Context, args: &CostArgs) -> Result<Outcome, Failure> {
     };
     let store = ctx.open_existing_store()?;
     let rows = store.cost(by)?;
-    let width = rows.iter().map(|r| r.key.len()).max().unwrap_or(0).max(by.as_str().len());
+    let width = rows
+        .iter()
+        .map(|r| r.key.len())
+        .max()
+        .unwrap_or(0)
+        .max(by.as_str().len());
     let mut human = format!(
         "{:<width$}  {:>6}  {:>7}  {:>6}  {:>10}\n",
         by.as_str(),

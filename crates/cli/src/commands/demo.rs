@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use cairn_core::canonical::jcs_digest;
 use cairn_core::{Clock, Digest, SystemClock};
+use cairn_ledger::Store;
 use cairn_ledger::record::{Admission, Decision, Label, TerminationReason, ToolRef};
 use cairn_ledger::verify::{CheckpointPolicy, verify_run};
-use cairn_ledger::Store;
 use cairn_runtime::keyring::{Keyring, KeyringError};
 use cairn_runtime::{Recorder, RecorderOptions, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
@@ -29,7 +29,11 @@ const RULES: &[(&str, &str, Decision)] = &[
     ("support.read-tickets", "tickets.read", Decision::Allow),
     ("support.search-kb", "kb.search", Decision::Allow),
     ("support.read-billing", "billing.lookup", Decision::Allow),
-    ("support.no-refund-without-approval", "payments.refund", Decision::Deny),
+    (
+        "support.no-refund-without-approval",
+        "payments.refund",
+        Decision::Deny,
+    ),
     ("support.write-tickets", "tickets.comment", Decision::Allow),
     ("support.escalate", "tickets.escalate", Decision::Allow),
 ];
@@ -179,7 +183,8 @@ pub fn run(ctx: &Context, args: &DemoArgs) -> Result<Outcome, Failure> {
         "content": "Customer C-0193 says order A-1009 was charged twice. Please sort it out."
     }))?;
     for step in script() {
-        let args_bytes = serde_json::to_vec(&step.args).map_err(|e| Failure::internal("internal", e.to_string()))?;
+        let args_bytes = serde_json::to_vec(&step.args)
+            .map_err(|e| Failure::internal("internal", e.to_string()))?;
         let admission = admit(step.tool, version)?;
         let decision = admission.decision;
         let rules: Vec<String> = admission.rule_ids.iter().map(ToString::to_string).collect();
@@ -210,8 +215,19 @@ pub fn run(ctx: &Context, args: &DemoArgs) -> Result<Outcome, Failure> {
     let rows = store.rows(&tenant, &run_id)?;
     let note = store.checkpoint(&tenant, &run_id)?;
     let trusted = keyring.trusted_keys()?;
-    let report = verify_run(&tenant, &run_id, &rows, note.as_deref(), &trusted, CheckpointPolicy::Required);
-    let records: Vec<_> = rows.iter().filter_map(|r| r.as_ref().ok()).cloned().collect();
+    let report = verify_run(
+        &tenant,
+        &run_id,
+        &rows,
+        note.as_deref(),
+        &trusted,
+        CheckpointPolicy::Required,
+    );
+    let records: Vec<_> = rows
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .cloned()
+        .collect();
     let signer = format!("{}+{:08x}", key.name(), key.key_id());
     let human = timeline(&store_path, &records, &closed, &report, &signer);
     let intact = report.is_intact();
@@ -247,9 +263,16 @@ fn timeline(
     let Some(first) = records.first() else {
         return out;
     };
-    let _ = writeln!(out, "Cairn demo: a support-triage agent run, recorded and verified\n");
+    let _ = writeln!(
+        out,
+        "Cairn demo: a support-triage agent run, recorded and verified\n"
+    );
     let _ = writeln!(out, "  store   {}", store_path.display());
-    let _ = writeln!(out, "  run     {}/{}  (task {})", first.tenant_id, first.run_id, first.task_id);
+    let _ = writeln!(
+        out,
+        "  run     {}/{}  (task {})",
+        first.tenant_id, first.run_id, first.task_id
+    );
     if let Some(admission) = records.iter().find_map(|r| r.admission.as_ref()) {
         let _ = writeln!(out, "  policy  {}", admission.policy_set_version.short());
     }
@@ -260,7 +283,10 @@ fn timeline(
         "step", "kind", "tool", "decision", "rule", "args", "observation"
     );
     for record in records {
-        let tool = record.tool.as_ref().map_or_else(String::new, |t| format!("{}@{}", t.name, t.version));
+        let tool = record
+            .tool
+            .as_ref()
+            .map_or_else(String::new, |t| format!("{}@{}", t.name, t.version));
         let (decision, rule) = match &record.admission {
             Some(a) => (
                 match a.decision {
@@ -270,28 +296,54 @@ fn timeline(
                 if a.rule_ids.is_empty() {
                     "(default deny)".to_owned()
                 } else {
-                    a.rule_ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(",")
+                    a.rule_ids
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(",")
                 },
             ),
             None => (String::new(), String::new()),
         };
-        let args = record.args.as_ref().map_or_else(String::new, |a| format!("{} B", a.size));
-        let obs = record.observation_digest.map_or_else(String::new, |d| d.short());
+        let args = record
+            .args
+            .as_ref()
+            .map_or_else(String::new, |a| format!("{} B", a.size));
+        let obs = record
+            .observation_digest
+            .map_or_else(String::new, |d| d.short());
         let tool = match &record.termination {
-            Some(t) => format!("{} ({})", t.reason, t.detail.as_ref().map_or("", Label::as_str)),
+            Some(t) => format!(
+                "{} ({})",
+                t.reason,
+                t.detail.as_ref().map_or("", Label::as_str)
+            ),
             None => tool,
         };
         let _ = writeln!(
             out,
             "  {:>4}  {:<8}  {:<20}  {:<8}  {:<36}  {:>6}  {}",
-            record.step_index, record.kind.as_str(), tool, decision, rule, args, obs
+            record.step_index,
+            record.kind.as_str(),
+            tool,
+            decision,
+            rule,
+            args,
+            obs
         );
     }
     let cp = closed.checkpoint.checkpoint();
     let _ = writeln!(out);
-    let _ = writeln!(out, "  checkpoint  {}  ({} records, signed by {signer})", cp.origin, cp.size);
+    let _ = writeln!(
+        out,
+        "  checkpoint  {}  ({} records, signed by {signer})",
+        cp.origin, cp.size
+    );
     if report.is_intact() {
-        let _ = writeln!(out, "  verify      intact: chain, Merkle root and signature check out");
+        let _ = writeln!(
+            out,
+            "  verify      intact: chain, Merkle root and signature check out"
+        );
     } else {
         let _ = writeln!(out, "  verify      FAILED:");
         for finding in &report.findings {
@@ -302,8 +354,14 @@ fn timeline(
     let run = &first.run_id;
     let _ = writeln!(out, "\n  Explore it:");
     let _ = writeln!(out, "    cairn --store {store_arg} runs list");
-    let _ = writeln!(out, "    cairn --store {store_arg} ledger show --run {run} --step 3");
-    let _ = writeln!(out, "    cairn --store {store_arg} ledger export --run {run} --format jsonl");
+    let _ = writeln!(
+        out,
+        "    cairn --store {store_arg} ledger show --run {run} --step 3"
+    );
+    let _ = writeln!(
+        out,
+        "    cairn --store {store_arg} ledger export --run {run} --format jsonl"
+    );
     let _ = writeln!(out, "    cairn --store {store_arg} ledger verify --all");
     out
 }

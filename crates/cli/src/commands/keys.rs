@@ -31,11 +31,18 @@ pub fn run(ctx: &Context, command: KeysCommand) -> Result<Outcome, Failure> {
         }
         KeysCommand::List => {
             let trusted = keyring.trusted_keys()?;
-            let active = keyring.active_signing_key().ok().map(|k| k.verifier_key().to_string());
+            let active = keyring
+                .active_signing_key()
+                .ok()
+                .map(|k| k.verifier_key().to_string());
             let keys: Vec<String> = trusted.iter().map(ToString::to_string).collect();
             let mut human = format!("keys in {}\n", keyring.dir().display());
             for key in &keys {
-                let marker = if active.as_deref() == Some(key.as_str()) { "* " } else { "  " };
+                let marker = if active.as_deref() == Some(key.as_str()) {
+                    "* "
+                } else {
+                    "  "
+                };
                 let _ = writeln!(human, "{marker}{key}");
             }
             Ok(Outcome::ok(

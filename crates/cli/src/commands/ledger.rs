@@ -5,13 +5,13 @@ use std::io::Write as _;
 use std::path::Path;
 
 use cairn_core::Digest;
+use cairn_ledger::Store;
 use cairn_ledger::bundle::{CheckpointLine, parse_bundle};
 use cairn_ledger::keys::TrustedKeys;
 use cairn_ledger::proof::{InclusionProof, build_proof, verify_proof};
 use cairn_ledger::record::IntentRecord;
 use cairn_ledger::store::{RunFilter, RunInfo};
 use cairn_ledger::verify::{CheckpointPolicy, CheckpointState, RunReport, verify_run};
-use cairn_ledger::Store;
 
 use crate::args::{LedgerCommand, RunSelector, VerifyArgs};
 use crate::context::{Context, resolve_run};
@@ -25,7 +25,11 @@ const MAX_INPUT_BYTES: u64 = 1 << 30;
 pub fn run(ctx: &Context, command: LedgerCommand) -> Result<Outcome, Failure> {
     match command {
         LedgerCommand::Verify(args) => verify(ctx, &args),
-        LedgerCommand::Export { run, format: _, out } => export(ctx, &run, out.as_deref()),
+        LedgerCommand::Export {
+            run,
+            format: _,
+            out,
+        } => export(ctx, &run, out.as_deref()),
         LedgerCommand::Show { run, step } => show(ctx, &run, step),
         LedgerCommand::Prove { run, step, out } => prove(ctx, &run, step, out.as_deref()),
         LedgerCommand::VerifyProof {
@@ -38,19 +42,28 @@ pub fn run(ctx: &Context, command: LedgerCommand) -> Result<Outcome, Failure> {
 
 fn read_input(path: &Path, what: &str) -> Result<String, Failure> {
     let unreadable = |e: std::io::Error| {
-        Failure::invalid("unreadable_input", format!("cannot read {what} `{}`: {e}", path.display()))
+        Failure::invalid(
+            "unreadable_input",
+            format!("cannot read {what} `{}`: {e}", path.display()),
+        )
     };
     if path.as_os_str() == "-" {
         let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::Read::take(std::io::stdin(), MAX_INPUT_BYTES), &mut text)
-            .map_err(unreadable)?;
+        std::io::Read::read_to_string(
+            &mut std::io::Read::take(std::io::stdin(), MAX_INPUT_BYTES),
+            &mut text,
+        )
+        .map_err(unreadable)?;
         return Ok(text);
     }
     let len = std::fs::metadata(path).map_err(unreadable)?.len();
     if len > MAX_INPUT_BYTES {
         return Err(Failure::invalid(
             "input_too_large",
-            format!("{what} `{}` is {len} bytes; the limit is {MAX_INPUT_BYTES}", path.display()),
+            format!(
+                "{what} `{}` is {len} bytes; the limit is {MAX_INPUT_BYTES}",
+                path.display()
+            ),
         ));
     }
     std::fs::read_to_string(path).map_err(unreadable)
@@ -129,8 +142,15 @@ pub fn verification_outcome(reports: &[RunReport]) -> Outcome {
     for report in reports {
         let _ = writeln!(human, "{}", describe_report(report));
         for finding in &report.findings {
-            let step = finding.step.map_or_else(|| "-".to_owned(), |s| s.to_string());
-            let _ = writeln!(human, "    step {step:>5}  {:<10} {}", finding.kind.as_str(), finding.message);
+            let step = finding
+                .step
+                .map_or_else(|| "-".to_owned(), |s| s.to_string());
+            let _ = writeln!(
+                human,
+                "    step {step:>5}  {:<10} {}",
+                finding.kind.as_str(),
+                finding.message
+            );
         }
     }
     let _ = writeln!(
@@ -145,23 +165,39 @@ pub fn verification_outcome(reports: &[RunReport]) -> Outcome {
             "runs": reports,
         }),
         human,
-        exit: if tampered == 0 { exit::OK } else { exit::TAMPER },
+        exit: if tampered == 0 {
+            exit::OK
+        } else {
+            exit::TAMPER
+        },
         silent: false,
     }
 }
 
 fn describe_report(report: &RunReport) -> String {
     let name = format!("{}/{}", report.tenant_id, report.run_id);
-    let state = if report.terminated { "terminated" } else { "UNTERMINATED" };
+    let state = if report.terminated {
+        "terminated"
+    } else {
+        "UNTERMINATED"
+    };
     let checkpoint = match &report.checkpoint {
-        CheckpointState::Verified { signers, .. } => format!("checkpoint signed by {}", signers.join(", ")),
+        CheckpointState::Verified { signers, .. } => {
+            format!("checkpoint signed by {}", signers.join(", "))
+        }
         CheckpointState::Absent => "no checkpoint".to_owned(),
         CheckpointState::Failed { reason } => format!("checkpoint FAILED: {reason}"),
     };
     if report.is_intact() {
-        format!("intact    {name}: {} records, {state}, {checkpoint}", report.records)
+        format!(
+            "intact    {name}: {} records, {state}, {checkpoint}",
+            report.records
+        )
     } else {
-        format!("TAMPERED  {name}: {} records, {state}, {checkpoint}", report.records)
+        format!(
+            "TAMPERED  {name}: {} records, {state}, {checkpoint}",
+            report.records
+        )
     }
 }
 
@@ -187,7 +223,9 @@ fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<O
         bar.inc(1);
     }
     if let Some(note) = &note {
-        text.push_str(&CheckpointLine::new(tenant.clone(), run.clone(), note.clone()).to_json_line());
+        text.push_str(
+            &CheckpointLine::new(tenant.clone(), run.clone(), note.clone()).to_json_line(),
+        );
         text.push('\n');
     }
     bar.finish_and_clear();
@@ -203,7 +241,11 @@ fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<O
                 format!(
                     "exported {} records{} of run `{tenant}/{run}` to {}",
                     rows.len(),
-                    if note.is_some() { " and the signed checkpoint" } else { " (no checkpoint: the run is not closed)" },
+                    if note.is_some() {
+                        " and the signed checkpoint"
+                    } else {
+                        " (no checkpoint: the run is not closed)"
+                    },
                     path.display()
                 ),
             ))
@@ -211,9 +253,15 @@ fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<O
         None => {
             // The JSON lines are the product: they go to stdout whatever the output mode.
             let mut stdout = std::io::stdout().lock();
-            if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+            if let Err(e) = stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+            {
                 if e.kind() != std::io::ErrorKind::BrokenPipe {
-                    return Err(Failure::internal("io", format!("cannot write the export: {e}")));
+                    return Err(Failure::internal(
+                        "io",
+                        format!("cannot write the export: {e}"),
+                    ));
                 }
             }
             Ok(Outcome::already_written())
@@ -222,8 +270,12 @@ fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<O
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    std::fs::write(path, bytes)
-        .map_err(|e| Failure::invalid("unwritable_output", format!("cannot write `{}`: {e}", path.display())))
+    std::fs::write(path, bytes).map_err(|e| {
+        Failure::invalid(
+            "unwritable_output",
+            format!("cannot write `{}`: {e}", path.display()),
+        )
+    })
 }
 
 fn show(ctx: &Context, selector: &RunSelector, step: u64) -> Result<Outcome, Failure> {
@@ -233,7 +285,10 @@ fn show(ctx: &Context, selector: &RunSelector, step: u64) -> Result<Outcome, Fai
     let row = store.record(tenant, run, step)?.ok_or_else(|| {
         Failure::invalid(
             "step_not_found",
-            format!("run `{tenant}/{run}` has no step {step} (it has {} records)", info.records),
+            format!(
+                "run `{tenant}/{run}` has no step {step} (it has {} records)",
+                info.records
+            ),
         )
     })?;
     let record = row.map_err(|fault| Failure {
@@ -242,14 +297,22 @@ fn show(ctx: &Context, selector: &RunSelector, step: u64) -> Result<Outcome, Fai
         exit: exit::TAMPER,
     })?;
     let args = record.args.as_ref().map(|a| a.digest);
-    let args_content = args.map(|d| fetch_content(store.as_ref(), &d)).transpose()?.flatten();
+    let args_content = args
+        .map(|d| fetch_content(store.as_ref(), &d))
+        .transpose()?
+        .flatten();
     let obs_content = record
         .observation_digest
         .map(|d| fetch_content(store.as_ref(), &d))
         .transpose()?
         .flatten();
     let digest_ok = record.compute_digest().ok() == Some(record.digest);
-    let human = show_human(&record, digest_ok, args_content.as_deref(), obs_content.as_deref());
+    let human = show_human(
+        &record,
+        digest_ok,
+        args_content.as_deref(),
+        obs_content.as_deref(),
+    );
     Ok(Outcome::ok(
         serde_json::json!({
             "record": record,
@@ -272,21 +335,35 @@ fn fetch_content(store: &dyn Store, digest: &Digest) -> Result<Option<Vec<u8>>, 
     if Digest::of(&content.bytes) != *digest {
         return Err(Failure {
             code: "content_digest_mismatch",
-            message: format!("retained content for {digest} does not hash to its digest: the content store was altered"),
+            message: format!(
+                "retained content for {digest} does not hash to its digest: the content store was altered"
+            ),
             exit: exit::TAMPER,
         });
     }
     Ok(Some(content.bytes))
 }
 
-fn show_human(record: &IntentRecord, digest_ok: bool, args: Option<&[u8]>, obs: Option<&[u8]>) -> String {
+fn show_human(
+    record: &IntentRecord,
+    digest_ok: bool,
+    args: Option<&[u8]>,
+    obs: Option<&[u8]>,
+) -> String {
     let mut out = String::new();
     let none = || "-".to_owned();
     let _ = writeln!(out, "run          {}/{}", record.tenant_id, record.run_id);
     let _ = writeln!(out, "task         {}", record.task_id);
     let _ = writeln!(out, "step         {} ({})", record.step_index, record.kind);
     let _ = writeln!(out, "recorded at  {}", record.recorded_at);
-    let _ = writeln!(out, "lane         {}", record.lane_id.as_ref().map_or_else(none, ToString::to_string));
+    let _ = writeln!(
+        out,
+        "lane         {}",
+        record
+            .lane_id
+            .as_ref()
+            .map_or_else(none, ToString::to_string)
+    );
     if let Some(tool) = &record.tool {
         let _ = writeln!(out, "tool         {}@{}", tool.name, tool.version);
     }
@@ -294,23 +371,62 @@ fn show_human(record: &IntentRecord, digest_ok: bool, args: Option<&[u8]>, obs: 
         let rules = if admission.rule_ids.is_empty() {
             "(none: default deny)".to_owned()
         } else {
-            admission.rule_ids.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            admission
+                .rule_ids
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         };
-        let _ = writeln!(out, "decision     {} by {rules}", admission.decision.as_str());
+        let _ = writeln!(
+            out,
+            "decision     {} by {rules}",
+            admission.decision.as_str()
+        );
         let _ = writeln!(out, "policy set   {}", admission.policy_set_version);
     }
     if let Some(args_ref) = &record.args {
-        let _ = writeln!(out, "arguments    {} ({} bytes)", args_ref.digest, args_ref.size);
+        let _ = writeln!(
+            out,
+            "arguments    {} ({} bytes)",
+            args_ref.digest, args_ref.size
+        );
     }
-    let _ = writeln!(out, "observation  {}", record.observation_digest.map_or_else(none, |d| d.to_string()));
+    let _ = writeln!(
+        out,
+        "observation  {}",
+        record
+            .observation_digest
+            .map_or_else(none, |d| d.to_string())
+    );
     if let Some(t) = &record.termination {
-        let _ = writeln!(out, "termination  {} {}", t.reason, t.detail.as_ref().map_or_else(String::new, ToString::to_string));
+        let _ = writeln!(
+            out,
+            "termination  {} {}",
+            t.reason,
+            t.detail
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string)
+        );
     }
     if let Some(b) = &record.boundary {
         let _ = writeln!(out, "boundary     {}", b.event);
     }
-    let _ = writeln!(out, "digest       {} ({})", record.digest, if digest_ok { "matches the record" } else { "DOES NOT MATCH the record" });
-    let _ = writeln!(out, "prev digest  {}", record.prev_digest.map_or_else(none, |d| d.to_string()));
+    let _ = writeln!(
+        out,
+        "digest       {} ({})",
+        record.digest,
+        if digest_ok {
+            "matches the record"
+        } else {
+            "DOES NOT MATCH the record"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "prev digest  {}",
+        record.prev_digest.map_or_else(none, |d| d.to_string())
+    );
     let content = |label: &str, bytes: Option<&[u8]>, out: &mut String| match bytes {
         Some(bytes) => {
             let text = String::from_utf8_lossy(bytes);
@@ -330,7 +446,12 @@ fn show_human(record: &IntentRecord, digest_ok: bool, args: Option<&[u8]>, obs: 
     out
 }
 
-fn prove(ctx: &Context, selector: &RunSelector, step: u64, out: Option<&Path>) -> Result<Outcome, Failure> {
+fn prove(
+    ctx: &Context,
+    selector: &RunSelector,
+    step: u64,
+    out: Option<&Path>,
+) -> Result<Outcome, Failure> {
     let store = ctx.open_existing_store()?;
     let info = resolve_run(store.as_ref(), selector)?;
     let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
@@ -342,7 +463,12 @@ fn prove(ctx: &Context, selector: &RunSelector, step: u64, out: Option<&Path>) -
     })?;
     let record = store
         .record(tenant, run, step)?
-        .ok_or_else(|| Failure::invalid("step_not_found", format!("run `{tenant}/{run}` has no step {step}")))?
+        .ok_or_else(|| {
+            Failure::invalid(
+                "step_not_found",
+                format!("run `{tenant}/{run}` has no step {step}"),
+            )
+        })?
         .map_err(|fault| Failure {
             code: "record_unreadable",
             message: fault.detail,
@@ -350,12 +476,19 @@ fn prove(ctx: &Context, selector: &RunSelector, step: u64, out: Option<&Path>) -
         })?;
     let digests = store.digests(tenant, run)?;
     let proof = build_proof(record, &digests, note)?;
-    let json = serde_json::to_value(&proof).map_err(|e| Failure::internal("internal", e.to_string()))?;
+    let json =
+        serde_json::to_value(&proof).map_err(|e| Failure::internal("internal", e.to_string()))?;
     let pretty = serde_json::to_string_pretty(&proof).unwrap_or_default();
     match out {
         Some(path) => {
             write_file(path, pretty.as_bytes())?;
-            Ok(Outcome::ok(json, format!("inclusion proof of step {step} written to {}", path.display())))
+            Ok(Outcome::ok(
+                json,
+                format!(
+                    "inclusion proof of step {step} written to {}",
+                    path.display()
+                ),
+            ))
         }
         None => Ok(Outcome::ok(json, pretty)),
     }
@@ -369,16 +502,24 @@ fn verify_proof_cmd(
 ) -> Result<Outcome, Failure> {
     let text = read_input(proof_path, "proof")?;
     let proof: InclusionProof = serde_json::from_str(&text).map_err(|e| {
-        Failure::invalid("proof_malformed", format!("`{}` is not an inclusion proof: {e}", proof_path.display()))
+        Failure::invalid(
+            "proof_malformed",
+            format!("`{}` is not an inclusion proof: {e}", proof_path.display()),
+        )
     })?;
     let external = checkpoint_path
         .map(|path| {
             let text = read_input(path, "checkpoint")?;
             // Accept a raw signed note or a bundle's checkpoint line.
             if text.trim_start().starts_with('{') {
-                serde_json::from_str::<CheckpointLine>(text.trim()).map(|line| line.note).map_err(|e| {
-                    Failure::invalid("bundle_invalid_checkpoint", format!("`{}`: {e}", path.display()))
-                })
+                serde_json::from_str::<CheckpointLine>(text.trim())
+                    .map(|line| line.note)
+                    .map_err(|e| {
+                        Failure::invalid(
+                            "bundle_invalid_checkpoint",
+                            format!("`{}`: {e}", path.display()),
+                        )
+                    })
             } else {
                 Ok(text)
             }

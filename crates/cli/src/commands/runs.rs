@@ -24,7 +24,10 @@ pub fn run(ctx: &Context, command: RunsCommand) -> Result<Outcome, Failure> {
         .as_deref()
         .map(|text| parse_duration(text).map(|d| now.saturating_add(-d)))
         .transpose()?;
-    let tenant_id = tenant.as_deref().map(|t| parse_id::<cairn_core::ids::Tenant>("tenant", t)).transpose()?;
+    let tenant_id = tenant
+        .as_deref()
+        .map(|t| parse_id::<cairn_core::ids::Tenant>("tenant", t))
+        .transpose()?;
     let store = ctx.open_existing_store()?;
     let runs = store.list_runs(&RunFilter {
         tenant_id: tenant_id.clone(),
@@ -32,7 +35,10 @@ pub fn run(ctx: &Context, command: RunsCommand) -> Result<Outcome, Failure> {
         idle_before,
     })?;
     let json: Vec<serde_json::Value> = runs.iter().map(run_json).collect();
-    Ok(Outcome::ok(serde_json::Value::Array(json), human(&runs, tenant_id.as_ref())))
+    Ok(Outcome::ok(
+        serde_json::Value::Array(json),
+        human(&runs, tenant_id.as_ref()),
+    ))
 }
 
 fn run_json(info: &RunInfo) -> serde_json::Value {
@@ -84,10 +90,15 @@ pub fn parse_duration(text: &str) -> Result<jiff::SignedDuration, Failure> {
     let invalid = |why: String| {
         Failure::invalid(
             "invalid_input",
-            format!("`--older-than`: `{text}` is not a duration like `90s`, `15m`, `2h` or `3d` ({why})"),
+            format!(
+                "`--older-than`: `{text}` is not a duration like `90s`, `15m`, `2h` or `3d` ({why})"
+            ),
         )
     };
-    let span: jiff::Span = text.trim().parse().map_err(|e: jiff::Error| invalid(e.to_string()))?;
+    let span: jiff::Span = text
+        .trim()
+        .parse()
+        .map_err(|e: jiff::Error| invalid(e.to_string()))?;
     let duration = span
         .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
         .map_err(|e| invalid(e.to_string()))?;

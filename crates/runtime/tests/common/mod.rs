@@ -1,0 +1,127 @@
+//! Shared fixtures of the runtime's integration tests: a store with real, signed runs.
+
+#![allow(dead_code, reason = "each test target uses a different part")]
+#![allow(clippy::expect_used, reason = "test fixtures")]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cairn_core::{Clock, FixedClock, RunId, TaskId, TenantId, Timestamp};
+use cairn_ledger::keys::{SigningKey, TrustedKeys};
+use cairn_ledger::record::{Admission, BoundaryEvent, Decision, Label, TerminationReason, ToolRef};
+use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
+use cairn_store_sqlite::{OpenMode, SqliteStore};
+
+/// A fresh signing key and the trust set holding its verifier key.
+pub fn key() -> (SigningKey, TrustedKeys) {
+    let key = SigningKey::generate(&mut rand_core::OsRng, "cairn.test").expect("key");
+    let trusted = TrustedKeys::new(vec![key.verifier_key()]);
+    (key, trusted)
+}
+
+/// A label, valid by construction in these tests.
+pub fn label(text: &str) -> Label {
+    Label::new(text).expect("label")
+}
+
+/// An admission under a fixed policy version.
+pub fn admission(decision: Decision, rules: &[&str]) -> Admission {
+    Admission {
+        decision,
+        policy_set_version: cairn_core::Digest::of(b"policy-v1"),
+        rule_ids: rules.iter().map(|r| label(r)).collect(),
+    }
+}
+
+/// Writes a closed run of `steps` tool calls (every fifth denied, a boundary in the middle)
+/// and returns its ids.
+pub fn write_run(
+    store: Arc<SqliteStore>,
+    key: &SigningKey,
+    tenant: &str,
+    run: &str,
+    steps: usize,
+) -> (TenantId, RunId) {
+    let clock: Arc<dyn Clock> = Arc::new(FixedClock::new(
+        "2026-11-30T06:00:00Z".parse::<Timestamp>().expect("time"),
+    ));
+    let tenant: TenantId = tenant.parse().expect("tenant");
+    let run_id: RunId = run.parse().expect("run");
+    let task: TaskId = "task-1".parse().expect("task");
+    let mut recorder = Recorder::open(
+        store,
+        clock,
+        (tenant.clone(), task, run_id.clone()),
+        RecorderOptions {
+            durability: Durability::DEFAULT_BATCH,
+            content_retention: None,
+        },
+    )
+    .expect("open run");
+    recorder
+        .observe(&serde_json::json!({"role": "user", "content": format!("task for {run}")}))
+        .expect("observe");
+    for i in 0..steps {
+        if i == steps / 2 {
+            recorder
+                .record_boundary(
+                    BoundaryEvent {
+                        event: label("context_compaction"),
+                        trigger: Some(label("auto")),
+                        envelope_id: Some(label(&format!("env-{run}"))),
+                        supersedes_envelope_id: None,
+                        source_event_range: Some(cairn_ledger::record::EventRange {
+                            first: 0,
+                            last: i as u64,
+                        }),
+                        summary_digest: Some(cairn_core::Digest::of(b"summary")),
+                        reason: None,
+                        preserved: vec![label("identity"), label("approval")],
+                        idempotency_key: None,
+                        side_effect_status: None,
+                        evidence_ref: None,
+                    },
+                    None,
+                )
+                .expect("boundary");
+        }
+        let decision = if i % 5 == 3 {
+            Decision::Deny
+        } else {
+            Decision::Allow
+        };
+        let args = format!("{{\"n\":{i},\"run\":\"{run}\"}}");
+        recorder
+            .record_step(
+                &ToolCall {
+                    tool: ToolRef {
+                        name: label(&format!("tool.{}", i % 3)),
+                        version: label("1"),
+                    },
+                    args: args.as_bytes(),
+                    lane: None,
+                },
+                admission(
+                    decision,
+                    &[if decision == Decision::Allow {
+                        "allow.all"
+                    } else {
+                        "deny.writes"
+                    }],
+                ),
+            )
+            .expect("step");
+        recorder
+            .observe(&serde_json::json!({"result": i, "run": run}))
+            .expect("observe");
+    }
+    recorder
+        .terminate(TerminationReason::Completed, None, key)
+        .expect("terminate");
+    (tenant, run_id)
+}
+
+/// Opens (creating) a store file.
+pub fn open(path: &Path) -> Arc<SqliteStore> {
+    Arc::new(SqliteStore::open(path, OpenMode::CreateIfMissing).expect("store"))
+}
