@@ -291,6 +291,26 @@ pub struct BoundaryEvent {
     pub evidence_ref: Option<Label>,
 }
 
+impl BoundaryEvent {
+    /// A boundary event of type `event` with no other detail.
+    #[must_use]
+    pub fn new(event: Label) -> Self {
+        Self {
+            event,
+            trigger: None,
+            envelope_id: None,
+            supersedes_envelope_id: None,
+            source_event_range: None,
+            summary_digest: None,
+            reason: None,
+            preserved: Vec::new(),
+            idempotency_key: None,
+            side_effect_status: None,
+            evidence_ref: None,
+        }
+    }
+}
+
 /// One record of the ledger, exactly as stored and exported.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
