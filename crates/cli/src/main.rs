@@ -17,10 +17,46 @@ use crate::output::render;
 
 fn main() -> ExitCode {
     init_logging();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return ExitCode::from(usage_error(&error)),
+    };
     let context = Context::new(&cli.global);
     let result = commands::run(cli.command, &context);
     ExitCode::from(render(result, context.json))
+}
+
+/// Help and version go to stdout with exit 0; usage errors exit 2 — as structured JSON when
+/// `--json` was asked for, so scripts get the same error shape as from any other failure.
+fn usage_error(error: &clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        let _ = error.print();
+        return failure::exit::OK;
+    }
+    if std::env::args().any(|arg| arg == "--json") {
+        let detail = error.to_string();
+        // The paragraph before clap's usage hint, on one line.
+        let summary: Vec<&str> = detail
+            .lines()
+            .take_while(|line| !line.trim().is_empty())
+            .map(str::trim)
+            .collect();
+        let message = summary.join(" ");
+        render(
+            Err(failure::Failure::invalid(
+                "usage",
+                message.trim_start_matches("error: "),
+            )),
+            true,
+        )
+    } else {
+        let _ = error.print();
+        failure::exit::INVALID
+    }
 }
 
 /// Logs go to stderr, filtered by `CAIRN_LOG` (default: warnings). Records never carry
