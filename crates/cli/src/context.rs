@@ -65,10 +65,7 @@ impl Context {
     /// Opens the store for reading commands: it must exist.
     pub fn open_existing_store(&self) -> Result<Arc<SqliteStore>, Failure> {
         let path = self.store_path()?;
-        Ok(Arc::new(
-            SqliteStore::open(&path, OpenMode::MustExist)
-                .map_err(|e| Failure::invalid("store_not_found", e.to_string()))?,
-        ))
+        Ok(Arc::new(SqliteStore::open(&path, OpenMode::MustExist)?))
     }
 
     /// The key directory: explicit, else `keys/` beside the store file.
@@ -92,7 +89,13 @@ impl Context {
         }
         let mut keys = Vec::new();
         for file in files {
-            keys.push(Keyring::load_verifier_key_file(file)?);
+            // The path came from the command line: any failure to use it is invalid input.
+            let key = Keyring::load_verifier_key_file(file).map_err(|e| Failure {
+                code: cairn_core::ErrorCode::code(&e),
+                message: format!("`--trusted-key`: {e}"),
+                exit: crate::failure::exit::INVALID,
+            })?;
+            keys.push(key);
         }
         Ok(TrustedKeys::new(keys))
     }
@@ -124,7 +127,7 @@ fn store_path_from(text: &str) -> Result<PathBuf, Failure> {
     if text.is_empty() {
         return Err(Failure::invalid(
             "invalid_input",
-            "`--store` must not be empty",
+            "the store path (`--store` or `CAIRN_STORE`) must not be empty",
         ));
     }
     Ok(PathBuf::from(text))

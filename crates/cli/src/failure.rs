@@ -88,6 +88,8 @@ fn exit_for(code: &'static str) -> u8 {
         "step_not_covered",
         "proof_malformed",
         "unsupported_store",
+        "store_not_found",
+        "not_a_store",
         "ambiguous_run",
     ];
     const TAMPER: &[&str] = &[

@@ -50,7 +50,7 @@ pub fn render(result: Result<Outcome, Failure>, json: bool) -> u8 {
                 Ok(())
             } else if json {
                 serde_json::to_writer_pretty(&mut out, &outcome.json)
-                    .map_err(std::io::Error::other)
+                    .map_err(std::io::Error::from)
                     .and_then(|()| writeln!(out))
             } else if outcome.human.is_empty() {
                 Ok(())

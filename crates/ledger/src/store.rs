@@ -193,6 +193,20 @@ pub enum StoreError {
         /// The newest version this build knows.
         supported: i64,
     },
+    /// There is no store at the given location.
+    #[error("no store at `{path}` (run `cairn demo`, or pass `--store`)")]
+    NotFound {
+        /// Where it was looked for.
+        path: String,
+    },
+    /// The file exists but is not a Cairn store; it is left untouched.
+    #[error("`{path}` is not a Cairn store: {reason}")]
+    NotAStore {
+        /// The file.
+        path: String,
+        /// Why it is not one.
+        reason: String,
+    },
     /// The backend failed (I/O, disk full, locked database, ...).
     #[error("store backend error: {0}")]
     Backend(String),
@@ -207,6 +221,8 @@ impl ErrorCode for StoreError {
             Self::RunNotFound { .. } => "run_not_found",
             Self::RunTerminated { .. } => "run_terminated",
             Self::SchemaTooNew { .. } => "store_schema_too_new",
+            Self::NotFound { .. } => "store_not_found",
+            Self::NotAStore { .. } => "not_a_store",
             Self::Backend(_) => "store_backend",
         }
     }

@@ -303,6 +303,11 @@ fn diagnose(
     };
     let name = format!("{tenant}/{run}");
     let mut entries = Vec::new();
+    // Steps whose rows exist but cannot be read: reported as modified, never also as deleted.
+    let unreadable: BTreeSet<u64> = rows
+        .iter()
+        .filter_map(|row| row.as_ref().err().map(|fault| fault.step_index))
+        .collect();
     for (position, row) in rows.iter().enumerate() {
         match row {
             Err(fault) => finding(
@@ -386,36 +391,40 @@ fn diagnose(
     {
         let index = entry.record.step_index;
         if let Some(high) = highest_seen
-            && index < high {
-                finding(
-                    TamperKind::Reordered,
-                    Some(index),
-                    format!(
-                        "run `{name}` step {index} appears after step {high} (position {})",
-                        entry.position
-                    ),
-                );
-            }
+            && index < high
+        {
+            finding(
+                TamperKind::Reordered,
+                Some(index),
+                format!(
+                    "run `{name}` step {index} appears after step {high} (position {})",
+                    entry.position
+                ),
+            );
+        }
         highest_seen = Some(highest_seen.map_or(index, |h| h.max(index)));
     }
 
-    // Gaps in the step sequence.
-    let max_index = kept.keys().next_back().copied();
-    if max_index.is_some() {
-        let mut expected = 0u64;
-        for &index in kept.keys() {
-            if index > expected {
-                finding(
-                    TamperKind::Deleted,
-                    Some(expected),
-                    format!(
-                        "run `{name}`: {} missing",
-                        describe_range(expected, index - 1)
-                    ),
-                );
-            }
-            expected = index.saturating_add(1);
+    // Gaps in the step sequence (an unreadable row still occupies its step).
+    let occupied: BTreeSet<u64> = kept
+        .keys()
+        .copied()
+        .chain(unreadable.iter().copied())
+        .collect();
+    let max_index = occupied.iter().next_back().copied();
+    let mut expected = 0u64;
+    for &index in &occupied {
+        if index > expected {
+            finding(
+                TamperKind::Deleted,
+                Some(expected),
+                format!(
+                    "run `{name}`: {} missing",
+                    describe_range(expected, index - 1)
+                ),
+            );
         }
+        expected = index.saturating_add(1);
     }
 
     // Links between consecutive steps that are both present.
@@ -423,18 +432,18 @@ fn diagnose(
     for (&index, entry) in &kept {
         if let Some((prev_index, prev_entry)) = previous
             && prev_index + 1 == index
-                && entry.record.prev_digest != Some(prev_entry.record.digest)
-                && prev_entry.self_consistent
-                && entry.self_consistent
-            {
-                finding(
-                    TamperKind::Modified,
-                    Some(prev_index),
-                    format!(
-                        "run `{name}` step {prev_index}: the record was rewritten; step {index} committed to a different digest"
-                    ),
-                );
-            }
+            && entry.record.prev_digest != Some(prev_entry.record.digest)
+            && prev_entry.self_consistent
+            && entry.self_consistent
+        {
+            finding(
+                TamperKind::Modified,
+                Some(prev_index),
+                format!(
+                    "run `{name}` step {prev_index}: the record was rewritten; step {index} committed to a different digest"
+                ),
+            );
+        }
         previous = Some((index, entry));
     }
 
@@ -514,16 +523,16 @@ fn pick_genuine<'e, 'a>(
             && next
                 .iter()
                 .any(|n| n.record.prev_digest == Some(entry.record.digest))
-            {
-                score += 2;
-            }
+        {
+            score += 2;
+        }
         if let Some(prev) = index.checked_sub(1).and_then(|p| by_index.get(&p))
             && prev
                 .iter()
                 .any(|p| entry.record.prev_digest == Some(p.record.digest))
-            {
-                score += 1;
-            }
+        {
+            score += 1;
+        }
         score
     };
     // The first of the best-scoring candidates (stable, so the earliest position wins a tie).

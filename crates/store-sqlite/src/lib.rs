@@ -95,24 +95,24 @@ impl SqliteStore {
             }
             OpenMode::MustExist => {
                 if !path.exists() {
-                    return Err(StoreError::Backend(format!(
-                        "no store at `{}` (run `cairn demo` or `cairn init`, or pass --store)",
-                        path.display()
-                    )));
+                    return Err(StoreError::NotFound {
+                        path: path.display().to_string(),
+                    });
                 }
             }
         }
         let mut conn = Connection::open_with_flags(&path, flags)
             .map_err(|e| StoreError::Backend(format!("cannot open `{}`: {e}", path.display())))?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+        let display = path.display().to_string();
+        // Before changing anything (WAL mode rewrites the header), make sure the file is ours.
+        schema::ensure_cairn_store(&conn, &display, mode)?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
              PRAGMA foreign_keys = ON;",
         )
-        .map_err(|e| {
-            StoreError::Backend(format!("`{}` is not a usable store: {e}", path.display()))
-        })?;
+        .map_err(backend)?;
         conn.set_prepared_statement_cache_capacity(32);
         schema::migrate(&mut conn)?;
         Ok(Self {

@@ -8,7 +8,7 @@ use rusqlite::Connection;
 
 use cairn_ledger::StoreError;
 
-use crate::backend;
+use crate::{OpenMode, backend};
 
 /// The migrations in order; the version after applying `MIGRATIONS[i]` is `i + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -62,6 +62,34 @@ const MIGRATIONS: &[&str] = &[
 
 /// The schema version this build writes.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Refuses a database that is not a Cairn store before anything touches it: one of another
+/// application (version 0 with tables), a file that is not SQLite at all, or — when the caller
+/// only reads — an empty one.
+pub fn ensure_cairn_store(conn: &Connection, path: &str, mode: OpenMode) -> Result<(), StoreError> {
+    let not_a_store = |reason: String| StoreError::NotAStore {
+        path: path.to_owned(),
+        reason,
+    };
+    let (version, tables): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT user_version FROM pragma_user_version), (SELECT COUNT(*) FROM sqlite_master)",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .map_err(|e| not_a_store(e.to_string()))?;
+    if version == 0 && tables > 0 {
+        return Err(not_a_store(
+            "it holds tables of another application".to_owned(),
+        ));
+    }
+    if version == 0 && mode == OpenMode::MustExist {
+        return Err(not_a_store(
+            "it is empty (create a store with `cairn demo` or by recording a run)".to_owned(),
+        ));
+    }
+    Ok(())
+}
 
 /// Brings the database up to [`CURRENT_VERSION`].
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {

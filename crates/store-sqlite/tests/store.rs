@@ -269,7 +269,7 @@ fn content_expires_on_its_own_schedule_and_a_later_expiry_wins() {
     let r0 = step(0, None, "a");
     store
         .append(&Commit {
-            records: &[r0.clone()],
+            records: std::slice::from_ref(&r0),
             content: &[item(10)],
             checkpoint_note: None,
         })

@@ -279,8 +279,8 @@ fn timeline(
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "  {:>4}  {:<8}  {:<20}  {:<8}  {:<36}  {:>6}  {}",
-        "step", "kind", "tool", "decision", "rule", "args", "observation"
+        "  {:>4}  {:<8}  {:<20}  {:<8}  {:<36}  {:>6}  observation",
+        "step", "kind", "tool", "decision", "rule", "args"
     );
     for record in records {
         let tool = record

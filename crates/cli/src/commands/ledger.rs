@@ -84,7 +84,9 @@ fn verify(ctx: &Context, args: &VerifyArgs) -> Result<Outcome, Failure> {
         Some(path) => {
             let text = read_input(path, "bundle")?;
             let bundle = parse_bundle(&text)?;
-            let trusted = trusted_or_empty(ctx, &args.trusted_keys)?;
+            // A bundle is checked against its signature: without a trusted key that is a
+            // configuration problem, not tampering.
+            let trusted = ctx.trusted_keys(&args.trusted_keys)?;
             vec![verify_run(
                 &bundle.tenant_id,
                 &bundle.run_id,
@@ -256,13 +258,12 @@ fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<O
             if let Err(e) = stdout
                 .write_all(text.as_bytes())
                 .and_then(|()| stdout.flush())
+                && e.kind() != std::io::ErrorKind::BrokenPipe
             {
-                if e.kind() != std::io::ErrorKind::BrokenPipe {
-                    return Err(Failure::internal(
-                        "io",
-                        format!("cannot write the export: {e}"),
-                    ));
-                }
+                return Err(Failure::internal(
+                    "io",
+                    format!("cannot write the export: {e}"),
+                ));
             }
             Ok(Outcome::already_written())
         }
@@ -528,7 +529,11 @@ fn verify_proof_cmd(
     let trusted = ctx.trusted_keys(trusted_files)?;
     let verified = verify_proof(&proof, external.as_deref(), &trusted)?;
     let cp = verified.checkpoint();
-    let signers: Vec<String> = verified.signers().iter().map(ToString::to_string).collect();
+    let signers: Vec<String> = verified
+        .signers()
+        .iter()
+        .map(|k| format!("{}+{:08x}", k.name(), k.key_id()))
+        .collect();
     Ok(Outcome::ok(
         serde_json::json!({
             "valid": true,

@@ -1,0 +1,302 @@
+//! Shared helpers of the `cairn` binary's integration tests: running the binary in a
+//! temporary project with a clean environment, reading its JSON output, and reaching under
+//! the CLI into the SQLite store to tamper with it.
+//!
+//! Every test gets its own temporary directory and passes `--store` (or runs with its
+//! current directory inside the temporary directory), so no test touches the real working
+//! directory or another test's store.
+
+#![allow(dead_code, reason = "each test target uses a different part")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The exit codes of SPEC §9.1 the tests rely on.
+pub const OK: i32 = 0;
+/// Invalid input or usage.
+pub const INVALID: i32 = 2;
+/// Tamper detected.
+pub const TAMPER: i32 = 5;
+
+/// The path of the `cairn` binary Cargo built for these tests.
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_cairn")
+}
+
+/// A `cairn` command with a clean environment, running in `dir`: no `CAIRN_*` variable of
+/// the developer's shell leaks in, and stdin is empty.
+pub fn command_in(dir: &Path) -> Command {
+    let mut command = Command::new(binary());
+    command
+        .current_dir(dir)
+        .env_remove("CAIRN_STORE")
+        .env_remove("CAIRN_KEYS")
+        .env_remove("CAIRN_LOG")
+        .stdin(Stdio::null());
+    command
+}
+
+/// What one run of the binary produced.
+#[derive(Debug)]
+pub struct Output {
+    /// The exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+    /// The command line, for failure messages.
+    pub args: String,
+}
+
+impl Output {
+    /// Runs `command` to completion.
+    pub fn of(command: &mut Command) -> Self {
+        let args = format!("{command:?}");
+        let out = command
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {args}: {e}"));
+        Self {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            args,
+        }
+    }
+
+    /// Asserts the exit code, showing everything the command printed when it differs.
+    #[track_caller]
+    pub fn expect(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "{}\nexited {} (expected {code})\n--- stdout\n{}\n--- stderr\n{}",
+            self.args, self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Standard output parsed as one JSON document.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{}\nstdout is not JSON ({e}):\n{}\n--- stderr\n{}",
+                self.args, self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// The stable code of a `--json` error body `{"error": {"code", "message"}}`.
+    #[track_caller]
+    pub fn error_code(&self) -> String {
+        let json = self.json();
+        json["error"]["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}\nno error code in {json}", self.args))
+            .to_owned()
+    }
+
+    /// The message of a `--json` error body.
+    #[track_caller]
+    pub fn error_message(&self) -> String {
+        self.json()["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+/// The findings of one run of a `ledger verify --json` report, as `(kind, step)`.
+#[track_caller]
+pub fn findings_of(report: &Value) -> Vec<(String, Option<u64>)> {
+    report["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no findings array in {report}"))
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap_or_default().to_owned(),
+                f["step"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+/// The report of run `run_id` in a `ledger verify --json` output.
+#[track_caller]
+pub fn report_for<'a>(verify: &'a Value, run_id: &str) -> &'a Value {
+    verify["runs"]
+        .as_array()
+        .and_then(|runs| runs.iter().find(|r| r["run_id"] == run_id))
+        .unwrap_or_else(|| panic!("no report for run `{run_id}` in {verify}"))
+}
+
+/// A path as a command-line argument (temporary paths are always UTF-8 here).
+#[track_caller]
+pub fn arg(path: &Path) -> &str {
+    path.to_str()
+        .unwrap_or_else(|| panic!("non-UTF-8 path {}", path.display()))
+}
+
+/// A temporary project directory with a store at `.cairn/cairn.db` (created by the first
+/// demo run) and keys at `.cairn/keys/`.
+pub struct Project {
+    dir: TempDir,
+}
+
+impl Project {
+    /// A fresh, empty project directory.
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::Builder::new()
+                .prefix("cairn-cli-test-")
+                .tempdir()
+                .unwrap_or_else(|e| panic!("cannot create a temporary directory: {e}")),
+        }
+    }
+
+    /// The project directory.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A path inside the project directory.
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.root().join(relative)
+    }
+
+    /// The store file.
+    pub fn store(&self) -> PathBuf {
+        self.path(".cairn/cairn.db")
+    }
+
+    /// The default key directory (beside the store).
+    pub fn keys_dir(&self) -> PathBuf {
+        self.path(".cairn/keys")
+    }
+
+    /// The `*.pub` files of the default key directory, sorted.
+    pub fn pub_files(&self) -> Vec<PathBuf> {
+        files_with_extension(&self.keys_dir(), "pub")
+    }
+
+    /// Runs `cairn --store <store> ARGS…` in the project directory.
+    pub fn cairn(&self, args: &[&str]) -> Output {
+        let store = self.store();
+        Output::of(
+            command_in(self.root())
+                .arg("--store")
+                .arg(&store)
+                .args(args),
+        )
+    }
+
+    /// Runs `cairn --json --store <store> ARGS…` in the project directory.
+    pub fn cairn_json(&self, args: &[&str]) -> Output {
+        let store = self.store();
+        Output::of(
+            command_in(self.root())
+                .arg("--json")
+                .arg("--store")
+                .arg(&store)
+                .args(args),
+        )
+    }
+
+    /// Runs the demo into this project's store and returns its `--json` output.
+    #[track_caller]
+    pub fn demo(&self) -> Value {
+        self.cairn_json(&["demo"]).expect(OK).json()
+    }
+
+    /// Runs the demo and returns the new run's id.
+    #[track_caller]
+    pub fn demo_run(&self) -> String {
+        let demo = self.demo();
+        demo["run_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no run_id in the demo output {demo}"))
+            .to_owned()
+    }
+
+    /// Exports `run` to `<project>/<file>` and returns the file's lines.
+    #[track_caller]
+    pub fn export(&self, run: &str, file: &str) -> Vec<String> {
+        let out = self.path(file);
+        self.cairn(&[
+            "ledger",
+            "export",
+            "--run",
+            run,
+            "--format",
+            "jsonl",
+            "--out",
+            arg(&out),
+        ])
+        .expect(OK);
+        read_lines(&out)
+    }
+
+    /// Verifies the bundle made of `lines` (written to `<project>/<file>`) with `--json` and
+    /// the project's keys; returns the output (the exit code is the caller's to check).
+    pub fn verify_bundle_lines(&self, lines: &[String], file: &str) -> Output {
+        let path = self.path(file);
+        write_lines(&path, lines);
+        self.cairn_json(&["ledger", "verify", "--bundle", arg(&path)])
+    }
+
+    /// A connection to the store file, for tampering underneath the CLI.
+    #[track_caller]
+    pub fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.store())
+            .unwrap_or_else(|e| panic!("cannot open {}: {e}", self.store().display()))
+    }
+
+    /// Runs one statement on the store and returns the number of rows it changed.
+    #[track_caller]
+    pub fn sql(&self, sql: &str, params: &[&dyn rusqlite::ToSql]) -> usize {
+        self.db()
+            .execute(sql, params)
+            .unwrap_or_else(|e| panic!("`{sql}` failed: {e}"))
+    }
+}
+
+/// The files of `dir` whose names end in `.ext`, sorted.
+#[track_caller]
+pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The lines of a text file.
+#[track_caller]
+pub fn read_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Writes lines, each ending in a newline.
+#[track_caller]
+pub fn write_lines(path: &Path, lines: &[String]) {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(path, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+}
+
+/// Parses one line of JSON.
+#[track_caller]
+pub fn parse(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+}
