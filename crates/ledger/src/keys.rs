@@ -392,6 +392,12 @@ impl VerifierKey {
     pub fn public_key(&self) -> [u8; 32] {
         self.key.to_bytes()
     }
+
+    /// `name+keyid`: how reports name a signer (the full text also carries the key).
+    #[must_use]
+    pub fn id_label(&self) -> String {
+        format!("{}+{:08x}", self.name, self.key_id)
+    }
 }
 
 impl fmt::Display for VerifierKey {

@@ -191,7 +191,11 @@ pub fn verify_run(
             if matches {
                 state = CheckpointState::Verified {
                     size: cp.size,
-                    signers: verified.signers().iter().map(signer_label).collect(),
+                    signers: verified
+                        .signers()
+                        .iter()
+                        .map(crate::keys::VerifierKey::id_label)
+                        .collect(),
                 };
             } else {
                 state = CheckpointState::Failed {
@@ -219,10 +223,6 @@ pub fn verify_run(
         checkpoint: state,
         findings,
     }
-}
-
-fn signer_label(key: &crate::keys::VerifierKey) -> String {
-    format!("{}+{:08x}", key.name(), key.key_id())
 }
 
 fn open_for(

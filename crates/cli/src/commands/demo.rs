@@ -228,7 +228,7 @@ pub fn run(ctx: &Context, args: &DemoArgs) -> Result<Outcome, Failure> {
         .filter_map(|r| r.as_ref().ok())
         .cloned()
         .collect();
-    let signer = format!("{}+{:08x}", key.name(), key.key_id());
+    let signer = key.verifier_key().id_label();
     let human = timeline(&store_path, &records, &closed, &report, &signer);
     let intact = report.is_intact();
     let json = json!({

@@ -532,7 +532,7 @@ fn verify_proof_cmd(
     let signers: Vec<String> = verified
         .signers()
         .iter()
-        .map(|k| format!("{}+{:08x}", k.name(), k.key_id()))
+        .map(cairn_ledger::keys::VerifierKey::id_label)
         .collect();
     Ok(Outcome::ok(
         serde_json::json!({
