@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_core::canonical::jcs;
-use cairn_core::{Clock, Digest, LaneId, RunId, TaskId, TenantId, Timestamp};
+use cairn_core::{Clock, Digest, LaneId, RunId, TaskId, TenantId};
 use cairn_ledger::checkpoint::{Checkpoint, SignedCheckpoint, sign};
 use cairn_ledger::keys::SigningKey;
 use cairn_ledger::merkle::{RootBuilder, leaf_hash};
@@ -420,22 +420,24 @@ impl Recorder {
                 max_delay,
             } => {
                 self.pending.push(record);
+                self.advance(receipt);
+                // The record is held either way; if this commit fails, the next flush retries
+                // it (and the error tells the caller that it is not yet durable).
                 let oldest = *self.oldest_pending.get_or_insert_with(Instant::now);
                 if self.pending.len() >= max_records || oldest.elapsed() >= max_delay {
                     self.flush()?;
                 }
+                return Ok(receipt);
             }
         }
-        self.next_index += 1;
-        self.head = Some(receipt.digest);
-        self.tree.push(leaf_hash(receipt.digest.as_bytes()));
+        self.advance(receipt);
         Ok(receipt)
     }
 
-    /// The instant the recorder's clock reads now.
-    #[must_use]
-    pub fn now(&self) -> Timestamp {
-        self.clock.now()
+    fn advance(&mut self, receipt: Receipt) {
+        self.next_index += 1;
+        self.head = Some(receipt.digest);
+        self.tree.push(leaf_hash(receipt.digest.as_bytes()));
     }
 }
 
