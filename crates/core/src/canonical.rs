@@ -69,6 +69,20 @@ pub fn jcs<T: Serialize>(value: &T) -> Result<Vec<u8>, CoreError> {
     })
 }
 
+/// Serialises a JSON value in RFC 8785 canonical form, taking the fast path of
+/// [`crate::fast_jcs`] when the value allows it and the reference canonicaliser otherwise.
+///
+/// # Errors
+/// As [`jcs`].
+pub fn jcs_value(value: &Value) -> Result<Vec<u8>, CoreError> {
+    let mut out = Vec::with_capacity(256);
+    if crate::fast_jcs::write_value(value, &mut out) {
+        Ok(out)
+    } else {
+        jcs(value)
+    }
+}
+
 /// The digest of the RFC 8785 canonical form of `value`: `H(canonical_json(value))`.
 ///
 /// # Errors

@@ -7,6 +7,7 @@
 pub mod canonical;
 pub mod digest;
 pub mod error;
+pub mod fast_jcs;
 pub mod ids;
 pub mod normalize;
 pub mod time;

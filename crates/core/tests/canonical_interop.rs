@@ -335,3 +335,50 @@ proptest! {
         prop_assert_eq!(sort_keys_utf8_v1(&parsed).expect("canonicalisable"), bytes);
     }
 }
+
+mod fast_path {
+    //! The fast RFC 8785 path must agree with the reference canonicaliser on every value.
+
+    use cairn_core::canonical::{jcs, jcs_value};
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            (-(1i64 << 53)..(1i64 << 53)).prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "\\PC{0,12}".prop_map(Value::String),
+            "[\\x00-\\x1f\"\\\\a\u{7f}\u{2028}\u{e000}\u{ffff}\u{1f600}]{0,6}"
+                .prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z\u{e9}\u{fb33}\u{1f600}_]{0,5}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fast_path_equals_the_reference(value in json()) {
+            prop_assert_eq!(jcs_value(&value).unwrap(), jcs(&value).unwrap());
+        }
+    }
+
+    #[test]
+    fn the_non_bmp_ordering_case_goes_through_the_reference() {
+        let value: Value = serde_json::from_str("{\"\u{fb33}\":1,\"\u{1f600}\":2}").unwrap();
+        let out = String::from_utf8(jcs_value(&value).unwrap()).unwrap();
+        assert_eq!(out, "{\"\u{1f600}\":2,\"\u{fb33}\":1}");
+    }
+}

@@ -234,11 +234,11 @@ impl std::str::FromStr for TerminationReason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Termination {
-    /// Why the run ended.
-    pub reason: TerminationReason,
     /// A short code-like detail (never a payload or a prompt).
     #[schemars(required)]
     pub detail: Option<Label>,
+    /// Why the run ended.
+    pub reason: TerminationReason,
 }
 
 /// An inclusive range of event (step) indexes.
@@ -256,39 +256,39 @@ pub struct EventRange {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BoundaryEvent {
-    /// The event type: `context_compaction`, `context_rehydration`,
-    /// `continuity_validation_failed`, `reconciliation`, `reset`, `restart`, `handoff`, …
-    pub event: Label,
-    /// What caused it (`manual`, `auto`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trigger: Option<Label>,
     /// The continuity envelope saved or loaded at this boundary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope_id: Option<Label>,
-    /// The envelope this one supersedes (reconciliation).
+    /// The event type: `context_compaction`, `context_rehydration`,
+    /// `continuity_validation_failed`, `reconciliation`, `reset`, `restart`, `handoff`, …
+    pub event: Label,
+    /// A reference to external evidence (for example a lookup by idempotency key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub supersedes_envelope_id: Option<Label>,
+    pub evidence_ref: Option<Label>,
+    /// The idempotency key a reconciliation resolves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<Label>,
+    /// The classes of control state preserved in the envelope.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preserved: Vec<Label>,
+    /// A stable reason code (for example a continuity decision's reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Label>,
+    /// A side-effect state (`not_executed`, `applied`, `side_effect_unknown`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side_effect_status: Option<Label>,
     /// The events summarised across this boundary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_event_range: Option<EventRange>,
     /// The digest binding the derived summary to the source events.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_digest: Option<Digest>,
-    /// A stable reason code (for example a continuity decision's reason).
+    /// The envelope this one supersedes (reconciliation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<Label>,
-    /// The classes of control state preserved in the envelope.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub preserved: Vec<Label>,
-    /// The idempotency key a reconciliation resolves.
+    pub supersedes_envelope_id: Option<Label>,
+    /// What caused it (`manual`, `auto`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotency_key: Option<Label>,
-    /// A side-effect state (`not_executed`, `applied`, `side_effect_unknown`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub side_effect_status: Option<Label>,
-    /// A reference to external evidence (for example a lookup by idempotency key).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence_ref: Option<Label>,
+    pub trigger: Option<Label>,
 }
 
 impl BoundaryEvent {
@@ -406,22 +406,22 @@ pub enum DraftEvent {
 /// `preimage_is_the_record_without_its_digest` fails if the two drift apart.
 #[derive(Serialize)]
 struct Preimage<'a> {
-    schema: IntentSchema,
+    admission: &'a Option<Admission>,
+    args: &'a Option<ArgsRef>,
+    boundary: &'a Option<BoundaryEvent>,
     canonicalization: Canonicalization,
-    tenant_id: &'a TenantId,
-    run_id: &'a RunId,
-    task_id: &'a TaskId,
-    step_index: u64,
     kind: RecordKind,
     lane_id: &'a Option<LaneId>,
-    tool: &'a Option<ToolRef>,
-    args: &'a Option<ArgsRef>,
-    admission: &'a Option<Admission>,
     observation_digest: &'a Option<Digest>,
-    boundary: &'a Option<BoundaryEvent>,
-    termination: &'a Option<Termination>,
-    recorded_at: &'a Timestamp,
     prev_digest: &'a Option<Digest>,
+    recorded_at: &'a Timestamp,
+    run_id: &'a RunId,
+    schema: IntentSchema,
+    step_index: u64,
+    task_id: &'a TaskId,
+    tenant_id: &'a TenantId,
+    termination: &'a Option<Termination>,
+    tool: &'a Option<ToolRef>,
 }
 
 impl IntentRecord {
@@ -480,24 +480,57 @@ impl IntentRecord {
     /// # Errors
     /// [`CoreError::Canonicalization`] if serialisation fails.
     pub fn preimage_bytes(&self) -> Result<Vec<u8>, CoreError> {
-        jcs(&Preimage {
-            schema: self.schema,
+        let preimage = Preimage {
+            admission: &self.admission,
+            args: &self.args,
+            boundary: &self.boundary,
             canonicalization: self.canonicalization,
-            tenant_id: &self.tenant_id,
-            run_id: &self.run_id,
-            task_id: &self.task_id,
-            step_index: self.step_index,
             kind: self.kind,
             lane_id: &self.lane_id,
-            tool: &self.tool,
-            args: &self.args,
-            admission: &self.admission,
             observation_digest: &self.observation_digest,
-            boundary: &self.boundary,
-            termination: &self.termination,
-            recorded_at: &self.recorded_at,
             prev_digest: &self.prev_digest,
-        })
+            recorded_at: &self.recorded_at,
+            run_id: &self.run_id,
+            schema: self.schema,
+            step_index: self.step_index,
+            task_id: &self.task_id,
+            tenant_id: &self.tenant_id,
+            termination: &self.termination,
+            tool: &self.tool,
+        };
+        if !self.integers_are_safe() {
+            return jcs(&preimage);
+        }
+        // INVARIANT: every struct reachable from `Preimage` declares its fields in code-point
+        // order and every key is ASCII, every string is escaped as RFC 8785 escapes it, and
+        // every integer is a JavaScript-safe integer — so compact serde_json output *is* the
+        // RFC 8785 form. Debug builds (every test) check it against the reference.
+        let mut out = Vec::with_capacity(1024);
+        serde_json::to_writer(&mut out, &preimage).map_err(|e| CoreError::Canonicalization {
+            reason: e.to_string(),
+        })?;
+        debug_assert_eq!(
+            Ok(&out),
+            jcs(&preimage).as_ref(),
+            "the record fast path diverged from RFC 8785"
+        );
+        Ok(out)
+    }
+
+    /// Whether every integer in the record prints exactly in RFC 8785 (at most 2^53 − 1).
+    fn integers_are_safe(&self) -> bool {
+        use cairn_core::fast_jcs::MAX_SAFE_INTEGER;
+        let range_ok = self
+            .boundary
+            .as_ref()
+            .and_then(|b| b.source_event_range)
+            .is_none_or(|r| r.first <= MAX_SAFE_INTEGER && r.last <= MAX_SAFE_INTEGER);
+        self.step_index <= MAX_SAFE_INTEGER
+            && self
+                .args
+                .as_ref()
+                .is_none_or(|a| a.size <= MAX_SAFE_INTEGER)
+            && range_ok
     }
 
     /// Recomputes the digest from the record's content.

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cairn_core::canonical::jcs;
+use cairn_core::canonical::jcs_value;
 use cairn_core::{Clock, Digest, LaneId, RunId, TaskId, TenantId};
 use cairn_ledger::checkpoint::{Checkpoint, SignedCheckpoint, sign};
 use cairn_ledger::keys::SigningKey;
@@ -255,7 +255,7 @@ impl Recorder {
     /// # Errors
     /// [`RuntimeError::Core`] if the value cannot be canonicalised.
     pub fn observe(&mut self, observation: &serde_json::Value) -> Result<Digest, RuntimeError> {
-        let bytes = jcs(observation)?;
+        let bytes = jcs_value(observation)?;
         let digest = Digest::of(&bytes);
         self.keep_content(digest, bytes);
         self.observation = Some(digest);

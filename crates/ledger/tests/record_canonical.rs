@@ -1,0 +1,133 @@
+//! A record's digest preimage is RFC 8785: the fast writer agrees byte for byte with the
+//! reference canonicaliser on random records of every kind, including non-ASCII labels,
+//! every boundary field and integers past 2^53 (which take the reference path).
+
+#![allow(clippy::unwrap_used, reason = "test code")]
+
+use cairn_core::canonical::jcs;
+use cairn_core::{Digest, Timestamp};
+use cairn_ledger::record::{
+    Admission, ArgsRef, BoundaryEvent, Decision, DraftEvent, EventRange, IntentRecord, Label,
+    RecordDraft, Termination, TerminationReason, ToolRef,
+};
+use proptest::prelude::*;
+
+fn label() -> impl Strategy<Value = Label> {
+    "[a-zA-Z0-9 ._:/\u{e9}\u{4e2d}\u{1f600}\"\\\\-]{1,20}".prop_map(|s| Label::new(s).unwrap())
+}
+
+fn opt<T: std::fmt::Debug + Clone>(
+    s: impl Strategy<Value = T>,
+) -> impl Strategy<Value = Option<T>> {
+    prop::option::of(s)
+}
+
+fn digest() -> impl Strategy<Value = Digest> {
+    any::<[u8; 32]>().prop_map(Digest::from_bytes)
+}
+
+fn event() -> impl Strategy<Value = DraftEvent> {
+    let step = (
+        label(),
+        label(),
+        digest(),
+        any::<u64>(),
+        any::<bool>(),
+        digest(),
+        prop::collection::vec(label(), 0..4),
+    )
+        .prop_map(
+            |(name, version, d, size, allow, policy, rules)| DraftEvent::Step {
+                tool: ToolRef { name, version },
+                args: ArgsRef {
+                    digest: d,
+                    size: size >> (size % 20),
+                },
+                admission: Admission {
+                    decision: if allow {
+                        Decision::Allow
+                    } else {
+                        Decision::Deny
+                    },
+                    policy_set_version: policy,
+                    rule_ids: rules,
+                },
+            },
+        );
+    let boundary = (
+        label(),
+        (
+            opt(label()),
+            opt(label()),
+            opt(label()),
+            opt(label()),
+            opt(label()),
+            opt(label()),
+            opt(label()),
+        ),
+        opt((any::<u64>(), any::<u64>())),
+        opt(digest()),
+        prop::collection::vec(label(), 0..3),
+    )
+        .prop_map(
+            |(
+                event,
+                (trigger, envelope, supersedes, reason, key, status, evidence),
+                range,
+                summary,
+                preserved,
+            )| {
+                DraftEvent::Boundary(BoundaryEvent {
+                    envelope_id: envelope,
+                    event,
+                    evidence_ref: evidence,
+                    idempotency_key: key,
+                    preserved,
+                    reason,
+                    side_effect_status: status,
+                    source_event_range: range.map(|(first, last)| EventRange { first, last }),
+                    summary_digest: summary,
+                    supersedes_envelope_id: supersedes,
+                    trigger,
+                })
+            },
+        );
+    let terminal = (0..6usize, opt(label())).prop_map(|(r, detail)| {
+        DraftEvent::Terminal(Termination {
+            detail,
+            reason: TerminationReason::ALL[r],
+        })
+    });
+    prop_oneof![step, boundary, terminal]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1500, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_preimage_is_the_reference_rfc8785_form(
+        event in event(),
+        step in prop_oneof![0..1000u64, any::<u64>()],
+        lane in opt("[a-z0-9-]{1,12}"),
+        observation in opt(digest()),
+        prev in digest(),
+        micros in 0i64..4_000_000_000_000_000,
+    ) {
+        let draft = RecordDraft {
+            tenant_id: "acme".parse().unwrap(),
+            run_id: "run-1".parse().unwrap(),
+            task_id: "task-1".parse().unwrap(),
+            event,
+            lane_id: lane.map(|l| l.parse().unwrap()),
+            observation_digest: observation,
+            recorded_at: Timestamp::from_unix_micros(micros).unwrap(),
+        };
+        let prev = (step > 0).then_some(prev);
+        let record = IntentRecord::seal(draft, step, prev).unwrap();
+        let mut value = serde_json::to_value(&record).unwrap();
+        value.as_object_mut().unwrap().remove("digest");
+        let reference = jcs(&value).unwrap();
+        prop_assert_eq!(record.preimage_bytes().unwrap(), reference.clone());
+        prop_assert_eq!(record.digest, Digest::of(&reference));
+    }
+}
