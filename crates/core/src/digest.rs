@@ -78,14 +78,21 @@ fn parse_hex32(text: &str) -> Result<[u8; 32], &'static str> {
     Ok(out)
 }
 
+impl Digest {
+    /// Writes the text form into a stack buffer: records carry several digests and are
+    /// serialised on every tool call, so this avoids the formatting machinery.
+    fn text(&self, buf: &mut [u8; 71]) -> Result<(), fmt::Error> {
+        let (prefix, hex) = buf.split_at_mut(SHA256_PREFIX.len());
+        prefix.copy_from_slice(SHA256_PREFIX.as_bytes());
+        // Encoding 32 bytes into a 64-byte buffer cannot fail.
+        hex::encode_to_slice(self.0, hex).map_err(|_| fmt::Error)
+    }
+}
+
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(SHA256_PREFIX)?;
-        let mut buf = [0u8; 64];
-        // Encoding 32 bytes into a 64-byte buffer cannot fail.
-        if hex::encode_to_slice(self.0, &mut buf).is_err() {
-            return Err(fmt::Error);
-        }
+        let mut buf = [0u8; 71];
+        self.text(&mut buf)?;
         f.write_str(std::str::from_utf8(&buf).map_err(|_| fmt::Error)?)
     }
 }
@@ -115,7 +122,12 @@ impl FromStr for Digest {
 
 impl Serialize for Digest {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
+        let mut buf = [0u8; 71];
+        self.text(&mut buf)
+            .map_err(|_| serde::ser::Error::custom("digest encoding failed"))?;
+        let text = std::str::from_utf8(&buf)
+            .map_err(|_| serde::ser::Error::custom("digest encoding failed"))?;
+        serializer.serialize_str(text)
     }
 }
 

@@ -436,6 +436,10 @@ impl IntentRecord {
         step_index: u64,
         prev_digest: Option<Digest>,
     ) -> Result<Self, CoreError> {
+        SealedRecord::seal(draft, step_index, prev_digest).map(SealedRecord::into_record)
+    }
+
+    fn unsealed(draft: RecordDraft, step_index: u64, prev_digest: Option<Digest>) -> Self {
         let (kind, tool, args, admission, boundary, termination) = match draft.event {
             DraftEvent::Step {
                 tool,
@@ -452,7 +456,7 @@ impl IntentRecord {
             DraftEvent::Boundary(b) => (RecordKind::Boundary, None, None, None, Some(b), None),
             DraftEvent::Terminal(t) => (RecordKind::Terminal, None, None, None, None, Some(t)),
         };
-        let mut record = Self {
+        Self {
             schema: IntentSchema::V1,
             canonicalization: Canonicalization::Jcs,
             tenant_id: draft.tenant_id,
@@ -470,9 +474,7 @@ impl IntentRecord {
             recorded_at: draft.recorded_at,
             prev_digest,
             digest: Digest::from_bytes([0; 32]),
-        };
-        record.digest = record.compute_digest()?;
-        Ok(record)
+        }
     }
 
     /// The canonical bytes the digest is computed over.
@@ -582,9 +584,79 @@ impl IntentRecord {
     /// # Errors
     /// If serialisation fails (it does not for valid records).
     pub fn to_json_line(&self) -> Result<String, CoreError> {
-        serde_json::to_string(self).map_err(|e| CoreError::Canonicalization {
-            reason: e.to_string(),
-        })
+        let preimage = self.preimage_bytes()?;
+        json_line(preimage, &self.digest)
+    }
+}
+
+/// The record's JSON line: its canonical preimage with the digest appended as the last
+/// member. Any JSON reader parses it back to the same record.
+fn json_line(mut preimage: Vec<u8>, digest: &Digest) -> Result<String, CoreError> {
+    // The preimage is a JSON object, so it ends with `}` and has at least one member.
+    if preimage.pop() != Some(b'}') {
+        return Err(CoreError::Canonicalization {
+            reason: "a record preimage must be a JSON object".to_owned(),
+        });
+    }
+    preimage.extend_from_slice(b",\"digest\":\"");
+    preimage.extend_from_slice(digest.to_string().as_bytes());
+    preimage.extend_from_slice(b"\"}");
+    String::from_utf8(preimage).map_err(|e| CoreError::Canonicalization {
+        reason: e.to_string(),
+    })
+}
+
+/// A sealed record together with its JSON line, serialised once: what the executor hands to
+/// a store, which writes the line as the record's body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedRecord {
+    record: IntentRecord,
+    json: String,
+}
+
+impl SealedRecord {
+    /// Chains `draft` after a predecessor (see [`IntentRecord::seal`]), canonicalising it once
+    /// for both its digest and its JSON line.
+    ///
+    /// # Errors
+    /// [`CoreError::Canonicalization`] if the record cannot be canonicalised.
+    pub fn seal(
+        draft: RecordDraft,
+        step_index: u64,
+        prev_digest: Option<Digest>,
+    ) -> Result<Self, CoreError> {
+        let mut record = IntentRecord::unsealed(draft, step_index, prev_digest);
+        let preimage = record.preimage_bytes()?;
+        record.digest = Digest::of(&preimage);
+        let json = json_line(preimage, &record.digest)?;
+        Ok(Self { record, json })
+    }
+
+    /// Wraps an already sealed record (computing its line).
+    ///
+    /// # Errors
+    /// As [`IntentRecord::to_json_line`].
+    pub fn from_record(record: IntentRecord) -> Result<Self, CoreError> {
+        let json = record.to_json_line()?;
+        Ok(Self { record, json })
+    }
+
+    /// The record.
+    #[must_use]
+    pub const fn record(&self) -> &IntentRecord {
+        &self.record
+    }
+
+    /// The record's JSON line (no trailing newline).
+    #[must_use]
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// The record, dropping its line.
+    #[must_use]
+    pub fn into_record(self) -> IntentRecord {
+        self.record
     }
 }
 

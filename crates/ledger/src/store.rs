@@ -6,7 +6,7 @@
 use cairn_core::{Digest, ErrorCode, RunId, TaskId, TenantId, Timestamp};
 use thiserror::Error;
 
-use crate::record::{IntentRecord, TerminationReason};
+use crate::record::{IntentRecord, SealedRecord, TerminationReason};
 
 /// What is known about a run when it is opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,8 +126,8 @@ pub struct ContentItem {
 /// that closes the run (with its terminal record).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Commit<'a> {
-    /// Consecutive records of one run.
-    pub records: &'a [IntentRecord],
+    /// Consecutive sealed records of one run.
+    pub records: &'a [SealedRecord],
     /// Content addressed by the records' digests.
     pub content: &'a [ContentItem],
     /// The signed checkpoint note, when the commit closes the run.

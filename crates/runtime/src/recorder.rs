@@ -14,7 +14,7 @@ use cairn_ledger::checkpoint::{Checkpoint, SignedCheckpoint, sign};
 use cairn_ledger::keys::SigningKey;
 use cairn_ledger::merkle::{RootBuilder, leaf_hash};
 use cairn_ledger::record::{
-    Admission, ArgsRef, BoundaryEvent, DraftEvent, IntentRecord, Label, RecordDraft, Termination,
+    Admission, ArgsRef, BoundaryEvent, DraftEvent, Label, RecordDraft, SealedRecord, Termination,
     TerminationReason, ToolRef,
 };
 use cairn_ledger::store::{Commit, ContentItem, RunMeta};
@@ -120,7 +120,7 @@ pub struct Recorder {
     next_index: u64,
     head: Option<Digest>,
     tree: RootBuilder,
-    pending: Vec<IntentRecord>,
+    pending: Vec<SealedRecord>,
     pending_content: Vec<ContentItem>,
     oldest_pending: Option<Instant>,
     observation: Option<Digest>,
@@ -340,11 +340,11 @@ impl Recorder {
     ) -> Result<ClosedRun, RuntimeError> {
         let record = self.seal(DraftEvent::Terminal(Termination { reason, detail }), None)?;
         let receipt = Receipt {
-            step_index: record.step_index,
-            digest: record.digest,
+            step_index: record.record().step_index,
+            digest: record.record().digest,
         };
         let mut tree = self.tree.clone();
-        tree.push(leaf_hash(record.digest.as_bytes()));
+        tree.push(leaf_hash(receipt.digest.as_bytes()));
         let checkpoint = Checkpoint {
             origin: Checkpoint::origin_for(&self.tenant, &self.run),
             size: tree.len(),
@@ -387,7 +387,7 @@ impl Recorder {
         &mut self,
         event: DraftEvent,
         lane: Option<LaneId>,
-    ) -> Result<IntentRecord, RuntimeError> {
+    ) -> Result<SealedRecord, RuntimeError> {
         let draft = RecordDraft {
             tenant_id: self.tenant.clone(),
             run_id: self.run.clone(),
@@ -397,14 +397,14 @@ impl Recorder {
             observation_digest: self.observation,
             recorded_at: self.clock.now(),
         };
-        Ok(IntentRecord::seal(draft, self.next_index, self.head)?)
+        Ok(SealedRecord::seal(draft, self.next_index, self.head)?)
     }
 
     fn append(&mut self, event: DraftEvent, lane: Option<LaneId>) -> Result<Receipt, RuntimeError> {
         let record = self.seal(event, lane)?;
         let receipt = Receipt {
-            step_index: record.step_index,
-            digest: record.digest,
+            step_index: record.record().step_index,
+            digest: record.record().digest,
         };
         match self.options.durability {
             Durability::Sync => {

@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
-use cairn_ledger::record::{IntentRecord, RecordKind};
+use cairn_ledger::record::{IntentRecord, RecordKind, SealedRecord};
 use cairn_ledger::store::{
     Commit, CostDimension, CostRow, RowFault, RunFilter, RunInfo, RunMeta, StoredContent, StoredRow,
 };
@@ -108,7 +108,8 @@ impl SqliteStore {
         // Before changing anything (WAL mode rewrites the header), make sure the file is ours.
         schema::ensure_cairn_store(&conn, &display, mode)?;
         conn.execute_batch(
-            "PRAGMA journal_mode = WAL;
+            "PRAGMA page_size = 16384;
+             PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
              PRAGMA foreign_keys = ON;",
         )
@@ -264,7 +265,7 @@ impl Store for SqliteStore {
     }
 
     fn append(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
-        let Some(first) = commit.records.first() else {
+        let Some(first) = commit.records.first().map(SealedRecord::record) else {
             return Ok(());
         };
         let (tenant, run) = (first.tenant_id.as_str(), first.run_id.as_str());
@@ -302,7 +303,7 @@ impl Store for SqliteStore {
             });
         }
         let next = last.map_or(0, |(step, _)| u64::try_from(step).unwrap_or(0) + 1);
-        for (offset, record) in commit.records.iter().enumerate() {
+        for (offset, record) in commit.records.iter().map(SealedRecord::record).enumerate() {
             let expected = next + offset as u64;
             if record.step_index < expected
                 || record.tenant_id != first.tenant_id
@@ -329,9 +330,8 @@ impl Store for SqliteStore {
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 )
                 .map_err(backend)?;
-            for record in commit.records {
-                let body = serde_json::to_string(record)
-                    .map_err(|e| StoreError::Backend(format!("cannot encode record: {e}")))?;
+            for sealed in commit.records {
+                let (record, body) = (sealed.record(), sealed.json());
                 insert
                     .execute(params![
                         tenant,

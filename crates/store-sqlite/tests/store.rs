@@ -15,8 +15,8 @@ use std::sync::{Arc, Barrier};
 
 use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
 use cairn_ledger::record::{
-    Admission, ArgsRef, Decision, DraftEvent, IntentRecord, Label, RecordDraft, Termination,
-    TerminationReason, ToolRef,
+    Admission, ArgsRef, Decision, DraftEvent, IntentRecord, Label, RecordDraft, SealedRecord,
+    Termination, TerminationReason, ToolRef,
 };
 use cairn_ledger::store::{Commit, ContentItem, CostDimension, RunFilter, RunMeta};
 use cairn_ledger::{Store, StoreError};
@@ -109,9 +109,16 @@ fn opened(path: &Path) -> SqliteStore {
     store
 }
 
+fn sealed(records: &[IntentRecord]) -> Vec<SealedRecord> {
+    records
+        .iter()
+        .map(|r| SealedRecord::from_record(r.clone()).unwrap())
+        .collect()
+}
+
 fn append(store: &SqliteStore, records: &[IntentRecord]) -> Result<(), StoreError> {
     store.append(&Commit {
-        records,
+        records: &sealed(records),
         ..Commit::default()
     })
 }
@@ -181,7 +188,7 @@ fn appends_are_contiguous_atomic_and_end_at_the_terminal_record() {
     let end = terminal(2, r1.digest);
     store
         .append(&Commit {
-            records: std::slice::from_ref(&end),
+            records: &sealed(std::slice::from_ref(&end)),
             content: &[],
             checkpoint_note: Some("note"),
         })
@@ -269,7 +276,7 @@ fn content_expires_on_its_own_schedule_and_a_later_expiry_wins() {
     let r0 = step(0, None, "a");
     store
         .append(&Commit {
-            records: std::slice::from_ref(&r0),
+            records: &sealed(std::slice::from_ref(&r0)),
             content: &[item(10)],
             checkpoint_note: None,
         })
@@ -277,7 +284,7 @@ fn content_expires_on_its_own_schedule_and_a_later_expiry_wins() {
     let r1 = step(1, Some(r0.digest), "b");
     store
         .append(&Commit {
-            records: &[r1],
+            records: &sealed(&[r1]),
             content: &[item(30)],
             checkpoint_note: None,
         })
