@@ -1,0 +1,1 @@
+//! The policy gate on Cedar (in progress).
