@@ -36,6 +36,11 @@ pub struct Global {
 pub enum Command {
     /// Run the scripted demonstration on a fresh store and print its timeline.
     Demo(DemoArgs),
+    /// Create `.cairn/` here: an observe-first policy set, a tool catalog and a signing key.
+    Init(InitArgs),
+    /// Check policies and explain decisions.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
     /// Manage checkpoint signing keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -60,6 +65,59 @@ pub struct DemoArgs {
     /// temporary directory. Ignored when `--store` or `CAIRN_STORE` is given.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+/// `cairn init`.
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Create `.cairn/` in this directory instead of the current one.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Where the policy set and tool catalog come from.
+#[derive(Debug, Args, Clone)]
+pub struct PolicyLocation {
+    /// A `.cedar` file or a folder of them (default: `policies/` beside the store).
+    #[arg(long, env = "CAIRN_POLICIES", value_name = "PATH")]
+    pub policies: Option<PathBuf>,
+    /// The tool catalog (default: `tools.json` beside the store, if it exists).
+    #[arg(long, env = "CAIRN_TOOLS", value_name = "FILE")]
+    pub tools: Option<PathBuf>,
+}
+
+/// `cairn policy …`.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Load and validate a policy set; print its version and its policies.
+    Check {
+        /// A `.cedar` file or a folder of them (default: `policies/` beside the store).
+        path: Option<PathBuf>,
+        /// The tool catalog (default: `tools.json` beside the store, if it exists).
+        #[arg(long, env = "CAIRN_TOOLS", value_name = "FILE")]
+        tools: Option<PathBuf>,
+    },
+    /// Decide one call and say which rules determined it and why.
+    Explain {
+        /// The tool's name.
+        #[arg(long)]
+        tool: String,
+        /// The tool's arguments as JSON.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// The active lane.
+        #[arg(long)]
+        lane: Option<String>,
+        /// The tool's version.
+        #[arg(long, default_value = "unversioned")]
+        tool_version: String,
+        /// Who the call acts for.
+        #[arg(long, default_value = "agent")]
+        principal: String,
+        /// Where the policies and catalog come from.
+        #[command(flatten)]
+        location: PolicyLocation,
+    },
 }
 
 /// `cairn keys …`.

@@ -91,6 +91,14 @@ fn exit_for(code: &'static str) -> u8 {
         "store_not_found",
         "not_a_store",
         "ambiguous_run",
+        "unreadable_input",
+        "policy_parse",
+        "policy_missing_id",
+        "policy_duplicate_id",
+        "policy_invalid",
+        "policy_template",
+        "policy_empty",
+        "tool_catalog",
     ];
     const TAMPER: &[&str] = &[
         "record_modified",

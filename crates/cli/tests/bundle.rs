@@ -60,12 +60,12 @@ fn export_writes_the_records_in_step_order_then_one_checkpoint_line() {
         .json();
     assert_eq!(
         (summary["records"].as_u64(), summary["checkpoint"].as_bool()),
-        (Some(7), Some(true))
+        (Some(8), Some(true))
     );
 
     let lines = common::read_lines(&out);
-    assert_eq!(lines.len(), 8);
-    for (index, line) in lines[..7].iter().enumerate() {
+    assert_eq!(lines.len(), 9);
+    for (index, line) in lines[..8].iter().enumerate() {
         let record = parse(line);
         assert_eq!(record["schema"], "cairn.intent/v1");
         assert_eq!(record["run_id"], run.as_str());
@@ -75,15 +75,15 @@ fn export_writes_the_records_in_step_order_then_one_checkpoint_line() {
             "{line}"
         );
     }
-    assert_eq!(parse(&lines[6])["kind"], "terminal");
-    let checkpoint = parse(&lines[7]);
+    assert_eq!(parse(&lines[7])["kind"], "terminal");
+    let checkpoint = parse(&lines[8]);
     assert_eq!(checkpoint["schema"], "cairn.checkpoint/v1");
     assert_eq!(checkpoint["run_id"], run.as_str());
     assert!(
         checkpoint["note"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("cairn/demo/{run}\n7\n"))
+            .starts_with(&format!("cairn/demo/{run}\n8\n"))
     );
 
     // Without --out the JSON lines go to stdout, whatever the output mode.
@@ -207,9 +207,10 @@ fn a_bundle_without_its_checkpoint_line_is_reported() {
 #[test]
 fn dropped_final_records_are_reported_as_truncated() {
     let (project, _, mut lines) = exported();
+    // The last two records (the final step and the terminal record) go; the checkpoint stays.
+    lines.remove(7);
     lines.remove(6);
-    lines.remove(5);
-    assert_finding(&tampered_findings(&project, &lines), "truncated", 5);
+    assert_finding(&tampered_findings(&project, &lines), "truncated", 6);
 }
 
 #[test]
@@ -218,7 +219,7 @@ fn a_record_from_another_run_is_reported_as_spliced_at_its_step() {
     let other_run = project.demo_run();
     let other = project.export(&other_run, "other.jsonl");
     // Appended after the run's records, before its checkpoint line.
-    lines.insert(7, other[4].clone());
+    lines.insert(8, other[4].clone());
     let findings = tampered_findings(&project, &lines);
     assert_finding(&findings, "spliced", 4);
 
@@ -243,7 +244,7 @@ fn unusable_bundles_are_invalid_input() {
     let empty = project.verify_bundle_lines(&[], "empty.jsonl");
     assert_eq!(empty.expect(INVALID).error_code(), "bundle_empty");
     let mut twice = lines.clone();
-    twice.push(lines[7].clone());
+    twice.push(lines[8].clone());
     let duplicate = project.verify_bundle_lines(&twice, "twice.jsonl");
     assert_eq!(
         duplicate.expect(INVALID).error_code(),

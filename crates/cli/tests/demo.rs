@@ -38,7 +38,15 @@ fn demo_prints_a_timeline_with_the_denied_refund_the_terminal_record_and_an_inta
         .iter()
         .filter(|l| l.split_whitespace().nth(1) == Some("step"))
         .count();
-    assert_eq!(step_rows, 6, "six step rows in:\n{}", out.stdout);
+    assert_eq!(step_rows, 7, "seven step rows in:\n{}", out.stdout);
+    let default_deny = lines
+        .iter()
+        .find(|l| l.contains("crm.export_customers"))
+        .unwrap_or_else(|| panic!("no export row in:\n{}", out.stdout));
+    assert!(
+        default_deny.contains("DENY") && default_deny.contains("default deny"),
+        "{default_deny}"
+    );
     assert!(
         lines
             .iter()
@@ -50,7 +58,7 @@ fn demo_prints_a_timeline_with_the_denied_refund_the_terminal_record_and_an_inta
 }
 
 #[test]
-fn demo_json_has_seven_contiguous_records_ending_in_a_terminal_record_and_no_findings() {
+fn demo_json_has_contiguous_records_admitted_by_named_rules_ending_in_a_terminal_record() {
     let project = Project::new();
     let dir = project.path("d");
     let out = Output::of(command_in(project.root()).args(["--json", "demo", "--dir", arg(&dir)]));
@@ -66,16 +74,44 @@ fn demo_json_has_seven_contiguous_records_ending_in_a_terminal_record_and_no_fin
         "{demo}"
     );
     let records = demo["records"].as_array().unwrap();
-    assert_eq!(records.len(), 7);
+    assert_eq!(records.len(), 8);
     let steps: Vec<u64> = records
         .iter()
         .map(|r| r["step_index"].as_u64().unwrap())
         .collect();
-    assert_eq!(steps, (0..7).collect::<Vec<u64>>());
-    assert_eq!(records[6]["kind"], "terminal");
-    assert!(records[..6].iter().all(|r| r["kind"] == "step"));
+    assert_eq!(steps, (0..8).collect::<Vec<u64>>());
+    assert_eq!(records[7]["kind"], "terminal");
+    assert!(records[..7].iter().all(|r| r["kind"] == "step"));
+    assert_eq!(demo["checkpoint"]["size"], 8);
+    // Issue 3: every step carries the policy-set version and the determining rules.
+    for record in &records[..7] {
+        let version = record["admission"]["policy_set_version"].as_str().unwrap();
+        assert!(
+            version.starts_with("sha256:") && version.len() == 71,
+            "{record}"
+        );
+        assert_eq!(
+            version,
+            records[0]["admission"]["policy_set_version"]
+                .as_str()
+                .unwrap()
+        );
+    }
+    for (i, record) in records[..7].iter().enumerate() {
+        let rules = record["admission"]["rule_ids"].as_array().unwrap();
+        if i == 4 {
+            // No rule covers the export: an explicit default deny with no rule ids.
+            assert_eq!(record["admission"]["decision"], "deny", "{record}");
+            assert!(rules.is_empty(), "{record}");
+        } else {
+            assert!(!rules.is_empty(), "step {i} names no rule: {record}");
+        }
+    }
     assert_eq!(records[3]["admission"]["decision"], "deny");
-    assert_eq!(demo["checkpoint"]["size"], 7);
+    assert_eq!(
+        records[3]["admission"]["rule_ids"],
+        serde_json::json!(["support.no-refund-without-approval"])
+    );
     for record in records {
         assert_eq!(record["run_id"], demo["run_id"]);
     }
@@ -127,7 +163,7 @@ fn cost_rolls_up_the_demo_by_task_tool_tenant_and_termination() {
             task["calls"].as_u64(),
             task["denied"].as_u64()
         ),
-        (Some(1), Some(6), Some(1))
+        (Some(1), Some(7), Some(2))
     );
     assert_eq!(task["arg_bytes"].as_u64(), Some(arg_bytes));
 
@@ -145,13 +181,13 @@ fn cost_rolls_up_the_demo_by_task_tool_tenant_and_termination() {
     let tenant = cost_row(&project, "tenant", "demo");
     assert_eq!(
         (tenant["calls"].as_u64(), tenant["denied"].as_u64()),
-        (Some(6), Some(1))
+        (Some(7), Some(2))
     );
 
     let completed = cost_row(&project, "termination", "completed");
     assert_eq!(
         (completed["runs"].as_u64(), completed["calls"].as_u64()),
-        (Some(1), Some(6))
+        (Some(1), Some(7))
     );
 
     let human = project.cairn(&["cost", "--by", "tool"]);

@@ -112,7 +112,7 @@ fn runs_list_json_is_an_array_of_runs_with_the_contracted_fields_oldest_first() 
         assert_eq!(run["run_id"], id.as_str());
         assert_eq!(run["tenant_id"], "demo");
         assert_eq!(run["task_id"], "task-support-T-4821");
-        assert_eq!(run["records"], 7);
+        assert_eq!(run["records"], 8);
         assert_eq!(run["terminated"], true);
     }
     assert!(
@@ -173,7 +173,7 @@ fn a_run_without_its_terminal_record_is_reported_as_unterminated() {
         .find(|r| r["run_id"] == crashed.as_str())
         .unwrap();
     assert_eq!(crashed_info["terminated"], false);
-    assert_eq!(crashed_info["records"], 6);
+    assert_eq!(crashed_info["records"], 7);
     let closed_info = all
         .as_array()
         .unwrap()

@@ -1,1 +1,36 @@
-//! The policy gate on Cedar (in progress).
+//! Cairn's policy gate on Cedar (SPEC §6, P-1…P-3): every tool call is admitted or denied by
+//! named policies, under a versioned policy set, and the decision says which policies
+//! determined it.
+//!
+//! The crate is pure: callers read the policy files and the tool catalog and pass their text
+//! in ([`PolicySource`], [`ToolCatalog::from_json`]); nothing here touches the disk or the
+//! clock.
+//!
+//! - **Loading** ([`PolicyGate::load`]): each file is parsed by Cedar; every policy must carry
+//!   a unique `@id("…")`, which becomes its Cedar policy id; templates are refused; the set
+//!   is validated in strict mode against a schema generated from the catalog
+//!   ([`ToolCatalog::cedar_schema`]). Any failure is a located [`PolicyLoadError`] — never a
+//!   gate that silently allows. An empty set is legal and denies every call.
+//! - **Deciding** ([`PolicyGate::decide`]): the call becomes a Cedar request with principal
+//!   `Agent::"<agent>"`, action `Action::"<tool>"`, resource `Tool::"<tool>"` (attributes
+//!   `name`, `version`) and context `{tenant, run, task, lane?, args}`, where `args` holds only
+//!   the catalog's declared fields. Forbid beats permit; no satisfied policy is an explicit
+//!   default deny; a wrongly typed declared argument or a forbid policy that fails to evaluate
+//!   denies (fail closed).
+//! - **Versioning** ([`PolicyGate::version`]): a digest of the policies' canonical Cedar JSON
+//!   form and the catalog, blind to formatting and file layout.
+
+mod catalog;
+mod decision;
+mod error;
+mod gate;
+mod load;
+
+pub use catalog::{ArgType, ToolCatalog, ToolDecl, UNDECLARED_TOOL_ACTION};
+pub use decision::{
+    DecisionReason, Effect, Explanation, GateDecision, GateRequest, PolicyFailure, PolicyInfo,
+    PolicyWarning, Verdict,
+};
+pub use error::{Location, PolicyLoadError};
+pub use gate::PolicyGate;
+pub use load::PolicySource;

@@ -22,6 +22,17 @@ pub enum RuntimeError {
     /// Loading keys failed.
     #[error(transparent)]
     Keyring(#[from] KeyringError),
+    /// The policy set or tool catalog did not load.
+    #[error(transparent)]
+    Policy(#[from] cairn_policy::PolicyLoadError),
+    /// A project file could not be read.
+    #[error("cannot read `{}`: {reason}", path.display())]
+    Io {
+        /// The file or folder.
+        path: std::path::PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// A value given to the runtime is not acceptable.
     #[error("invalid `{field}`: {reason}")]
     InvalidInput {
@@ -39,6 +50,8 @@ impl ErrorCode for RuntimeError {
             Self::Core(e) => e.code(),
             Self::Checkpoint(e) => e.code(),
             Self::Keyring(e) => e.code(),
+            Self::Policy(e) => e.code(),
+            Self::Io { .. } => "unreadable_input",
             Self::InvalidInput { .. } => "invalid_input",
         }
     }

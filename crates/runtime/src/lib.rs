@@ -3,8 +3,11 @@
 //! file system (key files) but holds no protocol knowledge.
 
 pub mod error;
+pub mod executor;
 pub mod keyring;
+pub mod project;
 pub mod recorder;
 
 pub use error::RuntimeError;
+pub use executor::{Admitted, Denial, Executor, Gate, GateQuery, GateVerdict, Permit};
 pub use recorder::{ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall};

@@ -1,21 +1,20 @@
 //! `cairn demo`: the main job on the embedded default. A scripted support-triage agent run on
-//! a fresh SQLite store — several steps, one denied call, a terminal record — closed with a
-//! signed checkpoint, verified, and printed as a timeline.
-//!
-//! The demo's gate is a fixed rule table standing in for the Cedar policy gate, which replaces
-//! it; the records it writes are the same `cairn.intent/v1` records every interface writes.
+//! a fresh SQLite store goes through the real Cedar gate and the executor façade — several
+//! allowed steps, a refund forbidden by a named rule, an export no rule covers (default deny),
+//! a terminal record — and is closed with a signed checkpoint, verified, and printed as a
+//! timeline.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cairn_core::canonical::jcs_digest;
-use cairn_core::{Clock, Digest, SystemClock};
+use cairn_core::{Clock, SystemClock};
 use cairn_ledger::Store;
-use cairn_ledger::record::{Admission, Decision, Label, TerminationReason, ToolRef};
+use cairn_ledger::record::{Decision, Label, TerminationReason, ToolRef};
 use cairn_ledger::verify::{CheckpointPolicy, verify_run};
+use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
 use cairn_runtime::keyring::{Keyring, KeyringError};
-use cairn_runtime::{Recorder, RecorderOptions, ToolCall};
+use cairn_runtime::{Admitted, Executor, Recorder, RecorderOptions, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 use serde_json::{Value, json};
 
@@ -24,19 +23,9 @@ use crate::context::{Context, PROJECT_DIR, STORE_FILE};
 use crate::failure::{Failure, exit};
 use crate::output::Outcome;
 
-/// The demo's rules: (rule id, tool, effect). A call no rule names is denied by default.
-const RULES: &[(&str, &str, Decision)] = &[
-    ("support.read-tickets", "tickets.read", Decision::Allow),
-    ("support.search-kb", "kb.search", Decision::Allow),
-    ("support.read-billing", "billing.lookup", Decision::Allow),
-    (
-        "support.no-refund-without-approval",
-        "payments.refund",
-        Decision::Deny,
-    ),
-    ("support.write-tickets", "tickets.comment", Decision::Allow),
-    ("support.escalate", "tickets.escalate", Decision::Allow),
-];
+/// The demo's policy set and tool catalog (Cedar; see `crates/cli/templates/`).
+const DEMO_POLICY: &str = include_str!("../../templates/demo.cedar");
+const DEMO_TOOLS: &str = include_str!("../../templates/demo-tools.json");
 
 /// One scripted step: the tool, its version, its arguments and what it returns.
 struct ScriptStep {
@@ -72,6 +61,13 @@ fn script() -> Vec<ScriptStep> {
             args: json!({"charge_id": "ch_2", "amount": 4900, "currency": "EUR"}),
             result: Value::Null,
         },
+        // No rule covers a bulk export: the gate denies it by default.
+        ScriptStep {
+            tool: "crm.export_customers",
+            version: "1",
+            args: json!({"format": "csv"}),
+            result: Value::Null,
+        },
         ScriptStep {
             tool: "tickets.comment",
             version: "1",
@@ -87,32 +83,16 @@ fn script() -> Vec<ScriptStep> {
     ]
 }
 
-/// The version of the demo's rule table: the digest of its canonical form.
-fn policy_version() -> Result<Digest, Failure> {
-    let rules: Vec<Value> = RULES
-        .iter()
-        .map(|(id, tool, effect)| json!({"id": id, "tool": tool, "effect": effect.as_str()}))
-        .collect();
-    Ok(jcs_digest(&rules)?)
-}
-
-fn admit(tool: &str, version: Digest) -> Result<Admission, Failure> {
-    let matched: Vec<_> = RULES.iter().filter(|(_, t, _)| *t == tool).collect();
-    let decision = if !matched.is_empty() && matched.iter().all(|(_, _, e)| *e == Decision::Allow) {
-        Decision::Allow
-    } else {
-        Decision::Deny
-    };
-    let rule_ids = matched
-        .iter()
-        .filter(|(_, _, e)| *e == decision)
-        .map(|(id, _, _)| Label::new(*id))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Admission {
-        decision,
-        policy_set_version: version,
-        rule_ids,
-    })
+/// The demo's gate: its own Cedar policy set, validated against its own tool catalog.
+fn demo_gate() -> Result<PolicyGate, Failure> {
+    let catalog = ToolCatalog::from_json("demo-tools.json", DEMO_TOOLS)?;
+    Ok(PolicyGate::load(
+        &[PolicySource {
+            name: "demo.cedar".to_owned(),
+            text: DEMO_POLICY.to_owned(),
+        }],
+        &catalog,
+    )?)
 }
 
 /// Where the demo's store goes: `--store`/`CAIRN_STORE`, else `--dir`, else an enclosing
@@ -170,43 +150,38 @@ pub fn run(ctx: &Context, args: &DemoArgs) -> Result<Outcome, Failure> {
     let run_id = new_run_id(clock.now())?;
     let tenant: cairn_core::TenantId = "demo".parse()?;
     let task: cairn_core::TaskId = "task-support-T-4821".parse()?;
-    let version = policy_version()?;
+    let gate = Arc::new(demo_gate()?);
 
-    let mut recorder = Recorder::open(
+    let recorder = Recorder::open(
         store.clone(),
         clock,
         (tenant.clone(), task.clone(), run_id.clone()),
         RecorderOptions::default(),
     )?;
-    recorder.observe(&json!({
+    let mut executor = Executor::new(recorder, gate, "agent:support-triage");
+    executor.observe(&json!({
         "role": "user",
         "content": "Customer C-0193 says order A-1009 was charged twice. Please sort it out."
     }))?;
     for step in script() {
         let args_bytes = serde_json::to_vec(&step.args)
             .map_err(|e| Failure::internal("internal", e.to_string()))?;
-        let admission = admit(step.tool, version)?;
-        let decision = admission.decision;
-        let rules: Vec<String> = admission.rule_ids.iter().map(ToString::to_string).collect();
-        recorder.record_step(
-            &ToolCall {
-                tool: ToolRef {
-                    name: Label::new(step.tool)?,
-                    version: Label::new(step.version)?,
-                },
-                args: &args_bytes,
-                lane: None,
+        let call = ToolCall {
+            tool: ToolRef {
+                name: Label::new(step.tool)?,
+                version: Label::new(step.version)?,
             },
-            admission,
-        )?;
-        // A denied call is never executed: the model is shown the denial instead.
-        let observation = match decision {
-            Decision::Allow => json!({"tool": step.tool, "result": step.result}),
-            Decision::Deny => json!({"tool": step.tool, "denied": true, "rule_ids": rules}),
+            args: &args_bytes,
+            lane: None,
         };
-        recorder.observe(&observation)?;
+        // Admission writes the intent record before anything runs; a denied call is never
+        // executed and the model is shown the denial instead.
+        if let Admitted::Permitted(permit) = executor.admit(&call)? {
+            let result = step.result.clone();
+            let _ = executor.execute(permit, || Ok::<_, std::convert::Infallible>(result))?;
+        }
     }
-    let closed = recorder.terminate(
+    let closed = executor.terminate(
         TerminationReason::Completed,
         Some(Label::new("escalated to billing")?),
         &key,
@@ -279,7 +254,7 @@ fn timeline(
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "  {:>4}  {:<8}  {:<20}  {:<8}  {:<36}  {:>6}  observation",
+        "  {:>4}  {:<8}  {:<24}  {:<8}  {:<36}  {:>6}  observation",
         "step", "kind", "tool", "decision", "rule", "args"
     );
     for record in records {
@@ -322,7 +297,7 @@ fn timeline(
         };
         let _ = writeln!(
             out,
-            "  {:>4}  {:<8}  {:<20}  {:<8}  {:<36}  {:>6}  {}",
+            "  {:>4}  {:<8}  {:<24}  {:<8}  {:<36}  {:>6}  {}",
             record.step_index,
             record.kind.as_str(),
             tool,

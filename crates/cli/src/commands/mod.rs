@@ -3,8 +3,10 @@
 mod cost;
 mod demo;
 mod gc;
+mod init;
 mod keys;
 mod ledger;
+mod policy;
 mod runs;
 mod schema;
 
@@ -17,6 +19,8 @@ use crate::output::Outcome;
 pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
     match command {
         Command::Demo(args) => demo::run(ctx, &args),
+        Command::Init(args) => init::run(ctx, &args),
+        Command::Policy(cmd) => policy::run(ctx, cmd),
         Command::Keys(cmd) => keys::run(ctx, cmd),
         Command::Ledger(cmd) => ledger::run(ctx, cmd),
         Command::Runs(cmd) => runs::run(ctx, cmd),

@@ -1,0 +1,103 @@
+//! `cairn init`: scaffolds `.cairn/` in observe-first mode — a policy set that allows and
+//! records everything (with commented examples of tighter rules), a tool catalog, and a
+//! checkpoint signing key. Existing files are never overwritten.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use cairn_runtime::keyring::{Keyring, KeyringError};
+use cairn_runtime::project::{POLICIES_DIR, TOOLS_FILE};
+
+use crate::args::InitArgs;
+use crate::context::{Context, PROJECT_DIR};
+use crate::failure::Failure;
+use crate::output::Outcome;
+
+/// The starter policy set.
+pub const STARTER_POLICY: &str = include_str!("../../templates/starter.cedar");
+/// The starter tool catalog.
+pub const STARTER_TOOLS: &str = include_str!("../../templates/tools.json");
+
+/// Writes `text` to `path` unless it exists; says which happened.
+fn write_new(path: &Path, text: &str) -> Result<bool, Failure> {
+    if path.exists() {
+        return Ok(false);
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            Failure::invalid(
+                "unwritable_output",
+                format!("cannot create `{}`: {e}", parent.display()),
+            )
+        })?;
+    }
+    std::fs::write(path, text).map_err(|e| {
+        Failure::invalid(
+            "unwritable_output",
+            format!("cannot write `{}`: {e}", path.display()),
+        )
+    })?;
+    Ok(true)
+}
+
+/// Runs `cairn init`.
+pub fn run(_ctx: &Context, args: &InitArgs) -> Result<Outcome, Failure> {
+    let base = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            Failure::internal("io", format!("cannot read the current directory: {e}"))
+        })?,
+    };
+    let project = base.join(PROJECT_DIR);
+    let policy_file = project.join(POLICIES_DIR).join("starter.cedar");
+    let tools_file = project.join(TOOLS_FILE);
+    let mut created: Vec<PathBuf> = Vec::new();
+    let mut kept: Vec<PathBuf> = Vec::new();
+    for (path, text) in [(&policy_file, STARTER_POLICY), (&tools_file, STARTER_TOOLS)] {
+        if write_new(path, text)? {
+            created.push(path.clone());
+        } else {
+            kept.push(path.clone());
+        }
+    }
+    let keyring = Keyring::open(project.join("keys"));
+    let key = match keyring.active_signing_key() {
+        Ok(key) => key.verifier_key(),
+        Err(KeyringError::NoSigningKey { .. }) => {
+            let generated = keyring.generate(&mut rand_core::OsRng, "cairn.local")?;
+            created.push(generated.private_key_path);
+            created.push(generated.verifier_key_path);
+            generated.verifier_key
+        }
+        Err(e) => return Err(e.into()),
+    };
+    // The gate must load what we just wrote; a broken starter set would be a Cairn bug.
+    let gate = cairn_runtime::project::load_gate(&project.join(POLICIES_DIR), Some(&tools_file))?;
+    let mut human = format!(
+        "initialised {} (observe-first: every call allowed and recorded)\n",
+        project.display()
+    );
+    for path in &created {
+        let _ = writeln!(human, "  created  {}", path.display());
+    }
+    for path in &kept {
+        let _ = writeln!(human, "  kept     {} (already there)", path.display());
+    }
+    let _ = writeln!(human, "  policy set version  {}", gate.version());
+    let _ = writeln!(human, "  signing key         {}", key.id_label());
+    let _ = writeln!(
+        human,
+        "\nnext: edit {} and run `cairn policy check`",
+        policy_file.display()
+    );
+    Ok(Outcome::ok(
+        serde_json::json!({
+            "project": project,
+            "created": created,
+            "kept": kept,
+            "policy_set_version": gate.version(),
+            "signing_key": key.id_label(),
+        }),
+        human,
+    ))
+}

@@ -1,0 +1,228 @@
+//! The load-time error type of the policy gate, with its stable codes, and the source
+//! location (`file:line:column`) every policy error points at.
+//!
+//! Loading never degrades: a policy set that fails to parse, lacks an id or fails schema
+//! validation is an error, never a gate that silently allows or silently ignores a policy.
+
+use std::fmt;
+
+use cairn_core::ErrorCode;
+use serde::Serialize;
+use thiserror::Error;
+
+/// A position in a policy file: the file name as the caller gave it, a 1-based line and a
+/// 1-based column counted in characters (Unicode scalar values), which is what editors jump to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Location {
+    /// The file the policy came from ([`crate::PolicySource::name`]).
+    pub file: String,
+    /// 1-based line number.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+}
+
+impl Location {
+    /// The location of byte `offset` in `text`, which came from `file`.
+    ///
+    /// An offset past the end or inside a multi-byte character is clamped back to the nearest
+    /// character boundary, so a stray offset from a diagnostic never panics.
+    #[must_use]
+    pub fn at_offset(file: &str, text: &str, offset: usize) -> Self {
+        let mut end = offset.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let before = text.get(..end).unwrap_or_default();
+        let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
+        let line = before.bytes().filter(|byte| *byte == b'\n').count() + 1;
+        let column = before.get(line_start..).unwrap_or_default().chars().count() + 1;
+        Self {
+            file: file.to_owned(),
+            line,
+            column,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// Why a policy set or a tool catalog could not be loaded. Each variant has a stable
+/// [`ErrorCode::code`]; its message starts with the location so a user can jump to it.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum PolicyLoadError {
+    /// Cedar could not parse the text (`policy_parse`).
+    #[error("{at}: malformed policy: {message}")]
+    Parse {
+        /// Where the parser stopped.
+        at: Location,
+        /// Cedar's message, with its hint when it gives one.
+        message: String,
+    },
+    /// A policy has no `@id("…")` annotation (`policy_missing_id`).
+    #[error("{at}: policy has no `@id(\"…\")` annotation; every policy needs a stable id")]
+    MissingId {
+        /// Where the policy starts.
+        at: Location,
+    },
+    /// A policy's `@id` is empty, too long or has control characters (`policy_invalid_id`).
+    #[error("{at}: policy id `{id}` {reason}")]
+    InvalidId {
+        /// Where the policy starts.
+        at: Location,
+        /// The offending id (shortened).
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// Two policies carry the same `@id` (`policy_duplicate_id`).
+    #[error("{at}: duplicate policy id `{id}`, first used at {first}")]
+    DuplicateId {
+        /// The id used twice.
+        id: String,
+        /// The first policy with that id.
+        first: Location,
+        /// The second policy with that id.
+        at: Location,
+    },
+    /// A policy fails validation against the schema generated from the tool catalog
+    /// (`policy_invalid`).
+    #[error("{at}: policy `{policy_id}` is invalid: {message}")]
+    Invalid {
+        /// Where the offending expression is (the policy start when Cedar gives no span).
+        at: Location,
+        /// The policy's `@id`.
+        policy_id: String,
+        /// Cedar's message, with its hint when it gives one.
+        message: String,
+    },
+    /// A policy template (with `?principal` or `?resource` slots) was found
+    /// (`policy_template`). Cairn admits calls with static policies only.
+    #[error(
+        "{at}: policy templates (`?principal`, `?resource`) are not supported; write a static policy"
+    )]
+    Template {
+        /// Where the template starts.
+        at: Location,
+    },
+    /// The tool catalog is malformed (`tool_catalog`).
+    #[error("{file}: {}{reason}", path_prefix(path))]
+    ToolCatalog {
+        /// The catalog's file name.
+        file: String,
+        /// The JSON path of the offending value (`tools."payments.refund".args.amount`),
+        /// empty for the document as a whole.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Cedar refused something this crate built itself (`policy_internal`); a bug, reported
+    /// instead of loading a gate that might not enforce what was written.
+    #[error("internal policy error: {message}")]
+    Internal {
+        /// What failed.
+        message: String,
+    },
+}
+
+fn path_prefix(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}: ")
+    }
+}
+
+impl PolicyLoadError {
+    /// The source location the error points at, if it has one.
+    #[must_use]
+    pub fn location(&self) -> Option<&Location> {
+        match self {
+            Self::Parse { at, .. }
+            | Self::MissingId { at }
+            | Self::InvalidId { at, .. }
+            | Self::DuplicateId { at, .. }
+            | Self::Invalid { at, .. }
+            | Self::Template { at } => Some(at),
+            Self::ToolCatalog { .. } | Self::Internal { .. } => None,
+        }
+    }
+}
+
+impl ErrorCode for PolicyLoadError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Parse { .. } => "policy_parse",
+            Self::MissingId { .. } => "policy_missing_id",
+            Self::InvalidId { .. } => "policy_invalid_id",
+            Self::DuplicateId { .. } => "policy_duplicate_id",
+            Self::Invalid { .. } => "policy_invalid",
+            Self::Template { .. } => "policy_template",
+            Self::ToolCatalog { .. } => "tool_catalog",
+            Self::Internal { .. } => "policy_internal",
+        }
+    }
+}
+
+/// Shortens user text echoed in a message so a hostile file cannot flood the terminal.
+pub(crate) fn excerpt(value: &str) -> String {
+    const MAX: usize = 80;
+    if value.chars().count() <= MAX {
+        value.to_owned()
+    } else {
+        let mut out: String = value.chars().take(MAX).collect();
+        out.push('…');
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_become_one_based_lines_and_character_columns() {
+        let text = "ab\nçd\n\nxyz";
+        let at = |offset| {
+            let l = Location::at_offset("f", text, offset);
+            (l.line, l.column)
+        };
+        assert_eq!(at(0), (1, 1));
+        assert_eq!(at(2), (1, 3));
+        assert_eq!(at(3), (2, 1));
+        // `ç` is two bytes: the `d` after it is the second character of line 2.
+        assert_eq!(at(5), (2, 2));
+        // An offset inside `ç` is clamped back to its start.
+        assert_eq!(at(4), (2, 1));
+        assert_eq!(at(7), (3, 1));
+        assert_eq!(at(8), (4, 1));
+        assert_eq!(at(10), (4, 3));
+        assert_eq!(at(1_000), (4, 4));
+    }
+
+    #[test]
+    fn messages_start_with_the_location() {
+        let err = PolicyLoadError::MissingId {
+            at: Location {
+                file: "policies/support.cedar".into(),
+                line: 12,
+                column: 5,
+            },
+        };
+        assert!(err.to_string().starts_with("policies/support.cedar:12:5: "));
+        assert_eq!(err.code(), "policy_missing_id");
+        let err = PolicyLoadError::ToolCatalog {
+            file: "tools.json".into(),
+            path: "tools.\"a\".args.x".into(),
+            reason: "unknown type `Int`".into(),
+        };
+        assert_eq!(
+            err.to_string(),
+            "tools.json: tools.\"a\".args.x: unknown type `Int`"
+        );
+    }
+}

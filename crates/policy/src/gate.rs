@@ -1,0 +1,465 @@
+//! The loaded gate: maps a tool call to a Cedar request and returns the decision with the
+//! determining policy ids, failing closed on anything it cannot evaluate.
+//!
+//! Everything that does not depend on the call (entity type names, each declared tool's
+//! action and resource uids and argument list, the schema, the authorizer) is built once at
+//! load; a decision builds only the call's context, request and one resource entity.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+
+use cairn_core::Digest;
+use cedar_policy::{
+    AuthorizationError, Authorizer, Context, Entities, Entity, EntityId, EntityTypeName, EntityUid,
+    PolicySet, Request, RestrictedExpression, Schema,
+};
+use serde_json::Value;
+
+use crate::catalog::{ArgType, ToolCatalog, UNDECLARED_TOOL_ACTION};
+use crate::decision::{
+    DecisionReason, Effect, Explanation, GateDecision, GateRequest, PolicyFailure, PolicyInfo,
+    PolicyWarning, Verdict,
+};
+use crate::error::PolicyLoadError;
+use crate::load::{self, PolicySource};
+
+/// A declared tool, ready for requests.
+struct ToolEntry {
+    action: EntityUid,
+    resource: EntityUid,
+    args: Vec<(String, ArgType)>,
+}
+
+/// The policy gate: a validated Cedar policy set, the tool catalog it was validated against,
+/// and the set's version. Cheap to share between threads (`Send + Sync`); deciding is pure.
+pub struct PolicyGate {
+    set: PolicySet,
+    schema: Schema,
+    schema_text: String,
+    catalog: ToolCatalog,
+    authorizer: Authorizer,
+    version: Digest,
+    /// In source order (file by file, then position).
+    policies: Vec<PolicyInfo>,
+    by_id: HashMap<String, usize>,
+    warnings: Vec<PolicyWarning>,
+    tools: HashMap<String, ToolEntry>,
+    agent_type: EntityTypeName,
+    tool_type: EntityTypeName,
+    action_type: EntityTypeName,
+}
+
+/// What one evaluation found, before it is turned into a decision or an explanation.
+struct Outcome {
+    decision: GateDecision,
+    /// Indexes (into `policies`) of the policies that failed, with Cedar's message when asked.
+    failures: Vec<(usize, Option<String>)>,
+}
+
+impl PolicyGate {
+    /// Loads a policy set from `sources` (one entry per file), validated against the schema
+    /// generated from `catalog`.
+    ///
+    /// An empty set (no sources, or files with only comments) is legal: it permits nothing,
+    /// so every call is a default deny.
+    ///
+    /// # Errors
+    /// The first of the findings [`PolicyGate::load_with_all_errors`] reports.
+    pub fn load(sources: &[PolicySource], catalog: &ToolCatalog) -> Result<Self, PolicyLoadError> {
+        Self::load_with_all_errors(sources, catalog).map_err(|mut errors| {
+            if errors.is_empty() {
+                PolicyLoadError::Internal {
+                    message: "loading failed without a finding".to_owned(),
+                }
+            } else {
+                errors.swap_remove(0)
+            }
+        })
+    }
+
+    /// As [`PolicyGate::load`], reporting every finding rather than the first: parse, id and
+    /// template findings file by file, then duplicate ids, then schema-validation findings
+    /// ordered by file and position.
+    ///
+    /// # Errors
+    /// A non-empty list of [`PolicyLoadError`]s; no gate is built when there is any.
+    pub fn load_with_all_errors(
+        sources: &[PolicySource],
+        catalog: &ToolCatalog,
+    ) -> Result<Self, Vec<PolicyLoadError>> {
+        let loaded = load::load(sources, catalog)?;
+        let type_name = |name: &str| {
+            EntityTypeName::from_str(name).map_err(|err| {
+                vec![PolicyLoadError::Internal {
+                    message: format!("entity type `{name}`: {err}"),
+                }]
+            })
+        };
+        let agent_type = type_name("Agent")?;
+        let tool_type = type_name("Tool")?;
+        let action_type = type_name("Action")?;
+        let tools = catalog
+            .tools()
+            .map(|(name, decl)| {
+                let entry = ToolEntry {
+                    action: uid(&action_type, name),
+                    resource: uid(&tool_type, name),
+                    args: decl.args().map(|(arg, ty)| (arg.to_owned(), ty)).collect(),
+                };
+                (name.to_owned(), entry)
+            })
+            .collect();
+        let policies: Vec<PolicyInfo> = loaded.policies.into_iter().map(|p| p.info).collect();
+        let by_id = policies
+            .iter()
+            .enumerate()
+            .map(|(index, info)| (info.id.clone(), index))
+            .collect();
+        Ok(Self {
+            set: loaded.set,
+            schema: loaded.schema,
+            schema_text: loaded.schema_text,
+            catalog: catalog.clone(),
+            authorizer: Authorizer::new(),
+            version: loaded.version,
+            policies,
+            by_id,
+            warnings: loaded.warnings,
+            tools,
+            agent_type,
+            tool_type,
+            action_type,
+        })
+    }
+
+    /// The policy-set version: a digest that changes when, and only when, the policies or the
+    /// catalog change in meaning.
+    ///
+    /// It is SHA-256 over the RFC 8785 form of the policies' Cedar JSON form (EST), sorted by
+    /// `@id`, together with the tool catalog. Whitespace, comments, line breaks, the order of
+    /// policies and how they are split into files do not change it; an effect, a scope, a
+    /// condition, an annotation or an id does. The catalog is included because it changes
+    /// decisions too (which arguments reach policies and with which type, which calls are
+    /// refused as `invalid_arguments`), and a recorded version must identify everything that
+    /// decided.
+    #[must_use]
+    pub fn version(&self) -> Digest {
+        self.version
+    }
+
+    /// The loaded policies, in source order (file by file, then position in the file).
+    #[must_use]
+    pub fn policies(&self) -> &[PolicyInfo] {
+        &self.policies
+    }
+
+    /// The validator's warnings that did not refuse a policy (mixed-script or confusable
+    /// identifiers), ordered by file and position.
+    #[must_use]
+    pub fn warnings(&self) -> &[PolicyWarning] {
+        &self.warnings
+    }
+
+    /// The tool catalog the set was validated against.
+    #[must_use]
+    pub fn catalog(&self) -> &ToolCatalog {
+        &self.catalog
+    }
+
+    /// The generated Cedar schema text the set was validated against.
+    #[must_use]
+    pub fn schema_text(&self) -> &str {
+        &self.schema_text
+    }
+
+    /// Decides one call. Pure: the same gate and call always give the same decision.
+    #[must_use]
+    pub fn decide(&self, call: &GateRequest<'_>) -> GateDecision {
+        self.evaluate(call, false).decision
+    }
+
+    /// Decides one call and says why: the determining policies with their locations and
+    /// every policy that failed to evaluate.
+    #[must_use]
+    pub fn explain(&self, call: &GateRequest<'_>) -> Explanation {
+        let outcome = self.evaluate(call, true);
+        let determining = outcome
+            .decision
+            .rule_ids
+            .iter()
+            .filter_map(|id| self.info(id).cloned())
+            .collect();
+        let mut failed: Vec<PolicyFailure> = outcome
+            .failures
+            .into_iter()
+            .filter_map(|(index, message)| {
+                self.policies.get(index).map(|policy| PolicyFailure {
+                    policy: policy.clone(),
+                    message: message.unwrap_or_default(),
+                })
+            })
+            .collect();
+        failed.sort_by(|a, b| a.policy.id.cmp(&b.policy.id));
+        Explanation {
+            decision: outcome.decision,
+            tool_declared: self.tools.contains_key(call.tool),
+            determining,
+            failed,
+        }
+    }
+
+    fn info(&self, id: &str) -> Option<&PolicyInfo> {
+        self.by_id
+            .get(id)
+            .and_then(|index| self.policies.get(*index))
+    }
+
+    fn deny(&self, reason: DecisionReason) -> Outcome {
+        Outcome {
+            decision: GateDecision {
+                decision: Verdict::Deny,
+                rule_ids: Vec::new(),
+                policy_set_version: self.version,
+                reason,
+            },
+            failures: Vec::new(),
+        }
+    }
+
+    fn evaluate(&self, call: &GateRequest<'_>, messages: bool) -> Outcome {
+        if call.tool == UNDECLARED_TOOL_ACTION {
+            return self.deny(DecisionReason::InvalidRequest {
+                reason: format!("tool name `{UNDECLARED_TOOL_ACTION}` is reserved"),
+            });
+        }
+        let declared = self.tools.get(call.tool);
+        let args = match declared.map_or(Ok(Vec::new()), |entry| declared_args(entry, call.args)) {
+            Ok(args) => args,
+            Err(field) => return self.deny(DecisionReason::InvalidArguments { field }),
+        };
+        let resource = match declared {
+            Some(entry) => entry.resource.clone(),
+            None => uid(&self.tool_type, call.tool),
+        };
+        let built = self
+            .request(call, declared, resource.clone(), args)
+            .and_then(|request| entities(call, resource).map(|entities| (request, entities)));
+        let (request, entities) = match built {
+            Ok(built) => built,
+            Err(reason) => return self.deny(DecisionReason::InvalidRequest { reason }),
+        };
+        let response = self
+            .authorizer
+            .is_authorized(&request, &self.set, &entities);
+        let diagnostics = response.diagnostics();
+
+        let mut failures = Vec::new();
+        let mut failed_forbids = Vec::new();
+        for AuthorizationError::PolicyEvaluationError(err) in diagnostics.errors() {
+            let id: &str = err.policy_id().as_ref();
+            let index = self.by_id.get(id).copied();
+            // INVARIANT: a failure of a policy this gate cannot identify counts as a failed
+            // forbid, so an inconsistency can only deny.
+            let effect = index
+                .and_then(|index| self.policies.get(index))
+                .map(|p| p.effect);
+            if effect != Some(Effect::Permit) {
+                failed_forbids.push(id.to_owned());
+            }
+            if let Some(index) = index {
+                failures.push((index, messages.then(|| err.inner().to_string())));
+            }
+        }
+        let mut determining: Vec<String> = diagnostics
+            .reason()
+            .map(|id| AsRef::<str>::as_ref(id).to_owned())
+            .collect();
+        determining.sort_unstable();
+        failed_forbids.sort_unstable();
+
+        let (decision, rule_ids, reason) = match response.decision() {
+            cedar_policy::Decision::Deny if !determining.is_empty() => {
+                (Verdict::Deny, determining, DecisionReason::Forbidden)
+            }
+            // INVARIANT: a forbid that failed might have forbidden the call, so it denies
+            // even when a permit is satisfied.
+            _ if !failed_forbids.is_empty() => (
+                Verdict::Deny,
+                failed_forbids.clone(),
+                DecisionReason::EvaluationError {
+                    policy_ids: failed_forbids,
+                },
+            ),
+            cedar_policy::Decision::Allow => {
+                (Verdict::Allow, determining, DecisionReason::Permitted)
+            }
+            cedar_policy::Decision::Deny => {
+                (Verdict::Deny, Vec::new(), DecisionReason::DefaultDeny)
+            }
+        };
+        Outcome {
+            decision: GateDecision {
+                decision,
+                rule_ids,
+                policy_set_version: self.version,
+                reason,
+            },
+            failures,
+        }
+    }
+
+    /// The Cedar request: principal `Agent::"<principal>"`, action `Action::"<tool>"`,
+    /// resource `Tool::"<tool>"`, context `{tenant, run, task, lane?, args}`. Requests for
+    /// declared tools are validated against the schema; undeclared tools have no schema entry.
+    fn request(
+        &self,
+        call: &GateRequest<'_>,
+        declared: Option<&ToolEntry>,
+        resource: EntityUid,
+        args: Vec<(String, RestrictedExpression)>,
+    ) -> Result<Request, String> {
+        let args = RestrictedExpression::new_record(args).map_err(|err| err.to_string())?;
+        let mut pairs = Vec::with_capacity(5);
+        pairs.push(("tenant".to_owned(), string(call.tenant)));
+        pairs.push(("run".to_owned(), string(call.run)));
+        pairs.push(("task".to_owned(), string(call.task)));
+        if let Some(lane) = call.lane {
+            pairs.push(("lane".to_owned(), string(lane)));
+        }
+        pairs.push(("args".to_owned(), args));
+        let context = Context::from_pairs(pairs).map_err(|err| err.to_string())?;
+        let principal = uid(&self.agent_type, call.principal);
+        let (action, schema) = match declared {
+            Some(entry) => (entry.action.clone(), Some(&self.schema)),
+            None => (uid(&self.action_type, call.tool), None),
+        };
+        Request::new(principal, action, resource, context, schema).map_err(|err| err.to_string())
+    }
+}
+
+/// The one entity a call needs: the resource `Tool::"<tool>"` with `name` and `version`. The
+/// principal carries no attributes, so it needs no entity (`principal == Agent::"x"` and
+/// `principal in Agent::"x"` are decided from its uid alone).
+fn entities(call: &GateRequest<'_>, resource: EntityUid) -> Result<Entities, String> {
+    let attrs = HashMap::from([
+        ("name".to_owned(), string(call.tool)),
+        ("version".to_owned(), string(call.tool_version)),
+    ]);
+    let entity = Entity::new(resource, attrs, HashSet::new()).map_err(|err| err.to_string())?;
+    Entities::from_entities([entity], None).map_err(|err| err.to_string())
+}
+
+impl fmt::Debug for PolicyGate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicyGate")
+            .field("version", &self.version)
+            .field("policies", &self.policies.len())
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+fn uid(type_name: &EntityTypeName, id: &str) -> EntityUid {
+    EntityUid::from_type_name_and_id(type_name.clone(), EntityId::new(id))
+}
+
+fn string(text: &str) -> RestrictedExpression {
+    RestrictedExpression::new_string(text.to_owned())
+}
+
+/// The declared fields present in `args`, each checked against its declared type; the name
+/// of the first offending field (in name order) otherwise.
+fn declared_args(
+    entry: &ToolEntry,
+    args: Option<&Value>,
+) -> Result<Vec<(String, RestrictedExpression)>, String> {
+    let object = match args {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(object)) => object,
+        // A tool that declares nothing ignores its arguments entirely.
+        Some(_) if entry.args.is_empty() => return Ok(Vec::new()),
+        Some(_) => return Err("args".to_owned()),
+    };
+    let mut out = Vec::with_capacity(entry.args.len());
+    for (name, ty) in &entry.args {
+        let Some(value) = object.get(name) else {
+            continue;
+        };
+        let expression = match (ty, value) {
+            (ArgType::String, Value::String(text)) => string(text),
+            (ArgType::Long, Value::Number(number)) => match number.as_i64() {
+                Some(long) => RestrictedExpression::new_long(long),
+                None => return Err(name.clone()),
+            },
+            (ArgType::Bool, Value::Bool(flag)) => RestrictedExpression::new_bool(*flag),
+            _ => return Err(name.clone()),
+        };
+        out.push((name.clone(), expression));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use super::*;
+    use serde_json::json;
+
+    fn call<'a>(tool: &'a str, lane: Option<&'a str>, args: &'a Value) -> GateRequest<'a> {
+        GateRequest {
+            tenant: "acme",
+            principal: "bot",
+            run: "r1",
+            task: "t1",
+            lane,
+            tool,
+            tool_version: "2",
+            args: Some(args),
+        }
+    }
+
+    fn gate() -> PolicyGate {
+        let catalog = ToolCatalog::from_json(
+            "tools.json",
+            r#"{"tools": {"payments.refund": {"args": {"amount": "Long", "currency": "String", "urgent": "Bool"}}}}"#,
+        )
+        .unwrap();
+        PolicyGate::load(&[], &catalog).unwrap()
+    }
+
+    fn context(gate: &PolicyGate, call: &GateRequest<'_>) -> Value {
+        let declared = gate.tools.get(call.tool);
+        let args = declared.map_or(Ok(Vec::new()), |entry| declared_args(entry, call.args));
+        let resource = uid(&gate.tool_type, call.tool);
+        let request = gate
+            .request(call, declared, resource, args.unwrap())
+            .unwrap();
+        request.context().unwrap().to_json_value().unwrap()
+    }
+
+    #[test]
+    fn only_declared_fields_with_their_declared_type_enter_the_context() {
+        let gate = gate();
+        let args = json!({"amount": 5, "currency": "EUR", "urgent": false, "card": "4111 1111", "nested": {"amount": 1}});
+        let context = context(&gate, &call("payments.refund", Some("support"), &args));
+        assert_eq!(
+            context,
+            json!({"tenant": "acme", "run": "r1", "task": "t1", "lane": "support",
+                   "args": {"amount": 5, "currency": "EUR", "urgent": false}})
+        );
+        assert!(!context.to_string().contains("4111"));
+    }
+
+    #[test]
+    fn undeclared_tools_get_no_arguments_and_lane_is_omitted_when_absent() {
+        let gate = gate();
+        let args = json!({"amount": 5, "secret": "hunter2"});
+        let context = context(&gate, &call("shell.exec", None, &args));
+        assert_eq!(
+            context,
+            json!({"tenant": "acme", "run": "r1", "task": "t1", "args": {}})
+        );
+    }
+}

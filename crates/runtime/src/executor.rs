@@ -1,0 +1,240 @@
+//! The executor façade: `admit` → record → execute → observe (SPEC §6, I-1).
+//!
+//! Every call goes through the gate; the decision is written as an intent record *before*
+//! anything runs; an allowed call yields a [`Permit`], and [`Executor::execute`] is the only
+//! way to run a call and it consumes one. A `Permit` has no public constructor, so code that
+//! skips the gate or the record does not compile. A denied call is recorded and never runs;
+//! the denial becomes what the model is shown next.
+
+use std::sync::Arc;
+
+use cairn_core::Digest;
+use cairn_ledger::keys::SigningKey;
+use cairn_ledger::record::{Admission, Decision, Label, TerminationReason};
+use serde_json::{Value, json};
+
+use crate::error::RuntimeError;
+use crate::recorder::{ClosedRun, Receipt, Recorder, ToolCall};
+
+/// What the gate is asked about a call.
+#[derive(Debug, Clone, Copy)]
+pub struct GateQuery<'a> {
+    /// The tenant of the run.
+    pub tenant: &'a str,
+    /// The principal the run acts for.
+    pub principal: &'a str,
+    /// The run.
+    pub run: &'a str,
+    /// The task.
+    pub task: &'a str,
+    /// The active lane, if any.
+    pub lane: Option<&'a str>,
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The tool's version.
+    pub tool_version: &'a str,
+    /// The arguments, parsed, when they are JSON.
+    pub args: Option<&'a Value>,
+}
+
+/// A gate's verdict with everything the record needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GateVerdict {
+    /// Allow or deny, with the determining rules and the policy-set version.
+    pub admission: Admission,
+    /// A stable reason code (`permitted`, `forbidden`, `default_deny`, …).
+    pub reason: &'static str,
+}
+
+/// Anything that decides calls. The Cedar policy gate is the one Cairn ships.
+pub trait Gate: Send + Sync {
+    /// Decides one call. Must not panic; an internal failure must come back as a deny.
+    fn decide(&self, query: &GateQuery<'_>) -> GateVerdict;
+}
+
+/// Proof that a call was admitted and its intent record written. Only [`Executor::admit`]
+/// makes one and [`Executor::execute`] consumes it, so a call can run at most once per
+/// admission and never without its record.
+///
+/// ```compile_fail
+/// // A permit cannot be forged outside the runtime:
+/// let permit = cairn_runtime::Permit { step_index: 0, digest: cairn_core::Digest::of(b"") };
+/// ```
+#[derive(Debug)]
+#[must_use = "an admitted call does nothing until it is executed with its permit"]
+pub struct Permit {
+    step_index: u64,
+    digest: Digest,
+}
+
+impl Permit {
+    /// The step the call was recorded as.
+    #[must_use]
+    pub const fn step_index(&self) -> u64 {
+        self.step_index
+    }
+
+    /// The intent record's digest.
+    #[must_use]
+    pub const fn digest(&self) -> Digest {
+        self.digest
+    }
+}
+
+/// A refused call: recorded, never executed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    /// Where the denial was recorded.
+    pub receipt: Receipt,
+    /// The determining rules (empty for a default deny).
+    pub rule_ids: Vec<String>,
+    /// The stable reason code.
+    pub reason: &'static str,
+}
+
+/// The outcome of [`Executor::admit`].
+#[derive(Debug)]
+pub enum Admitted {
+    /// The call may run: pass the permit to [`Executor::execute`].
+    Permitted(Permit),
+    /// The call was refused and recorded; show the denial to the model.
+    Denied(Denial),
+}
+
+/// The façade an agent runtime calls for every tool call.
+pub struct Executor {
+    recorder: Recorder,
+    gate: Arc<dyn Gate>,
+    principal: String,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("recorder", &self.recorder)
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Executor {
+    /// Wraps a run's recorder with a gate; `principal` is who the run acts for.
+    #[must_use]
+    pub fn new(recorder: Recorder, gate: Arc<dyn Gate>, principal: impl Into<String>) -> Self {
+        Self {
+            recorder,
+            gate,
+            principal: principal.into(),
+        }
+    }
+
+    /// The run's recorder (for boundaries, flushing, identity).
+    pub fn recorder(&mut self) -> &mut Recorder {
+        &mut self.recorder
+    }
+
+    /// Asks the gate, writes the intent record (durably before returning in `sync` mode),
+    /// and returns a [`Permit`] for an allowed call or the recorded [`Denial`].
+    ///
+    /// # Errors
+    /// Store failures. The caller must treat an error as a deny: nothing was admitted.
+    pub fn admit(&mut self, call: &ToolCall<'_>) -> Result<Admitted, RuntimeError> {
+        let parsed: Option<Value> = serde_json::from_slice(call.args).ok();
+        let lane = call.lane.as_ref().map(|l| l.as_str().to_owned());
+        let verdict = self.gate.decide(&GateQuery {
+            tenant: self.recorder.tenant_id().as_str(),
+            principal: &self.principal,
+            run: self.recorder.run_id().as_str(),
+            task: self.recorder.task_id().as_str(),
+            lane: lane.as_deref(),
+            tool: call.tool.name.as_str(),
+            tool_version: call.tool.version.as_str(),
+            args: parsed.as_ref(),
+        });
+        let decision = verdict.admission.decision;
+        let rule_ids: Vec<String> = verdict
+            .admission
+            .rule_ids
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let receipt = self.recorder.record_step(call, verdict.admission)?;
+        Ok(match decision {
+            Decision::Allow => Admitted::Permitted(Permit {
+                step_index: receipt.step_index,
+                digest: receipt.digest,
+            }),
+            Decision::Deny => {
+                // The model is shown the denial, never a result.
+                self.recorder.observe(&json!({
+                    "tool": call.tool.name.as_str(),
+                    "denied": true,
+                    "reason": verdict.reason,
+                    "rule_ids": rule_ids,
+                }))?;
+                Admitted::Denied(Denial {
+                    receipt,
+                    rule_ids,
+                    reason: verdict.reason,
+                })
+            }
+        })
+    }
+
+    /// Runs an admitted call, consuming its permit; its result (or error) becomes the
+    /// observation the next step records.
+    ///
+    /// Running a call needs its permit, and a permit runs one call:
+    ///
+    /// ```no_run
+    /// # use cairn_runtime::{Executor, Permit};
+    /// fn once(executor: &mut Executor, permit: Permit) {
+    ///     let _ = executor.execute(permit, || Ok::<_, String>(serde_json::Value::Null));
+    /// }
+    /// ```
+    ///
+    /// ```compile_fail
+    /// # use cairn_runtime::{Executor, Permit};
+    /// fn twice(executor: &mut Executor, permit: Permit) {
+    ///     let _ = executor.execute(permit, || Ok::<_, String>(serde_json::Value::Null));
+    ///     let _ = executor.execute(permit, || Ok::<_, String>(serde_json::Value::Null));
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    /// Only when the observation cannot be canonicalised; the call has run by then.
+    pub fn execute<E: std::fmt::Display>(
+        &mut self,
+        permit: Permit,
+        call: impl FnOnce() -> Result<Value, E>,
+    ) -> Result<Result<Value, String>, RuntimeError> {
+        let outcome = call().map_err(|e| e.to_string());
+        let observation = match &outcome {
+            Ok(value) => json!({"step": permit.step_index, "result": value}),
+            Err(error) => json!({"step": permit.step_index, "error": error}),
+        };
+        self.recorder.observe(&observation)?;
+        Ok(outcome)
+    }
+
+    /// Records what the model is shown that is not a tool result (a user message).
+    ///
+    /// # Errors
+    /// When the value cannot be canonicalised.
+    pub fn observe(&mut self, observation: &Value) -> Result<Digest, RuntimeError> {
+        self.recorder.observe(observation)
+    }
+
+    /// Closes the run (terminal record and signed checkpoint).
+    ///
+    /// # Errors
+    /// As [`Recorder::terminate`].
+    pub fn terminate(
+        self,
+        reason: TerminationReason,
+        detail: Option<Label>,
+        key: &SigningKey,
+    ) -> Result<ClosedRun, RuntimeError> {
+        self.recorder.terminate(reason, detail, key)
+    }
+}
