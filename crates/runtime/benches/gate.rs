@@ -1,0 +1,165 @@
+//! Bench command (issue 3, point 4): the per-call overhead of `admit` + record in `batch`
+//! mode, median and p99, beside bare Cedar evaluation of the same calls measured in the same
+//! run, for a 20-policy set. Per-call latencies are timed one by one (criterion reports means
+//! of batches, which hide the tail), after a warm-up, on a real SQLite file.
+//!
+//! Run: `cargo bench -p cairn-runtime --bench gate`
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    reason = "bench code"
+)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn_core::{Clock, SystemClock};
+use cairn_ledger::record::{Label, ToolRef};
+use cairn_policy::{GateRequest, PolicyGate, PolicySource, ToolCatalog};
+use cairn_runtime::{Admitted, Durability, Executor, Recorder, RecorderOptions, ToolCall};
+use cairn_store_sqlite::{OpenMode, SqliteStore};
+
+const CALLS: usize = 20_000;
+const WARMUP: usize = 2_000;
+const TOOLS: usize = 10;
+
+/// Ten tools, each with a permit and a conditional forbid: 20 policies.
+fn policy_set() -> (String, String) {
+    let mut policies = String::new();
+    let mut tools = Vec::new();
+    for i in 0..TOOLS {
+        policies.push_str(&format!(
+            "@id(\"tool{i}.permit\")\npermit(principal, action == Action::\"tool{i}.call\", resource);\n\n\
+             @id(\"tool{i}.limit\")\nforbid(principal, action == Action::\"tool{i}.call\", resource)\n\
+             when {{ context.args has amount && context.args.amount > 10000 }};\n\n"
+        ));
+        tools.push(format!(
+            "\"tool{i}.call\": {{\"args\": {{\"amount\": \"Long\", \"target\": \"String\"}}}}"
+        ));
+    }
+    (policies, format!("{{\"tools\": {{{}}}}}", tools.join(",")))
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index]
+}
+
+fn summarise(name: &str, mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort_unstable();
+    let (median, p99) = (percentile(&samples, 0.5), percentile(&samples, 0.99));
+    println!(
+        "{name:<34} median {:>8.2} µs   p99 {:>8.2} µs   max {:>9.2} µs",
+        median.as_secs_f64() * 1e6,
+        p99.as_secs_f64() * 1e6,
+        samples[samples.len() - 1].as_secs_f64() * 1e6
+    );
+    (median, p99)
+}
+
+fn main() {
+    // `cargo test --benches` runs bench targets with `--bench` absent; keep that quick.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("gate bench: run with `cargo bench -p cairn-runtime --bench gate`");
+        return;
+    }
+    let (policy_text, tools_text) = policy_set();
+    let catalog = ToolCatalog::from_json("bench-tools.json", &tools_text).unwrap();
+    let gate = Arc::new(
+        PolicyGate::load(&[PolicySource::new("bench.cedar", policy_text)], &catalog).unwrap(),
+    );
+    assert_eq!(gate.policies().len(), 20);
+    let args: Vec<Vec<u8>> = (0..CALLS + WARMUP)
+        .map(|i| {
+            format!(
+                "{{\"amount\":{},\"target\":\"acct-{i}\"}}",
+                (i * 37) % 12_000
+            )
+            .into_bytes()
+        })
+        .collect();
+    let tools: Vec<String> = (0..TOOLS).map(|i| format!("tool{i}.call")).collect();
+
+    // Bare Cedar evaluation through the gate, arguments parsed as admit parses them.
+    let mut bare = Vec::with_capacity(CALLS);
+    for (i, bytes) in args.iter().enumerate() {
+        let start = Instant::now();
+        let parsed: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        let decision = gate.decide(&GateRequest {
+            tenant: "acme",
+            principal: "agent",
+            run: "run-bench",
+            task: "task-bench",
+            lane: None,
+            tool: &tools[i % TOOLS],
+            tool_version: "1",
+            args: Some(&parsed),
+        });
+        let elapsed = start.elapsed();
+        std::hint::black_box(decision);
+        if i >= WARMUP {
+            bare.push(elapsed);
+        }
+    }
+
+    // admit + record, batch durability, a real SQLite file, content retention off.
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        Arc::new(SqliteStore::open(dir.path().join("gate.db"), OpenMode::CreateIfMissing).unwrap());
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let recorder = Recorder::open(
+        store,
+        clock,
+        (
+            "acme".parse().unwrap(),
+            "task-bench".parse().unwrap(),
+            "run-bench".parse().unwrap(),
+        ),
+        RecorderOptions {
+            durability: Durability::DEFAULT_BATCH,
+            content_retention: None,
+        },
+    )
+    .unwrap();
+    let mut executor = Executor::new(recorder, gate, "agent");
+    let labels: Vec<ToolRef> = tools
+        .iter()
+        .map(|t| ToolRef {
+            name: Label::new(t.as_str()).unwrap(),
+            version: Label::new("1").unwrap(),
+        })
+        .collect();
+    let mut admitted = Vec::with_capacity(CALLS);
+    let mut denied = 0usize;
+    for (i, bytes) in args.iter().enumerate() {
+        let call = ToolCall {
+            tool: labels[i % TOOLS].clone(),
+            args: bytes,
+            lane: None,
+        };
+        let start = Instant::now();
+        let outcome = executor.admit(&call).unwrap();
+        let elapsed = start.elapsed();
+        if matches!(outcome, Admitted::Denied(_)) {
+            denied += 1;
+        }
+        std::hint::black_box(outcome);
+        if i >= WARMUP {
+            admitted.push(elapsed);
+        }
+    }
+    executor.recorder().flush().unwrap();
+
+    println!(
+        "gate bench: {CALLS} calls after {WARMUP} warm-up, 20 policies, {TOOLS} tools, {denied} denied; batch durability (512 records / 20 ms)"
+    );
+    let (bare_median, bare_p99) = summarise("bare Cedar evaluation (decide)", bare);
+    let (median, p99) = summarise("admit + record (batch)", admitted);
+    println!(
+        "ratio admit+record / bare: median {:.2}x, p99 {:.2}x   targets: median <= 20 µs, p99 <= 100 µs",
+        median.as_secs_f64() / bare_median.as_secs_f64(),
+        p99.as_secs_f64() / bare_p99.as_secs_f64()
+    );
+}
