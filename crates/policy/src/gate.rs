@@ -1,9 +1,11 @@
 //! The loaded gate: maps a tool call to a Cedar request and returns the decision with the
 //! determining policy ids, failing closed on anything it cannot evaluate.
 //!
-//! Everything that does not depend on the call (entity type names, each declared tool's
-//! action and resource uids and argument list, the schema, the authorizer) is built once at
-//! load; a decision builds only the call's context, request and one resource entity.
+//! Everything that does not depend on the call is prepared once at load: entity type names,
+//! each declared tool's action and resource uids and argument list, the authorizer, and per
+//! tool the subset of policies whose action scope can match it. A decision builds only the
+//! call's context and request (plus the resource entity when a policy that can match reads
+//! the resource) and evaluates only that subset.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -11,8 +13,8 @@ use std::str::FromStr;
 
 use cairn_core::Digest;
 use cedar_policy::{
-    AuthorizationError, Authorizer, Context, Entities, Entity, EntityId, EntityTypeName, EntityUid,
-    PolicySet, Request, RestrictedExpression, Schema,
+    ActionConstraint, AuthorizationError, Authorizer, Context, Entities, Entity, EntityId,
+    EntityTypeName, EntityUid, PolicySet, Request, RestrictedExpression,
 };
 use serde_json::Value;
 
@@ -22,20 +24,29 @@ use crate::decision::{
     PolicyWarning, Verdict,
 };
 use crate::error::PolicyLoadError;
-use crate::load::{self, PolicySource};
+use crate::load::{self, LoadedPolicy, PolicySource};
 
 /// A declared tool, ready for requests.
 struct ToolEntry {
     action: EntityUid,
     resource: EntityUid,
     args: Vec<(String, ArgType)>,
+    /// The policies whose action scope can match this tool (see [`subset`]).
+    policies: Subset,
+}
+
+/// The policies a request can match, and whether any of them reads the resource in a
+/// condition (only then does a call need the `Tool` entity with its attributes).
+struct Subset {
+    set: PolicySet,
+    reads_resource: bool,
 }
 
 /// The policy gate: a validated Cedar policy set, the tool catalog it was validated against,
 /// and the set's version. Cheap to share between threads (`Send + Sync`); deciding is pure.
 pub struct PolicyGate {
-    set: PolicySet,
-    schema: Schema,
+    /// The policies that can match a tool absent from the catalog.
+    undeclared: Subset,
     schema_text: String,
     catalog: ToolCatalog,
     authorizer: Authorizer,
@@ -44,6 +55,10 @@ pub struct PolicyGate {
     policies: Vec<PolicyInfo>,
     by_id: HashMap<String, usize>,
     warnings: Vec<PolicyWarning>,
+    /// Every policy, with the resource entity always built: the unoptimised gate the tests
+    /// compare the per-tool subsets against.
+    #[cfg(test)]
+    reference: Subset,
     tools: HashMap<String, ToolEntry>,
     agent_type: EntityTypeName,
     tool_type: EntityTypeName,
@@ -99,17 +114,30 @@ impl PolicyGate {
         let agent_type = type_name("Agent")?;
         let tool_type = type_name("Tool")?;
         let action_type = type_name("Action")?;
-        let tools = catalog
-            .tools()
-            .map(|(name, decl)| {
-                let entry = ToolEntry {
-                    action: uid(&action_type, name),
-                    resource: uid(&tool_type, name),
-                    args: decl.args().map(|(arg, ty)| (arg.to_owned(), ty)).collect(),
-                };
-                (name.to_owned(), entry)
+        let mut tools = HashMap::with_capacity(catalog.tools().len());
+        for (name, decl) in catalog.tools() {
+            let action = uid(&action_type, name);
+            let policies = subset(&loaded.policies, |targets| targets.contains(&action))?;
+            let entry = ToolEntry {
+                resource: uid(&tool_type, name),
+                args: decl.args().map(|(arg, ty)| (arg.to_owned(), ty)).collect(),
+                action,
+                policies,
+            };
+            tools.insert(name.to_owned(), entry);
+        }
+        // An undeclared tool can only be matched by a policy naming an action that is not a
+        // declared tool (strict validation leaves none, but the rule does not rely on it).
+        let undeclared = subset(&loaded.policies, |targets| {
+            targets.iter().any(|target| {
+                target.type_name() != &action_type || !tools.contains_key(target.id().unescaped())
             })
-            .collect();
+        })?;
+        #[cfg(test)]
+        let reference = Subset {
+            reads_resource: true,
+            ..subset(&loaded.policies, |_| true)?
+        };
         let policies: Vec<PolicyInfo> = loaded.policies.into_iter().map(|p| p.info).collect();
         let by_id = policies
             .iter()
@@ -117,8 +145,9 @@ impl PolicyGate {
             .map(|(index, info)| (info.id.clone(), index))
             .collect();
         Ok(Self {
-            set: loaded.set,
-            schema: loaded.schema,
+            #[cfg(test)]
+            reference,
+            undeclared,
             schema_text: loaded.schema_text,
             catalog: catalog.clone(),
             authorizer: Authorizer::new(),
@@ -228,6 +257,17 @@ impl PolicyGate {
     }
 
     fn evaluate(&self, call: &GateRequest<'_>, messages: bool) -> Outcome {
+        self.evaluate_in(call, messages, None)
+    }
+
+    /// Evaluates `call` against `only` when given (tests), else against the subset of
+    /// policies that can match the call's tool.
+    fn evaluate_in(
+        &self,
+        call: &GateRequest<'_>,
+        messages: bool,
+        only: Option<&Subset>,
+    ) -> Outcome {
         if call.tool == UNDECLARED_TOOL_ACTION {
             return self.deny(DecisionReason::InvalidRequest {
                 reason: format!("tool name `{UNDECLARED_TOOL_ACTION}` is reserved"),
@@ -242,16 +282,25 @@ impl PolicyGate {
             Some(entry) => entry.resource.clone(),
             None => uid(&self.tool_type, call.tool),
         };
-        let built = self
-            .request(call, declared, resource.clone(), args)
-            .and_then(|request| entities(call, resource).map(|entities| (request, entities)));
+        let policies =
+            only.unwrap_or_else(|| declared.map_or(&self.undeclared, |entry| &entry.policies));
+        // Without a condition reading the resource, scope checks on `Tool::"<tool>"` need its
+        // uid only: the entity (and its store, about a third of a decision's own cost) is
+        // built only when some policy can read `resource.name` or `resource.version`.
+        let built = if policies.reads_resource {
+            self.request(call, declared, resource.clone(), args)
+                .and_then(|request| entities(call, resource).map(|entities| (request, entities)))
+        } else {
+            self.request(call, declared, resource, args)
+                .map(|request| (request, Entities::empty()))
+        };
         let (request, entities) = match built {
             Ok(built) => built,
             Err(reason) => return self.deny(DecisionReason::InvalidRequest { reason }),
         };
         let response = self
             .authorizer
-            .is_authorized(&request, &self.set, &entities);
+            .is_authorized(&request, &policies.set, &entities);
         let diagnostics = response.diagnostics();
 
         let mut failures = Vec::new();
@@ -310,8 +359,13 @@ impl PolicyGate {
     }
 
     /// The Cedar request: principal `Agent::"<principal>"`, action `Action::"<tool>"`,
-    /// resource `Tool::"<tool>"`, context `{tenant, run, task, lane?, args}`. Requests for
-    /// declared tools are validated against the schema; undeclared tools have no schema entry.
+    /// resource `Tool::"<tool>"`, context `{tenant, run, task, lane?, args}`.
+    ///
+    /// The request is not validated against the schema on each call: that costs about a
+    /// tenth of a decision and cannot fail, since the context is built from the same catalog
+    /// the schema is generated from (declared fields only, each of its declared type).
+    // INVARIANT: for a declared tool the request conforms to the generated schema; the unit
+    // test `built_requests_conform_to_the_schema` checks it on arbitrary calls.
     fn request(
         &self,
         call: &GateRequest<'_>,
@@ -330,11 +384,11 @@ impl PolicyGate {
         pairs.push(("args".to_owned(), args));
         let context = Context::from_pairs(pairs).map_err(|err| err.to_string())?;
         let principal = uid(&self.agent_type, call.principal);
-        let (action, schema) = match declared {
-            Some(entry) => (entry.action.clone(), Some(&self.schema)),
-            None => (uid(&self.action_type, call.tool), None),
+        let action = match declared {
+            Some(entry) => entry.action.clone(),
+            None => uid(&self.action_type, call.tool),
         };
-        Request::new(principal, action, resource, context, schema).map_err(|err| err.to_string())
+        Request::new(principal, action, resource, context, None).map_err(|err| err.to_string())
     }
 }
 
@@ -348,6 +402,56 @@ fn entities(call: &GateRequest<'_>, resource: EntityUid) -> Result<Entities, Str
     ]);
     let entity = Entity::new(resource, attrs, HashSet::new()).map_err(|err| err.to_string())?;
     Entities::from_entities([entity], None).map_err(|err| err.to_string())
+}
+
+/// The policies whose action scope can match a request: those unconstrained on action, and
+/// those whose `action == …` or `action in [...]` names an action `names` accepts.
+///
+/// Cedar checks the scope before the conditions, and a scope check cannot fail, so leaving
+/// out a policy whose scope cannot match changes neither the decision nor the determining or
+/// failing policies — it only spares evaluating it on every call. Cairn's schema declares no
+/// action groups, so `action in Action::"x"` matches `x` alone.
+fn subset(
+    policies: &[LoadedPolicy],
+    names: impl Fn(&[EntityUid]) -> bool,
+) -> Result<Subset, Vec<PolicyLoadError>> {
+    let mut set = PolicySet::new();
+    let mut reads_resource = false;
+    for loaded in policies {
+        let keep = match loaded.policy.action_constraint() {
+            ActionConstraint::Any => true,
+            ActionConstraint::Eq(action) => names(std::slice::from_ref(&action)),
+            ActionConstraint::In(actions) => names(&actions),
+        };
+        if keep {
+            reads_resource |= conditions_mention_resource(&loaded.est);
+            set.add(loaded.policy.clone()).map_err(|err| {
+                vec![PolicyLoadError::Internal {
+                    message: format!("adding policy `{}`: {err}", loaded.info.id),
+                }]
+            })?;
+        }
+    }
+    Ok(Subset {
+        set,
+        reads_resource,
+    })
+}
+
+/// Whether a policy's conditions (in its EST) use the `resource` variable anywhere. The
+/// answer errs towards "yes": any mention counts, whatever it does with it.
+fn conditions_mention_resource(est: &Value) -> bool {
+    fn walk(value: &Value) -> bool {
+        match value {
+            Value::Object(map) => map.iter().any(|(key, item)| {
+                (key == "Var" && item.as_str() == Some("resource")) || walk(item)
+            }),
+            Value::Array(items) => items.iter().any(walk),
+            _ => false,
+        }
+    }
+    // A policy whose EST lacks `conditions` is treated as reading the resource.
+    est.get("conditions").is_none_or(walk)
 }
 
 impl fmt::Debug for PolicyGate {
@@ -405,7 +509,10 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "test code")]
 
     use super::*;
+    use cedar_policy::Schema;
+    use proptest::prelude::*;
     use serde_json::json;
+    use std::sync::LazyLock;
 
     fn call<'a>(tool: &'a str, lane: Option<&'a str>, args: &'a Value) -> GateRequest<'a> {
         GateRequest {
@@ -429,14 +536,117 @@ mod tests {
         PolicyGate::load(&[], &catalog).unwrap()
     }
 
-    fn context(gate: &PolicyGate, call: &GateRequest<'_>) -> Value {
+    fn build(gate: &PolicyGate, call: &GateRequest<'_>) -> Result<Request, String> {
         let declared = gate.tools.get(call.tool);
-        let args = declared.map_or(Ok(Vec::new()), |entry| declared_args(entry, call.args));
+        let args = declared.map_or(Ok(Vec::new()), |entry| declared_args(entry, call.args))?;
         let resource = uid(&gate.tool_type, call.tool);
-        let request = gate
-            .request(call, declared, resource, args.unwrap())
-            .unwrap();
+        gate.request(call, declared, resource, args)
+    }
+
+    fn context(gate: &PolicyGate, call: &GateRequest<'_>) -> Value {
+        let request = build(gate, call).unwrap();
         request.context().unwrap().to_json_value().unwrap()
+    }
+
+    fn arg_value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            any::<String>().prop_map(Value::String),
+            Just(json!([1])),
+            Just(json!({"amount": 1})),
+        ]
+    }
+
+    const MIXED: &str = r#"
+        @id("all") permit(principal, action, resource) when { context.tenant != "frozen" };
+        @id("reads") permit(principal, action in [Action::"payments.refund"], resource == Tool::"payments.refund");
+        @id("cap") forbid(principal, action == Action::"payments.refund", resource)
+            when { context.args has amount && context.args.amount * 3 > 30000 };
+        @id("urgent") permit(principal, action == Action::"payments.refund", resource)
+            when { context.args has urgent && context.args.urgent };
+        @id("old") forbid(principal, action, resource) when { resource.version like "0.*" };
+        @id("lane") forbid(principal, action, resource)
+            when { context has lane && context.lane == resource.name };
+        @id("bot") forbid(principal == Agent::"rogue", action, resource);
+    "#;
+
+    proptest! {
+        #[test]
+        fn per_tool_subsets_decide_as_the_whole_set_does(
+            tool in prop_oneof![Just("payments.refund".to_owned()), Just("shell.exec".to_owned()),
+                                "[a-z.]{1,12}"],
+            amount in prop_oneof![any::<i64>(), -20000_i64..20000],
+            urgent in any::<bool>(),
+            version in prop_oneof![Just("0.9".to_owned()), Just("1.0".to_owned())],
+            lane in prop::option::of(prop_oneof![Just("shell.exec".to_owned()), Just("support".to_owned())]),
+            tenant in prop_oneof![Just("frozen"), Just("acme")],
+            principal in prop_oneof![Just("rogue"), Just("bot")],
+        ) {
+            static GATE: LazyLock<PolicyGate> = LazyLock::new(|| {
+                let catalog = ToolCatalog::from_json(
+                    "tools.json",
+                    r#"{"tools": {"payments.refund": {"args": {"amount": "Long", "urgent": "Bool"}}, "kb.search": {}}}"#,
+                )
+                .unwrap();
+                PolicyGate::load(&[PolicySource::new("p.cedar", MIXED)], &catalog).unwrap()
+            });
+            let gate = &*GATE;
+            let args = json!({"amount": amount, "urgent": urgent});
+            let call = GateRequest {
+                tenant,
+                principal,
+                tool_version: &version,
+                ..call(&tool, lane.as_deref(), &args)
+            };
+            let mut fast = gate.evaluate(&call, true);
+            let mut reference = gate.evaluate_in(&call, true, Some(&gate.reference));
+            prop_assert_eq!(&fast.decision, &reference.decision);
+            fast.failures.sort();
+            reference.failures.sort();
+            prop_assert_eq!(&fast.failures, &reference.failures);
+        }
+
+        #[test]
+        fn built_requests_conform_to_the_schema(
+            args in prop::collection::btree_map(
+                prop_oneof![Just("amount".to_owned()), Just("currency".to_owned()),
+                            Just("urgent".to_owned()), any::<String>()],
+                arg_value(),
+                0..5,
+            ),
+            lane in prop::option::of(any::<String>()),
+            text in any::<String>(),
+        ) {
+            static GATE: LazyLock<(PolicyGate, Schema)> = LazyLock::new(|| {
+                let gate = gate();
+                let (schema, _) = Schema::from_cedarschema_str(gate.schema_text()).unwrap();
+                (gate, schema)
+            });
+            let (gate, schema) = &*GATE;
+            let args = Value::Object(args.into_iter().collect());
+            let call = GateRequest {
+                tenant: &text,
+                principal: &text,
+                run: &text,
+                task: &text,
+                ..call("payments.refund", lane.as_deref(), &args)
+            };
+            // Calls refused for their arguments never reach Cedar; the rest must conform.
+            if let Ok(request) = build(gate, &call) {
+                let checked = Request::new(
+                    request.principal().unwrap().clone(),
+                    request.action().unwrap().clone(),
+                    request.resource().unwrap().clone(),
+                    request.context().unwrap().clone(),
+                    Some(schema),
+                );
+                prop_assert!(checked.is_ok(), "{checked:?}");
+            }
+        }
     }
 
     #[test]

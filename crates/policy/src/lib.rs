@@ -9,8 +9,10 @@
 //! - **Loading** ([`PolicyGate::load`]): each file is parsed by Cedar; every policy must carry
 //!   a unique `@id("…")`, which becomes its Cedar policy id; templates are refused; the set
 //!   is validated in strict mode against a schema generated from the catalog
-//!   ([`ToolCatalog::cedar_schema`]). Any failure is a located [`PolicyLoadError`] — never a
-//!   gate that silently allows. An empty set is legal and denies every call.
+//!   ([`ToolCatalog::cedar_schema`]); a policy that can never apply (such as a forbid on an
+//!   undeclared argument) or hides bidirectional control characters is refused too. Any
+//!   failure is a located [`PolicyLoadError`] — never a gate that silently allows. An empty
+//!   set is legal and denies every call.
 //! - **Deciding** ([`PolicyGate::decide`]): the call becomes a Cedar request with principal
 //!   `Agent::"<agent>"`, action `Action::"<tool>"`, resource `Tool::"<tool>"` (attributes
 //!   `name`, `version`) and context `{tenant, run, task, lane?, args}`, where `args` holds only

@@ -51,16 +51,17 @@ pub(crate) struct LoadedPolicy {
     pub info: PolicyInfo,
     /// The policy, re-identified with its `@id` so Cedar's answers name it.
     pub policy: Policy,
+    /// Its Cedar JSON form (EST): what the version digests.
+    pub est: Value,
     /// Which source it came from, and its byte offset there (to order findings).
     pub source: usize,
     pub offset: usize,
 }
 
-/// The outcome of loading: the good policies, the schema, and every finding.
+/// A loaded set: its policies in source order, the schema text, the version and the
+/// validator's remaining warnings.
 pub(crate) struct Loaded {
     pub policies: Vec<LoadedPolicy>,
-    pub set: PolicySet,
-    pub schema: Schema,
     pub schema_text: String,
     pub version: Digest,
     pub warnings: Vec<PolicyWarning>,
@@ -114,8 +115,6 @@ pub(crate) fn load(
     let version = version(&policies, catalog).map_err(|err| vec![err])?;
     Ok(Loaded {
         policies,
-        set,
-        schema,
         schema_text,
         version,
         warnings,
@@ -157,16 +156,20 @@ fn parse_source(
             let offset = locate(&source.text, policy.to_cedar().as_deref(), &mut cursor);
             let at = Location::at_offset(&source.name, &source.text, offset);
             match policy_id(policy, &at) {
-                Ok(id) => out.push(LoadedPolicy {
-                    policy: policy.new_id(PolicyId::new(&id)),
-                    info: PolicyInfo {
-                        id,
-                        at,
-                        effect: effect(policy),
-                    },
-                    source: index,
-                    offset,
-                }),
+                Ok(id) => match policy.to_json() {
+                    Ok(est) => out.push(LoadedPolicy {
+                        policy: policy.new_id(PolicyId::new(&id)),
+                        est,
+                        info: PolicyInfo {
+                            id,
+                            at,
+                            effect: effect(policy),
+                        },
+                        source: index,
+                        offset,
+                    }),
+                    Err(err) => errors.push(internal(format!("policy `{id}` to json: {err}"))),
+                },
                 Err(err) => errors.push(err),
             }
         } else if let Some(template) = set.template(&generated) {
@@ -422,14 +425,10 @@ fn with_help(message: String, diagnostic: &dyn Diagnostic) -> String {
 /// policies in id order, each in Cedar's JSON form (EST) — which keeps effect, scope,
 /// conditions and annotations but no whitespace, comments or positions.
 fn version(policies: &[LoadedPolicy], catalog: &ToolCatalog) -> Result<Digest, PolicyLoadError> {
-    let mut entries: Vec<(&str, Value)> = Vec::with_capacity(policies.len());
-    for loaded in policies {
-        let est = loaded
-            .policy
-            .to_json()
-            .map_err(|err| internal(format!("policy `{}` to json: {err}", loaded.info.id)))?;
-        entries.push((loaded.info.id.as_str(), est));
-    }
+    let mut entries: Vec<(&str, &Value)> = policies
+        .iter()
+        .map(|loaded| (loaded.info.id.as_str(), &loaded.est))
+        .collect();
     entries.sort_by(|a, b| a.0.cmp(b.0));
     let policies: Vec<Value> = entries
         .into_iter()

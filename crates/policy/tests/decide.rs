@@ -407,3 +407,87 @@ fn the_gate_can_be_shared_between_threads() {
     let allowed: Vec<bool> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert_eq!(allowed, [true, true, false, false]);
 }
+
+#[test]
+fn resource_scopes_work_with_and_without_conditions_on_the_resource() {
+    // No condition reads the resource: the gate skips building the `Tool` entity.
+    let gate = gate(
+        "@id(\"kb-only\") permit(principal, action, resource == Tool::\"kb.search\");\n\
+         @id(\"tools\") permit(principal, action, resource in Tool::\"shell.exec\") when { context.tenant == \"acme\" };",
+    );
+    assert_decision(
+        &gate.decide(&call("kb.search", None)),
+        Verdict::Allow,
+        &["kb-only"],
+        &DecisionReason::Permitted,
+    );
+    assert_decision(
+        &gate.decide(&call("shell.exec", None)),
+        Verdict::Allow,
+        &["tools"],
+        &DecisionReason::Permitted,
+    );
+    assert_eq!(
+        gate.decide(&call("tickets.read", None)).reason,
+        DecisionReason::DefaultDeny
+    );
+    // A condition reads it for one tool only.
+    let gate2 = common::gate(
+        "@id(\"all\") permit(principal, action, resource);\n\
+         @id(\"old\") forbid(principal, action == Action::\"tickets.read\", resource) when { resource is Tool && resource.version like \"0.*\" };",
+    );
+    let old = GateRequest {
+        tool_version: "0.5",
+        ..call("tickets.read", None)
+    };
+    assert_decision(
+        &gate2.decide(&old),
+        Verdict::Deny,
+        &["old"],
+        &DecisionReason::Forbidden,
+    );
+    let old_kb = GateRequest {
+        tool_version: "0.5",
+        ..call("kb.search", None)
+    };
+    assert!(gate2.decide(&old_kb).is_allow());
+}
+
+#[test]
+fn action_lists_and_unconstrained_policies_combine_per_tool() {
+    let gate = gate(
+        "@id(\"reads\") permit(principal, action in [Action::\"tickets.read\", Action::\"kb.search\"], resource);\n\
+         @id(\"refunds\") permit(principal, action == Action::\"payments.refund\", resource);\n\
+         @id(\"tenant-freeze\") forbid(principal, action, resource) when { context.tenant == \"frozen\" };",
+    );
+    for tool in ["tickets.read", "kb.search"] {
+        assert_decision(
+            &gate.decide(&call(tool, None)),
+            Verdict::Allow,
+            &["reads"],
+            &DecisionReason::Permitted,
+        );
+    }
+    assert_decision(
+        &gate.decide(&call("payments.refund", None)),
+        Verdict::Allow,
+        &["refunds"],
+        &DecisionReason::Permitted,
+    );
+    assert_eq!(
+        gate.decide(&call("shell.exec", None)).reason,
+        DecisionReason::DefaultDeny
+    );
+    for tool in ["tickets.read", "payments.refund", "shell.exec"] {
+        let frozen = GateRequest {
+            tenant: "frozen",
+            ..call(tool, None)
+        };
+        assert_decision(
+            &gate.decide(&frozen),
+            Verdict::Deny,
+            &["tenant-freeze"],
+            &DecisionReason::Forbidden,
+        );
+    }
+}
