@@ -239,21 +239,38 @@ fn write_number(out: &mut Vec<u8>, number: &Number) -> Result<(), CoreError> {
 
 /// Formats `x` as Python's `repr(float)` does; `None` for NaN and the infinities.
 ///
-/// Rust's `{:e}` already yields the shortest digits that round-trip (the same digits Python's
-/// `repr` picks); only the layout differs, so the digits and the exponent are taken apart and
-/// laid out again by Python's rule.
+/// Python's `repr` uses the shortest digits that round-trip and, when two such digit strings
+/// are equally close to the exact value, the even one. `ryu` makes the same choice (Rust's own
+/// `{:e}` rounds such ties up: 568240000723932.25 prints as …932.3, Python says …932.2), so
+/// the digits come from `ryu` and only the layout is Python's.
 fn python_float_repr(x: f64) -> Option<String> {
     if !x.is_finite() {
         return None;
     }
-    let scientific = format!("{x:e}");
-    let (mantissa, exponent) = scientific.split_once('e')?;
-    let exponent: i32 = exponent.parse().ok()?;
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+    let mut buffer = ryu::Buffer::new();
+    let text = buffer.format_finite(x);
+    let (sign, text) = match text.strip_prefix('-') {
         Some(rest) => ("-", rest),
-        None => ("", mantissa),
+        None => ("", text),
     };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let (mantissa, exp) = match text.split_once(['e', 'E']) {
+        Some((mantissa, exp)) => (mantissa, exp.parse::<i32>().ok()?),
+        None => (text, 0),
+    };
+    let (integer, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    // Normalise to digits d1d2d3… with the decimal exponent of d1.
+    let mut digits: String = integer.chars().chain(fraction.chars()).collect();
+    let mut exponent = exp + i32::try_from(integer.len()).ok()? - 1;
+    while digits.len() > 1 && digits.starts_with('0') {
+        digits.remove(0);
+        exponent -= 1;
+    }
+    while digits.len() > 1 && digits.ends_with('0') {
+        digits.pop();
+    }
+    if digits == "0" {
+        exponent = 0;
+    }
     let mut out = String::from(sign);
     if !(-4..16).contains(&exponent) {
         let (first, rest) = digits.split_at_checked(1)?;

@@ -61,7 +61,8 @@ impl ErrorCode for CoreError {
 
 /// Shortens user-supplied text before it is echoed in an error message, so a hostile input
 /// cannot flood logs and an accidental secret is not repeated in full.
-pub(crate) fn excerpt(value: &str) -> String {
+#[must_use]
+pub fn excerpt(value: &str) -> String {
     const MAX: usize = 80;
     if value.chars().count() <= MAX {
         value.to_owned()

@@ -661,13 +661,30 @@ impl SealedRecord {
 }
 
 /// The JSON Schema of `cairn.intent/v1`, generated from the types (checked in as
-/// `schemas/cairn.intent.v1.schema.json`).
+/// `schemas/cairn.intent.v1.schema.json`), with every object's keys sorted so the text is the
+/// same whichever features of `serde_json` the build happens to unify (`preserve_order`,
+/// which a dependency enables, would otherwise keep declaration order).
 #[must_use]
 pub fn intent_record_schema() -> serde_json::Value {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<IntentRecord>();
-    serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+    serde_json::to_value(schema).map_or(serde_json::Value::Null, sorted)
+}
+
+/// Rebuilds every object with its keys in sorted order.
+fn sorted(value: serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<(String, serde_json::Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.into_iter().map(sorted).collect())
+        }
+        other => other,
+    }
 }
 
 #[cfg(test)]

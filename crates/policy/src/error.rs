@@ -168,17 +168,7 @@ impl ErrorCode for PolicyLoadError {
     }
 }
 
-/// Shortens user text echoed in a message so a hostile file cannot flood the terminal.
-pub(crate) fn excerpt(value: &str) -> String {
-    const MAX: usize = 80;
-    if value.chars().count() <= MAX {
-        value.to_owned()
-    } else {
-        let mut out: String = value.chars().take(MAX).collect();
-        out.push('…');
-        out
-    }
-}
+pub(crate) use cairn_core::error::excerpt;
 
 #[cfg(test)]
 mod tests {

@@ -11,31 +11,11 @@ use std::sync::Arc;
 use cairn_core::Digest;
 use cairn_ledger::keys::SigningKey;
 use cairn_ledger::record::{Admission, Decision, Label, TerminationReason};
+pub use cairn_policy::GateRequest;
 use serde_json::{Value, json};
 
 use crate::error::RuntimeError;
 use crate::recorder::{ClosedRun, Receipt, Recorder, ToolCall};
-
-/// What the gate is asked about a call.
-#[derive(Debug, Clone, Copy)]
-pub struct GateQuery<'a> {
-    /// The tenant of the run.
-    pub tenant: &'a str,
-    /// The principal the run acts for.
-    pub principal: &'a str,
-    /// The run.
-    pub run: &'a str,
-    /// The task.
-    pub task: &'a str,
-    /// The active lane, if any.
-    pub lane: Option<&'a str>,
-    /// The tool's name.
-    pub tool: &'a str,
-    /// The tool's version.
-    pub tool_version: &'a str,
-    /// The arguments, parsed, when they are JSON.
-    pub args: Option<&'a Value>,
-}
 
 /// A gate's verdict with everything the record needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +29,7 @@ pub struct GateVerdict {
 /// Anything that decides calls. The Cedar policy gate is the one Cairn ships.
 pub trait Gate: Send + Sync {
     /// Decides one call. Must not panic; an internal failure must come back as a deny.
-    fn decide(&self, query: &GateQuery<'_>) -> GateVerdict;
+    fn decide(&self, request: &GateRequest<'_>) -> GateVerdict;
 }
 
 /// Proof that a call was admitted and its intent record written. Only [`Executor::admit`]
@@ -141,7 +121,7 @@ impl Executor {
     pub fn admit(&mut self, call: &ToolCall<'_>) -> Result<Admitted, RuntimeError> {
         let parsed: Option<Value> = serde_json::from_slice(call.args).ok();
         let lane = call.lane.as_ref().map(|l| l.as_str().to_owned());
-        let verdict = self.gate.decide(&GateQuery {
+        let verdict = self.gate.decide(&GateRequest {
             tenant: self.recorder.tenant_id().as_str(),
             principal: &self.principal,
             run: self.recorder.run_id().as_str(),

@@ -9,5 +9,5 @@ pub mod project;
 pub mod recorder;
 
 pub use error::RuntimeError;
-pub use executor::{Admitted, Denial, Executor, Gate, GateQuery, GateVerdict, Permit};
+pub use executor::{Admitted, Denial, Executor, Gate, GateRequest, GateVerdict, Permit};
 pub use recorder::{ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall};

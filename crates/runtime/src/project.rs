@@ -8,7 +8,7 @@ use cairn_ledger::record::{Admission, Decision, Label};
 use cairn_policy::{GateRequest, PolicyGate, PolicySource, ToolCatalog, Verdict};
 
 use crate::error::RuntimeError;
-use crate::executor::{Gate, GateQuery, GateVerdict};
+use crate::executor::{Gate, GateVerdict};
 
 /// The policy folder inside `.cairn/`.
 pub const POLICIES_DIR: &str = "policies";
@@ -96,20 +96,8 @@ pub fn load_gate(policies: &Path, tools: Option<&Path>) -> Result<PolicyGate, Ru
 }
 
 impl Gate for PolicyGate {
-    fn decide(&self, query: &GateQuery<'_>) -> GateVerdict {
-        let decision = PolicyGate::decide(
-            self,
-            &GateRequest {
-                tenant: query.tenant,
-                principal: query.principal,
-                run: query.run,
-                task: query.task,
-                lane: query.lane,
-                tool: query.tool,
-                tool_version: query.tool_version,
-                args: query.args,
-            },
-        );
+    fn decide(&self, request: &GateRequest<'_>) -> GateVerdict {
+        let decision = PolicyGate::decide(self, request);
         let rule_ids: Result<Vec<Label>, _> = decision.rule_ids.iter().map(Label::new).collect();
         match rule_ids {
             Ok(rule_ids) => GateVerdict {

@@ -25,7 +25,7 @@ use cairn_core::{Clock, SystemClock};
 use cairn_ledger::Store;
 use cairn_ledger::record::{Decision, ToolRef};
 use cairn_runtime::{
-    Admitted, Durability, Executor, Gate, GateQuery, GateVerdict, Recorder, RecorderOptions,
+    Admitted, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder, RecorderOptions,
     ToolCall,
 };
 use cairn_store_sqlite::{OpenMode, SqliteStore};
@@ -36,7 +36,7 @@ const CHILD_ENV: &str = "CAIRN_ADMIT_CHILD";
 struct AllowAll;
 
 impl Gate for AllowAll {
-    fn decide(&self, _: &GateQuery<'_>) -> GateVerdict {
+    fn decide(&self, _: &GateRequest<'_>) -> GateVerdict {
         GateVerdict {
             admission: common::admission(Decision::Allow, &["test.allow-all"]),
             reason: "permitted",
