@@ -235,7 +235,6 @@ impl std::str::FromStr for TerminationReason {
 #[serde(deny_unknown_fields)]
 pub struct Termination {
     /// A short code-like detail (never a payload or a prompt).
-    #[schemars(required)]
     pub detail: Option<Label>,
     /// Why the run ended.
     pub reason: TerminationReason,
@@ -334,30 +333,22 @@ pub struct IntentRecord {
     /// Step, boundary or terminal.
     pub kind: RecordKind,
     /// The responsibility lane the event is bound to, if any.
-    #[schemars(required)]
     pub lane_id: Option<LaneId>,
     /// The capability called (steps only).
-    #[schemars(required)]
     pub tool: Option<ToolRef>,
     /// The arguments as submitted (steps only).
-    #[schemars(required)]
     pub args: Option<ArgsRef>,
     /// The gate's decision (steps only).
-    #[schemars(required)]
     pub admission: Option<Admission>,
     /// `H(canonical_json(observation))` of what the model was shown before this record.
-    #[schemars(required)]
     pub observation_digest: Option<Digest>,
     /// Boundary details (boundary records only).
-    #[schemars(required)]
     pub boundary: Option<BoundaryEvent>,
     /// Why the run ended (terminal records only).
-    #[schemars(required)]
     pub termination: Option<Termination>,
     /// When the executor wrote the record.
     pub recorded_at: Timestamp,
     /// The digest of the previous record of the run; null for step 0.
-    #[schemars(required)]
     pub prev_digest: Option<Digest>,
     /// SHA-256 over the canonical form of this record without `digest`.
     pub digest: Digest,
@@ -669,7 +660,34 @@ pub fn intent_record_schema() -> serde_json::Value {
     let schema = schemars::generate::SchemaSettings::draft2020_12()
         .into_generator()
         .into_root_schema_for::<IntentRecord>();
-    serde_json::to_value(schema).map_or(serde_json::Value::Null, sorted)
+    let mut value = serde_json::to_value(schema).map_or(serde_json::Value::Null, sorted);
+    // Every top-level field (and both of `termination`'s) is always written, null when it
+    // does not apply. `#[schemars(required)]` on an `Option` would also forbid the null, so the
+    // requirement is added here instead.
+    for pointer in ["", "/$defs/Termination"] {
+        if let Some(schema) = value.pointer_mut(pointer) {
+            require_all_properties(schema);
+        }
+    }
+    value
+}
+
+/// Sets an object schema's `required` to all of its properties, in sorted order.
+fn require_all_properties(schema: &mut serde_json::Value) {
+    let Some(names) = schema
+        .get("properties")
+        .and_then(|p| p.as_object())
+        .map(|p| {
+            let mut names: Vec<String> = p.keys().cloned().collect();
+            names.sort();
+            names
+        })
+    else {
+        return;
+    };
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("required".to_owned(), serde_json::Value::from(names));
+    }
 }
 
 /// Rebuilds every object with its keys in sorted order.

@@ -60,3 +60,93 @@ fn the_schema_describes_every_record_field() {
     );
     assert_eq!(schema["title"], "cairn.intent/v1");
 }
+
+/// Records of every kind — with nulls where a field does not apply — validate against the
+/// published schema, and broken ones do not.
+#[test]
+fn real_records_validate_against_the_published_schema() {
+    use cairn_core::Digest;
+    use cairn_ledger::record::{
+        Admission, ArgsRef, BoundaryEvent, Decision, DraftEvent, IntentRecord, Label, RecordDraft,
+        Termination, TerminationReason, ToolRef,
+    };
+    let schema = cairn_ledger::record::intent_record_schema();
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let draft = |event| RecordDraft {
+        tenant_id: "acme".parse().expect("tenant"),
+        run_id: "run-1".parse().expect("run"),
+        task_id: "task-1".parse().expect("task"),
+        event,
+        lane_id: None,
+        observation_digest: None,
+        recorded_at: "2026-11-30T06:00:00Z".parse().expect("time"),
+    };
+    let label = |s: &str| Label::new(s).expect("label");
+    let step = IntentRecord::seal(
+        draft(DraftEvent::Step {
+            tool: ToolRef {
+                name: label("t"),
+                version: label("1"),
+            },
+            args: ArgsRef {
+                digest: Digest::of(b"{}"),
+                size: 2,
+            },
+            admission: Admission {
+                decision: Decision::Deny,
+                policy_set_version: Digest::of(b"p"),
+                rule_ids: Vec::new(),
+            },
+        }),
+        0,
+        None,
+    )
+    .expect("seal");
+    let boundary = IntentRecord::seal(
+        draft(DraftEvent::Boundary(BoundaryEvent::new(label(
+            "context_compaction",
+        )))),
+        1,
+        Some(step.digest),
+    )
+    .expect("seal");
+    let terminal = IntentRecord::seal(
+        draft(DraftEvent::Terminal(Termination {
+            detail: None,
+            reason: TerminationReason::Completed,
+        })),
+        2,
+        Some(boundary.digest),
+    )
+    .expect("seal");
+    for record in [&step, &boundary, &terminal] {
+        let value = serde_json::to_value(record).expect("json");
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{} does not validate: {errors:?}",
+            record.kind
+        );
+    }
+    let mut extra = serde_json::to_value(&step).expect("json");
+    extra["authorized"] = serde_json::Value::Bool(true);
+    assert!(
+        !validator.is_valid(&extra),
+        "unknown fields must be refused"
+    );
+    let mut missing = serde_json::to_value(&step).expect("json");
+    missing.as_object_mut().expect("object").remove("lane_id");
+    assert!(
+        !validator.is_valid(&missing),
+        "every field is always present"
+    );
+    let mut bad = serde_json::to_value(&step).expect("json");
+    bad["digest"] = serde_json::Value::String("sha256:xyz".into());
+    assert!(
+        !validator.is_valid(&bad),
+        "a malformed digest must be refused"
+    );
+}
