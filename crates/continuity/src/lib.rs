@@ -1,0 +1,42 @@
+//! Continuity across boundaries (SPEC §5): after a compaction, reset, restart or handoff an
+//! agent's authority is rebuilt from durable records, never from the model's summary.
+//!
+//! - [`ContinuityEnvelope`] (`continuity-envelope/v1`) is the structured control state saved
+//!   at a boundary. Reading one is two steps: [`parse_json`] (text → raw value, size-limited)
+//!   and [`validate_envelope`] (raw value → the proof type [`ValidatedEnvelope`], or every
+//!   [`Finding`]).
+//! - [`ContinuityState`] (`continuity-state/v1`) is the current durable state it is compared
+//!   with.
+//! - [`decide`] is the rehydration decision of E-4. Its result, [`ContinuityDecision`], cannot
+//!   say "authorized": the best outcome is `reauthorization_required`.
+//! - [`summary_sha256`] binds a derived summary to an envelope.
+//!
+//! The crate is pure: no I/O and no clock; callers pass `now`.
+
+mod decision;
+mod envelope;
+mod error;
+mod fields;
+mod finding;
+mod schema;
+mod state;
+mod summary;
+mod types;
+
+pub use decision::{
+    ContinuityDecision, ContinuityEventType, ContinuityReason, ContinuityStatus, decide,
+    decide_checked, decide_text, decide_validated,
+};
+pub use envelope::{
+    ContinuityEnvelope, ENVELOPE_SCHEMA_VERSION, ENVELOPE_WRAPPER_KEY, EnvelopeSchemaVersion,
+    ValidatedEnvelope, validate_envelope,
+};
+pub use error::{ContinuityError, MAX_INPUT_BYTES, parse_envelope, parse_json};
+pub use finding::{Finding, FindingCode};
+pub use schema::envelope_schema;
+pub use state::{ApprovalState, ContinuityState, STATE_SCHEMA_VERSION, StateSchemaVersion};
+pub use summary::{is_python_space, strip_summary, summary_sha256};
+pub use types::{
+    ApprovalStatus, AuthorizationMode, EventRef, ReauthorizationRequired, SideEffectStatus,
+    SourceEventRange,
+};
