@@ -41,6 +41,10 @@ pub enum Command {
     /// Check policies and explain decisions.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Decide whether a run may resume after a boundary (never authorises: exit 0 means
+    /// reauthorization is required, 4 validation failed, 6 blocked on reconciliation).
+    #[command(subcommand)]
+    Continuity(ContinuityCommand),
     /// Manage checkpoint signing keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -117,6 +121,26 @@ pub enum PolicyCommand {
         /// Where the policies and catalog come from.
         #[command(flatten)]
         location: PolicyLocation,
+    },
+}
+
+/// `cairn continuity …`.
+#[derive(Debug, Subcommand)]
+pub enum ContinuityCommand {
+    /// Compare a continuity envelope with the durable state and the summary (SPEC E-4).
+    Check {
+        /// The envelope (`continuity-envelope/v1`, bare or wrapped).
+        #[arg(long, value_name = "FILE")]
+        envelope: PathBuf,
+        /// The current durable state (`continuity-state/v1`).
+        #[arg(long, value_name = "FILE")]
+        state: PathBuf,
+        /// The derived summary whose digest the envelope binds.
+        #[arg(long, value_name = "FILE")]
+        summary: PathBuf,
+        /// The instant to decide at (RFC 3339 with an offset).
+        #[arg(long, value_name = "RFC3339")]
+        now: String,
     },
 }
 

@@ -13,8 +13,12 @@ pub mod exit {
     pub const INTERNAL: u8 = 1;
     /// Invalid input or usage.
     pub const INVALID: u8 = 2;
+    /// BLOCKED / `continuity_validation_failed`.
+    pub const BLOCKED: u8 = 4;
     /// Tamper detected.
     pub const TAMPER: u8 = 5;
+    /// `blocked_on_reconciliation`.
+    pub const RECONCILE: u8 = 6;
 }
 
 /// A failed command.
@@ -99,6 +103,8 @@ fn exit_for(code: &'static str) -> u8 {
         "policy_template",
         "policy_empty",
         "tool_catalog",
+        "invalid_continuity_state",
+        "invalid_continuity_envelope",
     ];
     const TAMPER: &[&str] = &[
         "record_modified",

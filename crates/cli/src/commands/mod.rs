@@ -1,5 +1,6 @@
 //! One module per command; `run` dispatches.
 
+mod continuity;
 mod cost;
 mod demo;
 mod gc;
@@ -21,6 +22,7 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::Demo(args) => demo::run(ctx, &args),
         Command::Init(args) => init::run(ctx, &args),
         Command::Policy(cmd) => policy::run(ctx, cmd),
+        Command::Continuity(cmd) => continuity::run(cmd),
         Command::Keys(cmd) => keys::run(ctx, cmd),
         Command::Ledger(cmd) => ledger::run(ctx, cmd),
         Command::Runs(cmd) => runs::run(ctx, cmd),

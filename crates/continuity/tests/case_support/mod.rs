@@ -24,9 +24,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// The folder of cases.
+/// The folder of cases. Resolved through the sibling path `../continuity/` so the same
+/// module works when another crate (the CLI's tests) includes it.
 pub fn cases_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cases")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../continuity/tests/cases")
 }
 
 /// Every case folder, sorted by name.
