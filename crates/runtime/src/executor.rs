@@ -120,24 +120,27 @@ impl Executor {
     /// Store failures. The caller must treat an error as a deny: nothing was admitted.
     pub fn admit(&mut self, call: &ToolCall<'_>) -> Result<Admitted, RuntimeError> {
         let parsed: Option<Value> = serde_json::from_slice(call.args).ok();
-        let lane = call.lane.as_ref().map(|l| l.as_str().to_owned());
         let verdict = self.gate.decide(&GateRequest {
             tenant: self.recorder.tenant_id().as_str(),
             principal: &self.principal,
             run: self.recorder.run_id().as_str(),
             task: self.recorder.task_id().as_str(),
-            lane: lane.as_deref(),
+            lane: call.lane.as_ref().map(|l| l.as_str()),
             tool: call.tool.name.as_str(),
             tool_version: call.tool.version.as_str(),
             args: parsed.as_ref(),
         });
         let decision = verdict.admission.decision;
-        let rule_ids: Vec<String> = verdict
-            .admission
-            .rule_ids
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        // Only a denial needs the rule ids after the admission is moved into the record.
+        let rule_ids: Vec<String> = match decision {
+            Decision::Allow => Vec::new(),
+            Decision::Deny => verdict
+                .admission
+                .rule_ids
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+        };
         let receipt = self.recorder.record_step(call, verdict.admission)?;
         Ok(match decision {
             Decision::Allow => Admitted::Permitted(Permit {

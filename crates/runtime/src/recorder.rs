@@ -273,7 +273,9 @@ impl Recorder {
         admission: Admission,
     ) -> Result<Receipt, RuntimeError> {
         let digest = Digest::of(call.args);
-        self.keep_content(digest, call.args.to_vec());
+        if self.options.content_retention.is_some() {
+            self.keep_content(digest, call.args.to_vec());
+        }
         let event = DraftEvent::Step {
             tool: call.tool.clone(),
             args: ArgsRef {
