@@ -45,6 +45,9 @@ pub enum Command {
     /// reauthorization is required, 4 validation failed, 6 blocked on reconciliation).
     #[command(subcommand)]
     Continuity(ContinuityCommand),
+    /// The continuity lab: the canonical support-triage case (compaction after a ticket write
+    /// timed out), decided with the durable state you vary (SPEC E-7).
+    InspectContinuity(InspectArgs),
     /// Manage checkpoint signing keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -142,6 +145,28 @@ pub enum ContinuityCommand {
         #[arg(long, value_name = "RFC3339")]
         now: String,
     },
+}
+
+/// `cairn inspect-continuity`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Present a summary that differs from the one the envelope bound (an injected instruction).
+    #[arg(long)]
+    pub tamper_summary: bool,
+    /// The policy version in force now (the envelope recorded `policy-v4`).
+    #[arg(long, value_name = "V")]
+    pub current_policy_version: Option<String>,
+    /// The side-effect state of the ticket write (`not_executed`, `applied`,
+    /// `side_effect_unknown`, `partial_side_effect`; aliases `not_started`,
+    /// `side_effect_committed`).
+    #[arg(long, value_name = "S")]
+    pub side_effect_status: Option<String>,
+    /// The approval's state now: active, revoked, pending, consumed, denied or expired.
+    #[arg(long, value_name = "S")]
+    pub approval_status: Option<String>,
+    /// Decide at this instant (default: the case's own, 2026-07-21T12:00:00Z).
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<String>,
 }
 
 /// `cairn keys …`.

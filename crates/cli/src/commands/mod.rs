@@ -5,6 +5,7 @@ mod cost;
 mod demo;
 mod gc;
 mod init;
+mod inspect;
 mod keys;
 mod ledger;
 mod policy;
@@ -23,6 +24,7 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::Init(args) => init::run(ctx, &args),
         Command::Policy(cmd) => policy::run(ctx, cmd),
         Command::Continuity(cmd) => continuity::run(cmd),
+        Command::InspectContinuity(args) => inspect::run(&args),
         Command::Keys(cmd) => keys::run(ctx, cmd),
         Command::Ledger(cmd) => ledger::run(ctx, cmd),
         Command::Runs(cmd) => runs::run(ctx, cmd),
