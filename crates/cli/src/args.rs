@@ -45,6 +45,9 @@ pub enum Command {
     /// reauthorization is required, 4 validation failed, 6 blocked on reconciliation).
     #[command(subcommand)]
     Continuity(ContinuityCommand),
+    /// Record the observed outcome of a side effect whose outcome was unknown, unblocking its
+    /// capability (SPEC E-5).
+    Reconcile(ReconcileArgs),
     /// The continuity lab: the canonical support-triage case (compaction after a ticket write
     /// timed out), decided with the durable state you vary (SPEC E-7).
     InspectContinuity(InspectArgs),
@@ -145,6 +148,23 @@ pub enum ContinuityCommand {
         #[arg(long, value_name = "RFC3339")]
         now: String,
     },
+}
+
+/// `cairn reconcile`.
+#[derive(Debug, Args)]
+pub struct ReconcileArgs {
+    /// The run.
+    #[command(flatten)]
+    pub run: RunSelector,
+    /// The idempotency key of the call (`<run_id>:<step>`).
+    #[arg(long, value_name = "KEY")]
+    pub key: String,
+    /// What the external system shows: `applied` or `not_executed`.
+    #[arg(long, value_name = "OUTCOME")]
+    pub outcome: String,
+    /// A reference to the evidence (for example the lookup by idempotency key).
+    #[arg(long, value_name = "REF")]
+    pub evidence: String,
 }
 
 /// `cairn inspect-continuity`.

@@ -4,7 +4,12 @@
 //!
 //! Run: `cargo bench -p cairn-continuity --bench rehydrate -- --noplot`
 
-#![allow(clippy::expect_used, clippy::unwrap_used, reason = "bench code")]
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    missing_docs,
+    reason = "bench code"
+)]
 
 use std::hint::black_box;
 

@@ -14,6 +14,10 @@ use cairn_ledger::record::{Admission, Decision, Label, TerminationReason};
 pub use cairn_policy::GateRequest;
 use serde_json::{Value, json};
 
+use crate::effects::{
+    ObservedOutcome, RECONCILIATION_RULE, Unresolved, idempotency_key, reconciliation_event,
+    unknown_event,
+};
 use crate::error::RuntimeError;
 use crate::recorder::{ClosedRun, Receipt, Recorder, ToolCall};
 
@@ -45,6 +49,7 @@ pub trait Gate: Send + Sync {
 pub struct Permit {
     step_index: u64,
     digest: Digest,
+    tool: String,
 }
 
 impl Permit {
@@ -86,6 +91,32 @@ pub struct Executor {
     recorder: Recorder,
     gate: Arc<dyn Gate>,
     principal: String,
+    unresolved: Unresolved,
+}
+
+/// How a dispatched call failed, as far as the caller can tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// The call certainly did not take effect (refused before dispatch, invalid request).
+    NotExecuted(String),
+    /// The call was dispatched and its outcome is unknown (timeout, crash, lost connection):
+    /// it may have taken effect. The capability is blocked until reconciled.
+    OutcomeUnknown(String),
+}
+
+/// What became of an executed call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EffectOutcome {
+    /// It ran and returned this result.
+    Applied(Value),
+    /// It did not take effect.
+    NotExecuted(String),
+    /// Its outcome is unknown; it is recorded under this idempotency key and its capability is
+    /// refused until a reconciliation names the outcome.
+    Unknown {
+        /// `<run_id>:<step_index>` of the call.
+        idempotency_key: String,
+    },
 }
 
 impl std::fmt::Debug for Executor {
@@ -98,14 +129,38 @@ impl std::fmt::Debug for Executor {
 }
 
 impl Executor {
-    /// Wraps a run's recorder with a gate; `principal` is who the run acts for.
+    /// Wraps a new run's recorder with a gate; `principal` is who the run acts for.
     #[must_use]
     pub fn new(recorder: Recorder, gate: Arc<dyn Gate>, principal: impl Into<String>) -> Self {
         Self {
             recorder,
             gate,
             principal: principal.into(),
+            unresolved: Unresolved::default(),
         }
+    }
+
+    /// Wraps a resumed run's recorder, rebuilding the unresolved side effects from its
+    /// records so that a restart cannot forget a blocked capability.
+    #[must_use]
+    pub fn resumed(
+        recorder: Recorder,
+        rows: &[cairn_ledger::store::StoredRow],
+        gate: Arc<dyn Gate>,
+        principal: impl Into<String>,
+    ) -> Self {
+        Self {
+            recorder,
+            gate,
+            principal: principal.into(),
+            unresolved: Unresolved::from_rows(rows),
+        }
+    }
+
+    /// The side effects waiting for reconciliation.
+    #[must_use]
+    pub const fn unresolved(&self) -> &Unresolved {
+        &self.unresolved
     }
 
     /// The run's recorder (for boundaries, flushing, identity).
@@ -130,35 +185,62 @@ impl Executor {
             tool_version: call.tool.version.as_str(),
             args: parsed.as_ref(),
         });
-        let decision = verdict.admission.decision;
+        // A capability blocked on reconciliation is refused whatever the policy says (P-3);
+        // the record names the reconciliation rule.
+        let blocked = self
+            .unresolved
+            .blocking(call.tool.name.as_str())
+            .map(str::to_owned);
+        let (admission, reason) = match &blocked {
+            Some(_) => (
+                Admission {
+                    decision: Decision::Deny,
+                    policy_set_version: verdict.admission.policy_set_version,
+                    rule_ids: vec![Label::new(RECONCILIATION_RULE)?],
+                },
+                "unresolved_side_effect",
+            ),
+            None => (verdict.admission, verdict.reason),
+        };
+        let decision = admission.decision;
         // Only a denial needs the rule ids after the admission is moved into the record.
         let rule_ids: Vec<String> = match decision {
             Decision::Allow => Vec::new(),
-            Decision::Deny => verdict
-                .admission
-                .rule_ids
-                .iter()
-                .map(ToString::to_string)
-                .collect(),
+            Decision::Deny => admission.rule_ids.iter().map(ToString::to_string).collect(),
         };
-        let receipt = self.recorder.record_step(call, verdict.admission)?;
+        let receipt = self.recorder.record_step(call, admission)?;
         Ok(match decision {
             Decision::Allow => Admitted::Permitted(Permit {
                 step_index: receipt.step_index,
                 digest: receipt.digest,
+                tool: call.tool.name.as_str().to_owned(),
             }),
             Decision::Deny => {
                 // The model is shown the denial, never a result.
-                self.recorder.observe(&json!({
-                    "tool": call.tool.name.as_str(),
-                    "denied": true,
-                    "reason": verdict.reason,
-                    "rule_ids": rule_ids,
-                }))?;
+                let shown = match &blocked {
+                    None => json!({
+                        "tool": call.tool.name.as_str(),
+                        "denied": true,
+                        "reason": reason,
+                        "rule_ids": rule_ids,
+                    }),
+                    Some(key) => json!({
+                        "tool": call.tool.name.as_str(),
+                        "denied": true,
+                        "reason": reason,
+                        "rule_ids": rule_ids,
+                        "idempotency_key": key,
+                        "resolve_with": format!(
+                            "cairn reconcile --run {} --key {key} --outcome applied|not_executed --evidence REF",
+                            self.recorder.run_id()
+                        ),
+                    }),
+                };
+                self.recorder.observe(&shown)?;
                 Admitted::Denied(Denial {
                     receipt,
                     rule_ids,
-                    reason: verdict.reason,
+                    reason,
                 })
             }
         })
@@ -198,6 +280,68 @@ impl Executor {
         };
         self.recorder.observe(&observation)?;
         Ok(outcome)
+    }
+
+    /// Runs an admitted call that has an external effect, consuming its permit. A call whose
+    /// outcome is unknown is recorded (durably, before this returns) under its idempotency
+    /// key and its capability is refused until [`Executor::reconcile`] names the outcome;
+    /// nothing here ever retries it.
+    ///
+    /// # Errors
+    /// Store failures while recording an unknown outcome.
+    pub fn execute_effect(
+        &mut self,
+        permit: Permit,
+        call: impl FnOnce() -> Result<Value, CallError>,
+    ) -> Result<EffectOutcome, RuntimeError> {
+        let (observation, outcome) = match call() {
+            Ok(value) => (
+                json!({"step": permit.step_index, "result": value}),
+                EffectOutcome::Applied(value),
+            ),
+            Err(CallError::NotExecuted(error)) => (
+                json!({"step": permit.step_index, "error": error}),
+                EffectOutcome::NotExecuted(error),
+            ),
+            Err(CallError::OutcomeUnknown(error)) => {
+                let key = idempotency_key(self.recorder.run_id().as_str(), permit.step_index);
+                self.recorder.record_boundary(unknown_event(&key)?, None)?;
+                self.unresolved.insert(key.clone(), permit.tool.clone());
+                (
+                    json!({"step": permit.step_index, "error": error, "outcome_unknown": true, "idempotency_key": key}),
+                    EffectOutcome::Unknown {
+                        idempotency_key: key,
+                    },
+                )
+            }
+        };
+        self.recorder.observe(&observation)?;
+        Ok(outcome)
+    }
+
+    /// Records the reconciliation of an unknown side effect — the outcome observed in the
+    /// external system and the evidence (for example its lookup by idempotency key) — and
+    /// unblocks the capability.
+    ///
+    /// # Errors
+    /// [`RuntimeError::InvalidInput`] when `key` is not an unresolved side effect of this run.
+    pub fn reconcile(
+        &mut self,
+        key: &str,
+        outcome: ObservedOutcome,
+        evidence: &str,
+    ) -> Result<Receipt, RuntimeError> {
+        if !self.unresolved.contains(key) {
+            return Err(RuntimeError::InvalidInput {
+                field: "key",
+                reason: format!("`{key}` is not an unresolved side effect of this run"),
+            });
+        }
+        let receipt = self
+            .recorder
+            .record_boundary(reconciliation_event(key, outcome, evidence)?, None)?;
+        self.unresolved.resolve(key);
+        Ok(receipt)
     }
 
     /// Records what the model is shown that is not a tool result (a user message).

@@ -2,6 +2,7 @@
 //! runs with signed checkpoints. Clock, keys and store are injected; this crate may touch the
 //! file system (key files) but holds no protocol knowledge.
 
+pub mod effects;
 pub mod error;
 pub mod executor;
 pub mod keyring;
@@ -9,5 +10,7 @@ pub mod project;
 pub mod recorder;
 
 pub use error::RuntimeError;
-pub use executor::{Admitted, Denial, Executor, Gate, GateRequest, GateVerdict, Permit};
+pub use executor::{
+    Admitted, CallError, Denial, EffectOutcome, Executor, Gate, GateRequest, GateVerdict, Permit,
+};
 pub use recorder::{ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall};

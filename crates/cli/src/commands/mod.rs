@@ -9,6 +9,7 @@ mod inspect;
 mod keys;
 mod ledger;
 mod policy;
+mod reconcile;
 mod runs;
 mod schema;
 
@@ -25,6 +26,7 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::Policy(cmd) => policy::run(ctx, cmd),
         Command::Continuity(cmd) => continuity::run(cmd),
         Command::InspectContinuity(args) => inspect::run(&args),
+        Command::Reconcile(args) => reconcile::run(ctx, &args),
         Command::Keys(cmd) => keys::run(ctx, cmd),
         Command::Ledger(cmd) => ledger::run(ctx, cmd),
         Command::Runs(cmd) => runs::run(ctx, cmd),
