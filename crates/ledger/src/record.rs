@@ -255,6 +255,10 @@ pub struct EventRange {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BoundaryEvent {
+    /// The digest of the saved envelope's RFC 8785 form, binding the stored envelope to this
+    /// record so that an altered envelope is detected when it is loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub envelope_digest: Option<Digest>,
     /// The continuity envelope saved or loaded at this boundary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub envelope_id: Option<Label>,
@@ -298,6 +302,7 @@ impl BoundaryEvent {
             event,
             trigger: None,
             envelope_id: None,
+            envelope_digest: None,
             supersedes_envelope_id: None,
             source_event_range: None,
             summary_digest: None,

@@ -122,6 +122,30 @@ pub struct ContentItem {
     pub expires_at: Timestamp,
 }
 
+/// A continuity envelope saved with the boundary record that names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvelopeItem<'a> {
+    /// The envelope's id (as the boundary record names it).
+    pub envelope_id: &'a str,
+    /// The envelope it replaces (a reconciliation writes a superseding envelope).
+    pub supersedes: Option<&'a str>,
+    /// The `continuity-envelope/v1` JSON.
+    pub body: &'a str,
+}
+
+/// An envelope as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEnvelope {
+    /// The envelope's id.
+    pub envelope_id: String,
+    /// The step of the boundary record saved with it.
+    pub step_index: u64,
+    /// The envelope it replaces, if any.
+    pub supersedes: Option<String>,
+    /// The `continuity-envelope/v1` JSON.
+    pub body: String,
+}
+
 /// One atomic write: records of one run, the content they reference, and the checkpoint
 /// that closes the run (with its terminal record).
 #[derive(Debug, Clone, Copy, Default)]
@@ -132,6 +156,8 @@ pub struct Commit<'a> {
     pub content: &'a [ContentItem],
     /// The signed checkpoint note, when the commit closes the run.
     pub checkpoint_note: Option<&'a str>,
+    /// A continuity envelope saved with the commit's last record (its boundary record).
+    pub envelope: Option<EnvelopeItem<'a>>,
 }
 
 /// A stored record that could not be read back as a valid record: a corrupted row.
@@ -294,6 +320,16 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// Backend failures.
     fn checkpoint(&self, tenant: &TenantId, run: &RunId) -> Result<Option<String>, StoreError>;
+
+    /// The latest envelope saved for the run (by the step of its boundary record).
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn latest_envelope(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Option<StoredEnvelope>, StoreError>;
 
     /// Content by digest, if still retained. The caller re-hashes it (I-4).
     ///

@@ -68,6 +68,7 @@ fn event() -> impl Strategy<Value = DraftEvent> {
         opt((any::<u64>(), any::<u64>())),
         opt(digest()),
         prop::collection::vec(label(), 0..3),
+        opt(digest()),
     )
         .prop_map(
             |(
@@ -76,9 +77,11 @@ fn event() -> impl Strategy<Value = DraftEvent> {
                 range,
                 summary,
                 preserved,
+                envelope_digest,
             )| {
                 DraftEvent::Boundary(BoundaryEvent {
                     envelope_id: envelope,
+                    envelope_digest,
                     event,
                     evidence_ref: evidence,
                     idempotency_key: key,

@@ -17,7 +17,7 @@ use cairn_ledger::record::{
     Admission, ArgsRef, BoundaryEvent, DraftEvent, Label, RecordDraft, SealedRecord, Termination,
     TerminationReason, ToolRef,
 };
-use cairn_ledger::store::{Commit, ContentItem, RunMeta};
+use cairn_ledger::store::{Commit, ContentItem, EnvelopeItem, RunMeta};
 use cairn_ledger::{Store, StoreError};
 
 use crate::error::RuntimeError;
@@ -310,6 +310,41 @@ impl Recorder {
         Ok(receipt)
     }
 
+    /// Records a boundary event together with the continuity envelope it saves, in one atomic
+    /// commit with everything waiting: the envelope can never exist without its record, nor
+    /// the record without its envelope. The record should carry the envelope's id and digest.
+    ///
+    /// # Errors
+    /// Store failures (nothing of it is then written).
+    pub fn record_boundary_with_envelope(
+        &mut self,
+        event: BoundaryEvent,
+        lane: Option<LaneId>,
+        envelope: EnvelopeItem<'_>,
+    ) -> Result<Receipt, RuntimeError> {
+        let record = self.seal(DraftEvent::Boundary(event), lane)?;
+        let receipt = Receipt {
+            step_index: record.record().step_index,
+            digest: record.record().digest,
+        };
+        self.pending.push(record);
+        let result = self.store.append(&Commit {
+            records: &self.pending,
+            content: &self.pending_content,
+            checkpoint_note: None,
+            envelope: Some(envelope),
+        });
+        if let Err(e) = result {
+            self.pending.pop();
+            return Err(e.into());
+        }
+        self.pending.clear();
+        self.pending_content.clear();
+        self.oldest_pending = None;
+        self.advance(receipt);
+        Ok(receipt)
+    }
+
     /// Commits every waiting record.
     ///
     /// # Errors
@@ -322,6 +357,7 @@ impl Recorder {
             records: &self.pending,
             content: &self.pending_content,
             checkpoint_note: None,
+            envelope: None,
         })?;
         self.pending.clear();
         self.pending_content.clear();
@@ -359,6 +395,7 @@ impl Recorder {
             records: &records,
             content: &self.pending_content,
             checkpoint_note: Some(signed.note()),
+            envelope: None,
         });
         if let Err(e) = result {
             records.pop();

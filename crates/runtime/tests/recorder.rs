@@ -262,3 +262,78 @@ fn a_resumed_writer_continues_the_same_chain() {
         "run_terminated"
     );
 }
+
+#[test]
+fn an_envelope_is_saved_atomically_with_its_boundary_record_and_the_latest_one_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("env.db");
+    let store = common::open(&db);
+    let mut rec = recorder(store.clone(), RecorderOptions::default());
+    rec.record_step(&call(b"{}"), common::admission(Decision::Allow, &["r"]))
+        .unwrap();
+    let body = r#"{"envelope_id":"ce-1"}"#;
+    let mut event = cairn_ledger::record::BoundaryEvent::new(common::label("context_compaction"));
+    event.envelope_id = Some(common::label("ce-1"));
+    event.envelope_digest = Some(Digest::of(body.as_bytes()));
+    let receipt = rec
+        .record_boundary_with_envelope(
+            event.clone(),
+            None,
+            cairn_ledger::store::EnvelopeItem {
+                envelope_id: "ce-1",
+                supersedes: None,
+                body,
+            },
+        )
+        .unwrap();
+    assert_eq!(receipt.step_index, 1);
+    let (tenant, run) = ids();
+    let saved = store.latest_envelope(&tenant, &run).unwrap().unwrap();
+    assert_eq!(
+        (
+            saved.envelope_id.as_str(),
+            saved.step_index,
+            saved.body.as_str()
+        ),
+        ("ce-1", 1, body)
+    );
+
+    // The same id cannot be saved twice, and the failed commit leaves nothing behind.
+    let again = rec.record_boundary_with_envelope(
+        event,
+        None,
+        cairn_ledger::store::EnvelopeItem {
+            envelope_id: "ce-1",
+            supersedes: None,
+            body,
+        },
+    );
+    assert!(again.is_err());
+    assert_eq!(
+        visible(&db),
+        2,
+        "the boundary record of a refused envelope is not written"
+    );
+
+    let mut superseding = cairn_ledger::record::BoundaryEvent::new(common::label("reconciliation"));
+    superseding.envelope_id = Some(common::label("ce-2"));
+    rec.record_boundary_with_envelope(
+        superseding,
+        None,
+        cairn_ledger::store::EnvelopeItem {
+            envelope_id: "ce-2",
+            supersedes: Some("ce-1"),
+            body: "{}",
+        },
+    )
+    .unwrap();
+    let latest = store.latest_envelope(&tenant, &run).unwrap().unwrap();
+    assert_eq!(
+        (
+            latest.envelope_id.as_str(),
+            latest.supersedes.as_deref(),
+            latest.step_index
+        ),
+        ("ce-2", Some("ce-1"), 2)
+    );
+}

@@ -13,7 +13,8 @@ use std::time::Duration;
 use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
 use cairn_ledger::record::{IntentRecord, RecordKind, SealedRecord};
 use cairn_ledger::store::{
-    Commit, CostDimension, CostRow, RowFault, RunFilter, RunInfo, RunMeta, StoredContent, StoredRow,
+    Commit, CostDimension, CostRow, RowFault, RunFilter, RunInfo, RunMeta, StoredContent,
+    StoredEnvelope, StoredRow,
 };
 use cairn_ledger::{Store, StoreError};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -374,6 +375,21 @@ impl Store for SqliteStore {
                 .map_err(backend)?;
             }
         }
+        if let Some(envelope) = commit.envelope {
+            let step = next + commit.records.len() as u64 - 1;
+            tx.execute(
+                "INSERT INTO envelopes (tenant_id, run_id, envelope_id, step_index, supersedes, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![tenant, run, envelope.envelope_id, as_i64(step), envelope.supersedes, envelope.body],
+            )
+            .map_err(|e| match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::Backend(format!(
+                    "envelope `{}` of run `{run}` was saved before",
+                    envelope.envelope_id
+                )),
+                _ => backend(e),
+            })?;
+        }
         if let Some(note) = commit.checkpoint_note {
             let size = next + commit.records.len() as u64;
             tx.execute(
@@ -467,6 +483,29 @@ impl Store for SqliteStore {
                 "SELECT note FROM checkpoints WHERE tenant_id = ?1 AND run_id = ?2",
                 params![tenant.as_str(), run.as_str()],
                 |row| row.get(0),
+            )
+            .optional()
+            .map_err(backend)
+    }
+
+    fn latest_envelope(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Option<StoredEnvelope>, StoreError> {
+        self.conn()
+            .query_row(
+                "SELECT envelope_id, step_index, supersedes, body FROM envelopes
+                 WHERE tenant_id = ?1 AND run_id = ?2 ORDER BY step_index DESC LIMIT 1",
+                params![tenant.as_str(), run.as_str()],
+                |row| {
+                    Ok(StoredEnvelope {
+                        envelope_id: row.get(0)?,
+                        step_index: u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
+                        supersedes: row.get(2)?,
+                        body: row.get(3)?,
+                    })
+                },
             )
             .optional()
             .map_err(backend)

@@ -58,6 +58,19 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX content_by_expiry ON content (expires_at_us);
     ",
+    // 2: continuity envelopes, each saved with the boundary record that names (and digests) it.
+    r"
+    CREATE TABLE envelopes (
+        tenant_id   TEXT NOT NULL,
+        run_id      TEXT NOT NULL,
+        envelope_id TEXT NOT NULL,
+        step_index  INTEGER NOT NULL,
+        supersedes  TEXT,
+        body        TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, run_id, envelope_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX envelopes_by_step ON envelopes (tenant_id, run_id, step_index);
+    ",
 ];
 
 /// The schema version this build writes.

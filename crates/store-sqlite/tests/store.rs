@@ -191,6 +191,7 @@ fn appends_are_contiguous_atomic_and_end_at_the_terminal_record() {
             records: &sealed(std::slice::from_ref(&end)),
             content: &[],
             checkpoint_note: Some("note"),
+            envelope: None,
         })
         .unwrap();
     let after = step(3, Some(end.digest), "d");
@@ -279,6 +280,7 @@ fn content_expires_on_its_own_schedule_and_a_later_expiry_wins() {
             records: &sealed(std::slice::from_ref(&r0)),
             content: &[item(10)],
             checkpoint_note: None,
+            envelope: None,
         })
         .unwrap();
     let r1 = step(1, Some(r0.digest), "b");
@@ -287,6 +289,7 @@ fn content_expires_on_its_own_schedule_and_a_later_expiry_wins() {
             records: &sealed(&[r1]),
             content: &[item(30)],
             checkpoint_note: None,
+            envelope: None,
         })
         .unwrap();
     assert_eq!(

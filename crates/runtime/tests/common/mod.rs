@@ -69,6 +69,7 @@ pub fn write_run(
                         event: label("context_compaction"),
                         trigger: Some(label("auto")),
                         envelope_id: Some(label(&format!("env-{run}"))),
+                        envelope_digest: None,
                         supersedes_envelope_id: None,
                         source_event_range: Some(cairn_ledger::record::EventRange {
                             first: 0,
