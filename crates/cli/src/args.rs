@@ -51,6 +51,9 @@ pub enum Command {
     /// The continuity lab: the canonical support-triage case (compaction after a ticket write
     /// timed out), decided with the durable state you vary (SPEC E-7).
     InspectContinuity(InspectArgs),
+    /// Decide each scenario of a folder on its full history and on its compacted path, and
+    /// check the compacted path is never less strict (SPEC E-6; exit 4 when a case fails).
+    Eval(EvalArgs),
     /// Manage checkpoint signing keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -187,6 +190,14 @@ pub struct InspectArgs {
     /// Decide at this instant (default: the case's own, 2026-07-21T12:00:00Z).
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<String>,
+}
+
+/// `cairn eval`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// A folder of scenario files (searched recursively for `*.json`), or one scenario file.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
 }
 
 /// `cairn keys …`.

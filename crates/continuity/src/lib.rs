@@ -16,6 +16,7 @@
 mod decision;
 mod envelope;
 mod error;
+pub mod eval;
 mod fields;
 mod finding;
 mod schema;

@@ -3,6 +3,7 @@
 mod continuity;
 mod cost;
 mod demo;
+mod eval;
 mod gc;
 mod init;
 mod inspect;
@@ -26,6 +27,7 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::Policy(cmd) => policy::run(ctx, cmd),
         Command::Continuity(cmd) => continuity::run(cmd),
         Command::InspectContinuity(args) => inspect::run(&args),
+        Command::Eval(args) => eval::run(&args),
         Command::Reconcile(args) => reconcile::run(ctx, &args),
         Command::Keys(cmd) => keys::run(ctx, cmd),
         Command::Ledger(cmd) => ledger::run(ctx, cmd),
