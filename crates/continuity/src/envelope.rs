@@ -38,6 +38,38 @@ use crate::types::{
     AuthorizationMode, EventRef, ReauthorizationRequired, SideEffectStatus, SourceEventRange,
 };
 
+/// The fields of `continuity-envelope/v1` (SPEC E-1), in the specification's order.
+pub const ENVELOPE_FIELDS: [&str; 28] = [
+    "schema_version",
+    "envelope_id",
+    "session_id",
+    "source_trace_id",
+    "reset_reason",
+    "objective",
+    "exact_constraint_refs",
+    "pending_obligations",
+    "tenant_id",
+    "principal_id",
+    "authorization_mode",
+    "delegated_principal_id",
+    "delegated_scope",
+    "policy_version",
+    "capability_name",
+    "capability_version",
+    "approval_id",
+    "action_digest",
+    "approval_expires_at",
+    "idempotency_key",
+    "side_effect_status",
+    "checkpoint_ref",
+    "sandbox_snapshot_ref",
+    "budget_remaining",
+    "source_event_range",
+    "summary_sha256",
+    "evidence_refs",
+    "requires_reauthorization",
+];
+
 /// The schema tag of the envelope.
 pub const ENVELOPE_SCHEMA_VERSION: &str = "continuity-envelope/v1";
 

@@ -719,38 +719,6 @@ impl<'a> Obj<'a> {
     }
 }
 
-/// The envelope fields of E-1, in order (what `compaction.envelope` may override).
-const ENVELOPE_FIELDS: [&str; 28] = [
-    "schema_version",
-    "envelope_id",
-    "session_id",
-    "source_trace_id",
-    "reset_reason",
-    "objective",
-    "exact_constraint_refs",
-    "pending_obligations",
-    "tenant_id",
-    "principal_id",
-    "authorization_mode",
-    "delegated_principal_id",
-    "delegated_scope",
-    "policy_version",
-    "capability_name",
-    "capability_version",
-    "approval_id",
-    "action_digest",
-    "approval_expires_at",
-    "idempotency_key",
-    "side_effect_status",
-    "checkpoint_ref",
-    "sandbox_snapshot_ref",
-    "budget_remaining",
-    "source_event_range",
-    "summary_sha256",
-    "evidence_refs",
-    "requires_reauthorization",
-];
-
 fn bad_value(path: &str, message: String) -> ScenarioError {
     ScenarioError::new(ScenarioErrorCode::BadValue, path, message)
 }
@@ -922,7 +890,7 @@ fn read_edit(value: &Value, path: &str, history: &[Event]) -> Parsed<LossyEdit> 
         "set_envelope_field" => {
             let field = o.text("field")?;
             let field_path = o.path("field");
-            if !ENVELOPE_FIELDS.contains(&field.as_str()) {
+            if !crate::ENVELOPE_FIELDS.contains(&field.as_str()) {
                 return Err(bad_value(
                     &field_path,
                     format!("`{field_path}` is not an envelope field: `{field}`"),
@@ -971,7 +939,7 @@ fn read_compaction(value: &Value, path: &str, history: &[Event]) -> Parsed<Compa
     keys.sort();
     if let Some(key) = keys
         .into_iter()
-        .find(|k| !ENVELOPE_FIELDS.contains(&k.as_str()))
+        .find(|k| !crate::ENVELOPE_FIELDS.contains(&k.as_str()))
     {
         let p = member_path(&envelope_path, key);
         return Err(ScenarioError::new(

@@ -29,8 +29,8 @@ pub use decision::{
     decide_checked, decide_text, decide_validated,
 };
 pub use envelope::{
-    ContinuityEnvelope, ENVELOPE_SCHEMA_VERSION, ENVELOPE_WRAPPER_KEY, EnvelopeSchemaVersion,
-    ValidatedEnvelope, validate_envelope,
+    ContinuityEnvelope, ENVELOPE_FIELDS, ENVELOPE_SCHEMA_VERSION, ENVELOPE_WRAPPER_KEY,
+    EnvelopeSchemaVersion, ValidatedEnvelope, validate_envelope,
 };
 pub use error::{ContinuityError, MAX_INPUT_BYTES, parse_envelope, parse_json};
 pub use finding::{Finding, FindingCode};

@@ -62,36 +62,7 @@ fn arb_json() -> impl Strategy<Value = Value> {
     })
 }
 
-const FIELDS: [&str; 28] = [
-    "schema_version",
-    "envelope_id",
-    "session_id",
-    "source_trace_id",
-    "reset_reason",
-    "objective",
-    "exact_constraint_refs",
-    "pending_obligations",
-    "tenant_id",
-    "principal_id",
-    "authorization_mode",
-    "delegated_principal_id",
-    "delegated_scope",
-    "policy_version",
-    "capability_name",
-    "capability_version",
-    "approval_id",
-    "action_digest",
-    "approval_expires_at",
-    "idempotency_key",
-    "side_effect_status",
-    "checkpoint_ref",
-    "sandbox_snapshot_ref",
-    "budget_remaining",
-    "source_event_range",
-    "summary_sha256",
-    "evidence_refs",
-    "requires_reauthorization",
-];
+use cairn_continuity::ENVELOPE_FIELDS as FIELDS;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
