@@ -34,6 +34,11 @@ pub struct GateVerdict {
 pub trait Gate: Send + Sync {
     /// Decides one call. Must not panic; an internal failure must come back as a deny.
     fn decide(&self, request: &GateRequest<'_>) -> GateVerdict;
+
+    /// The version of the policy set in force, recorded in continuity envelopes.
+    fn policy_set_version(&self) -> Option<Digest> {
+        None
+    }
 }
 
 /// Proof that a call was admitted and its intent record written. Only [`Executor::admit`]
@@ -155,6 +160,12 @@ impl Executor {
             principal: principal.into(),
             unresolved: Unresolved::from_rows(rows),
         }
+    }
+
+    /// The gate deciding this run's calls.
+    #[must_use]
+    pub fn gate(&self) -> &dyn Gate {
+        self.gate.as_ref()
     }
 
     /// The side effects waiting for reconciliation.

@@ -2,6 +2,7 @@
 //! runs with signed checkpoints. Clock, keys and store are injected; this crate may touch the
 //! file system (key files) but holds no protocol knowledge.
 
+pub mod boundary;
 pub mod effects;
 pub mod error;
 pub mod executor;

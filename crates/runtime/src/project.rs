@@ -96,6 +96,10 @@ pub fn load_gate(policies: &Path, tools: Option<&Path>) -> Result<PolicyGate, Ru
 }
 
 impl Gate for PolicyGate {
+    fn policy_set_version(&self) -> Option<cairn_core::Digest> {
+        Some(self.version())
+    }
+
     fn decide(&self, request: &GateRequest<'_>) -> GateVerdict {
         let decision = PolicyGate::decide(self, request);
         let rule_ids: Result<Vec<Label>, _> = decision.rule_ids.iter().map(Label::new).collect();

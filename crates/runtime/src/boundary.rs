@@ -1,0 +1,198 @@
+//! The boundary protocol, before the boundary (SPEC E-3): stop at a safe point and flush,
+//! record the control state without summarising it — identity, policy, capability, approval,
+//! idempotency, side effect, checkpoint, sandbox, budget — bind the derived summary to the
+//! source events by its digest, and write the envelope together with the `context_compaction`
+//! record that names and digests it.
+//!
+//! What a session knows that Cairn's records do not (who delegated what, the approval in
+//! force, the objective and the references to exact constraints) comes in as
+//! [`SessionFacts`]; everything else is derived from the run's durable records.
+
+use cairn_continuity::{
+    AuthorizationMode, ContinuityEnvelope, EnvelopeSchemaVersion, EventRef,
+    ReauthorizationRequired, SideEffectStatus, SourceEventRange, ValidatedEnvelope, summary_sha256,
+};
+use cairn_core::canonical::jcs_value;
+use cairn_core::{Digest, Timestamp};
+use cairn_ledger::record::{BoundaryEvent, EventRange, Label};
+use cairn_ledger::store::EnvelopeItem;
+
+use crate::error::RuntimeError;
+use crate::executor::Executor;
+use crate::recorder::Receipt;
+
+/// An approval in force for the capability in flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalFacts {
+    /// The approval's id.
+    pub id: String,
+    /// The digest of the one action it approves.
+    pub action_digest: Digest,
+    /// When it expires.
+    pub expires_at: Timestamp,
+}
+
+/// The session's control facts that the run's records do not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionFacts {
+    /// The host's session id.
+    pub session_id: String,
+    /// Who the run acts for.
+    pub principal_id: String,
+    /// How authority was granted.
+    pub authorization_mode: AuthorizationMode,
+    /// Who delegated (required when user-delegated).
+    pub delegated_principal_id: Option<String>,
+    /// What was delegated (required when user-delegated).
+    pub delegated_scope: Option<String>,
+    /// The capability in flight.
+    pub capability_name: String,
+    /// Its version.
+    pub capability_version: String,
+    /// The approval in force, if any.
+    pub approval: Option<ApprovalFacts>,
+    /// The task's objective, as the user authorised it.
+    pub objective: String,
+    /// References to the exact constraints (kept in the store, never copied here).
+    pub exact_constraint_refs: Vec<String>,
+    /// Work that must not be forgotten.
+    pub pending_obligations: Vec<String>,
+    /// The sandbox snapshot to resume from, if any.
+    pub sandbox_snapshot_ref: Option<String>,
+    /// What is left of the budget, if tracked.
+    pub budget_remaining: Option<u64>,
+}
+
+/// What a compaction wrote.
+#[derive(Debug, Clone)]
+pub struct Compaction {
+    /// The `context_compaction` record.
+    pub receipt: Receipt,
+    /// The envelope saved with it.
+    pub envelope: ValidatedEnvelope,
+    /// The digest of the envelope's RFC 8785 form, recorded in the boundary record.
+    pub envelope_digest: Digest,
+}
+
+/// The classes of control state an envelope preserves (E-8: classes, never values).
+const PRESERVED: [&str; 9] = [
+    "identity",
+    "policy",
+    "capability",
+    "approval",
+    "idempotency",
+    "side_effect",
+    "checkpoint",
+    "sandbox",
+    "budget",
+];
+
+fn label(text: &str) -> Result<Label, RuntimeError> {
+    Ok(Label::new(text)?)
+}
+
+impl Executor {
+    /// Prepares a boundary (E-3): flushes, builds the envelope from the durable state and
+    /// `facts`, binds `summary` by digest to the events it was derived from, and writes the
+    /// envelope with its `context_compaction` record in one commit.
+    ///
+    /// # Errors
+    /// [`RuntimeError::InvalidInput`] naming every finding when the facts do not make a valid
+    /// envelope (for example a user-delegated session without its delegation); store failures.
+    pub fn compact(
+        &mut self,
+        facts: &SessionFacts,
+        summary: &str,
+        trigger: &str,
+    ) -> Result<Compaction, RuntimeError> {
+        self.recorder().flush()?;
+        let step = self.recorder().next_step();
+        let run = self.recorder().run_id().to_string();
+        let tenant = self.recorder().tenant_id().clone();
+        let (idempotency_key, side_effect_status) = match self.unresolved().iter().next() {
+            Some((key, _)) => (Some(key.to_owned()), SideEffectStatus::SideEffectUnknown),
+            None => (None, SideEffectStatus::NotExecuted),
+        };
+        let policy_version = self
+            .gate()
+            .policy_set_version()
+            .map_or_else(|| "unversioned".to_owned(), |d| d.to_string());
+        let summary_digest = summary_sha256(summary);
+        let envelope_id = format!("ce-{run}-{step}");
+        let envelope = ContinuityEnvelope {
+            schema_version: EnvelopeSchemaVersion::default(),
+            envelope_id: envelope_id.clone(),
+            session_id: facts.session_id.clone(),
+            source_trace_id: format!("trace:{run}"),
+            reset_reason: "context_compaction".to_owned(),
+            objective: facts.objective.clone(),
+            exact_constraint_refs: facts.exact_constraint_refs.clone(),
+            pending_obligations: facts.pending_obligations.clone(),
+            tenant_id: tenant,
+            principal_id: facts.principal_id.clone(),
+            authorization_mode: facts.authorization_mode,
+            delegated_principal_id: facts.delegated_principal_id.clone(),
+            delegated_scope: facts.delegated_scope.clone(),
+            policy_version,
+            capability_name: facts.capability_name.clone(),
+            capability_version: facts.capability_version.clone(),
+            approval_id: facts.approval.as_ref().map(|a| a.id.clone()),
+            action_digest: facts.approval.as_ref().map(|a| a.action_digest),
+            approval_expires_at: facts.approval.as_ref().map(|a| a.expires_at),
+            idempotency_key,
+            side_effect_status,
+            checkpoint_ref: format!("checkpoint:{run}:{step}"),
+            sandbox_snapshot_ref: facts.sandbox_snapshot_ref.clone(),
+            budget_remaining: facts.budget_remaining,
+            source_event_range: SourceEventRange {
+                first: EventRef::Index(0),
+                last: EventRef::Index(step.saturating_sub(1)),
+            },
+            summary_sha256: summary_digest,
+            evidence_refs: vec![format!("trace:{run}")],
+            requires_reauthorization: ReauthorizationRequired,
+        };
+        let envelope =
+            ValidatedEnvelope::new(envelope).map_err(|findings| RuntimeError::InvalidInput {
+                field: "envelope",
+                reason: findings
+                    .iter()
+                    .map(|f| format!("{}: {}", f.path, f.message))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            })?;
+        let body = jcs_value(&envelope.to_json())?;
+        let envelope_digest = Digest::of(&body);
+        let body = String::from_utf8(body).map_err(|e| RuntimeError::InvalidInput {
+            field: "envelope",
+            reason: e.to_string(),
+        })?;
+        let mut event = BoundaryEvent::new(label("context_compaction")?);
+        event.trigger = Some(label(trigger)?);
+        event.envelope_id = Some(label(&envelope_id)?);
+        event.envelope_digest = Some(envelope_digest);
+        event.summary_digest = Some(summary_digest);
+        event.source_event_range = (step > 0).then(|| EventRange {
+            first: 0,
+            last: step - 1,
+        });
+        event.preserved = PRESERVED
+            .iter()
+            .map(|c| label(c))
+            .collect::<Result<_, _>>()?;
+        let receipt = self.recorder().record_boundary_with_envelope(
+            event,
+            None,
+            EnvelopeItem {
+                envelope_id: &envelope_id,
+                supersedes: None,
+                body: &body,
+            },
+        )?;
+        Ok(Compaction {
+            receipt,
+            envelope,
+            envelope_digest,
+        })
+    }
+}
