@@ -4,13 +4,19 @@
 //! source events by its digest, and write the envelope together with the `context_compaction`
 //! record that names and digests it.
 //!
+//! After the boundary (E-4), [`Executor::rehydrate`] loads the latest envelope from the store —
+//! never from the summary — checks it against the digest its record holds, derives the current
+//! durable state the same way, decides, and records `context_rehydration` or
+//! `continuity_validation_failed` (nothing while blocked on reconciliation).
+//!
 //! What a session knows that Cairn's records do not (who delegated what, the approval in
 //! force, the objective and the references to exact constraints) comes in as
 //! [`SessionFacts`]; everything else is derived from the run's durable records.
 
 use cairn_continuity::{
-    AuthorizationMode, ContinuityEnvelope, EnvelopeSchemaVersion, EventRef,
-    ReauthorizationRequired, SideEffectStatus, SourceEventRange, ValidatedEnvelope, summary_sha256,
+    ApprovalStatus, AuthorizationMode, ContinuityDecision, ContinuityEnvelope, ContinuityState,
+    ContinuityStatus, EnvelopeSchemaVersion, EventRef, ReauthorizationRequired, SideEffectStatus,
+    SourceEventRange, ValidatedEnvelope, summary_sha256,
 };
 use cairn_core::canonical::jcs_value;
 use cairn_core::{Digest, Timestamp};
@@ -30,6 +36,8 @@ pub struct ApprovalFacts {
     pub action_digest: Digest,
     /// When it expires.
     pub expires_at: Timestamp,
+    /// Its state in the approval system now (active, revoked, …).
+    pub status: ApprovalStatus,
 }
 
 /// The session's control facts that the run's records do not hold.
@@ -194,5 +202,109 @@ impl Executor {
             envelope,
             envelope_digest,
         })
+    }
+}
+
+impl Executor {
+    /// Decides whether the run may resume after a boundary (E-4). The envelope comes from the
+    /// store and must match the digest its `context_compaction` record holds; the current
+    /// state is derived from the run's records, the gate and `facts`; `summary` is only
+    /// hashed. Writes `context_rehydration` (continuity validated — the next call still goes
+    /// through the gate) or `continuity_validation_failed` with its reason; nothing while
+    /// blocked on reconciliation. No outcome authorises anything.
+    ///
+    /// # Errors
+    /// [`RuntimeError::InvalidInput`] when no envelope was ever saved for the run; store
+    /// failures.
+    pub fn rehydrate(
+        &mut self,
+        facts: &SessionFacts,
+        summary: &str,
+        now: Timestamp,
+    ) -> Result<ContinuityDecision, RuntimeError> {
+        self.recorder().flush()?;
+        let tenant = self.recorder().tenant_id().clone();
+        let run = self.recorder().run_id().clone();
+        let store = self.recorder().store();
+        let saved =
+            store
+                .latest_envelope(&tenant, &run)?
+                .ok_or_else(|| RuntimeError::InvalidInput {
+                    field: "envelope",
+                    reason: format!("run `{run}` has no saved envelope: nothing to rehydrate from"),
+                })?;
+        let bound = store
+            .record(&tenant, &run, saved.step_index)?
+            .and_then(Result::ok)
+            .and_then(|r| r.boundary)
+            .and_then(|b| b.envelope_digest);
+        // An envelope that no longer matches the digest its record holds is not an envelope
+        // at all: it is judged as invalid input (schema_invalid), never trusted.
+        let envelope: serde_json::Value = if bound == Some(Digest::of(saved.body.as_bytes())) {
+            serde_json::from_str(&saved.body).unwrap_or(serde_json::Value::Null)
+        } else {
+            serde_json::Value::Null
+        };
+        let rows = store.rows(&tenant, &run)?;
+        let enveloped_key = envelope
+            .get("idempotency_key")
+            .and_then(|k| k.as_str())
+            .map(str::to_owned);
+        let (key, side_effect) = match self.unresolved().iter().next() {
+            Some((key, _)) => (Some(key.to_owned()), "side_effect_unknown".to_owned()),
+            None => match enveloped_key.as_deref().and_then(|k| {
+                crate::effects::reconciled_outcome(&rows, k).map(|o| (k.to_owned(), o))
+            }) {
+                Some((key, outcome)) => (Some(key), outcome),
+                None => (None, "not_executed".to_owned()),
+            },
+        };
+        let policy_version = self
+            .gate()
+            .policy_set_version()
+            .map_or_else(|| "unversioned".to_owned(), |d| d.to_string());
+        let state = serde_json::json!({
+            "schema_version": "continuity-state/v1",
+            "tenant_id": tenant.as_str(),
+            "principal_id": facts.principal_id,
+            "authorization_mode": facts.authorization_mode.as_str(),
+            "delegated_principal_id": facts.delegated_principal_id,
+            "delegated_scope": facts.delegated_scope,
+            "policy_version": policy_version,
+            "capability_name": facts.capability_name,
+            "capability_version": facts.capability_version,
+            "approval": facts.approval.as_ref().map(|a| serde_json::json!({
+                "id": a.id,
+                "action_digest": a.action_digest,
+                "status": a.status.as_str(),
+                "expires_at": a.expires_at,
+            })),
+            "idempotency_key": key,
+            "side_effect_status": side_effect,
+            "checkpoint_ref": format!("checkpoint:{run}:{}", saved.step_index),
+        });
+        let state =
+            ContinuityState::from_value(&state).map_err(|findings| RuntimeError::InvalidInput {
+                field: "state",
+                reason: findings
+                    .iter()
+                    .map(|f| format!("{}: {}", f.path, f.message))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            })?;
+        let decision = cairn_continuity::decide(&envelope, &state, summary, now);
+        let event = match decision.status() {
+            ContinuityStatus::ReauthorizationRequired => Some("context_rehydration"),
+            ContinuityStatus::ContinuityValidationFailed => Some("continuity_validation_failed"),
+            ContinuityStatus::BlockedOnReconciliation => None,
+        };
+        if let Some(event) = event {
+            let mut boundary = BoundaryEvent::new(label(event)?);
+            boundary.envelope_id = Some(label(&saved.envelope_id)?);
+            boundary.reason = Some(label(decision.reason().as_str())?);
+            boundary.summary_digest = Some(summary_sha256(summary));
+            self.recorder().record_boundary(boundary, None)?;
+        }
+        Ok(decision)
     }
 }

@@ -136,6 +136,22 @@ impl Unresolved {
     }
 }
 
+/// The outcome a reconciliation recorded for `key`, if one did (the latest wins).
+#[must_use]
+pub fn reconciled_outcome(rows: &[StoredRow], key: &str) -> Option<String> {
+    rows.iter()
+        .filter_map(|r| r.as_ref().ok())
+        .filter_map(|r| r.boundary.as_ref())
+        .filter(|b| {
+            b.event.as_str() == RECONCILIATION
+                && b.idempotency_key
+                    .as_ref()
+                    .is_some_and(|k| k.as_str() == key)
+        })
+        .filter_map(|b| b.side_effect_status.as_ref().map(|s| s.as_str().to_owned()))
+        .next_back()
+}
+
 /// The boundary event recording an unknown outcome for `key`.
 ///
 /// # Errors

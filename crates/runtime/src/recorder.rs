@@ -218,6 +218,12 @@ impl Recorder {
         }
     }
 
+    /// The store the run is written to.
+    #[must_use]
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
     /// The run being written.
     #[must_use]
     pub const fn run_id(&self) -> &RunId {
