@@ -226,25 +226,15 @@ impl Executor {
         let tenant = self.recorder().tenant_id().clone();
         let run = self.recorder().run_id().clone();
         let store = self.recorder().store();
-        let saved =
-            store
-                .latest_envelope(&tenant, &run)?
-                .ok_or_else(|| RuntimeError::InvalidInput {
-                    field: "envelope",
-                    reason: format!("run `{run}` has no saved envelope: nothing to rehydrate from"),
-                })?;
-        let bound = store
-            .record(&tenant, &run, saved.step_index)?
-            .and_then(Result::ok)
-            .and_then(|r| r.boundary)
-            .and_then(|b| b.envelope_digest);
+        let (saved, envelope) = load_bound_envelope(store, &tenant, &run)?.ok_or_else(|| {
+            RuntimeError::InvalidInput {
+                field: "envelope",
+                reason: format!("run `{run}` has no saved envelope: nothing to rehydrate from"),
+            }
+        })?;
         // An envelope that no longer matches the digest its record holds is not an envelope
         // at all: it is judged as invalid input (schema_invalid), never trusted.
-        let envelope: serde_json::Value = if bound == Some(Digest::of(saved.body.as_bytes())) {
-            serde_json::from_str(&saved.body).unwrap_or(serde_json::Value::Null)
-        } else {
-            serde_json::Value::Null
-        };
+        let envelope = envelope.unwrap_or(serde_json::Value::Null);
         let rows = store.rows(&tenant, &run)?;
         let enveloped_key = envelope
             .get("idempotency_key")
@@ -307,4 +297,101 @@ impl Executor {
         }
         Ok(decision)
     }
+}
+
+/// The run's latest envelope with its JSON when it still matches the digest its boundary
+/// record holds (`None` for the JSON when it does not: it must not be trusted).
+///
+/// # Errors
+/// Store failures.
+pub fn load_bound_envelope(
+    store: &dyn cairn_ledger::Store,
+    tenant: &cairn_core::TenantId,
+    run: &cairn_core::RunId,
+) -> Result<
+    Option<(
+        cairn_ledger::store::StoredEnvelope,
+        Option<serde_json::Value>,
+    )>,
+    RuntimeError,
+> {
+    let Some(saved) = store.latest_envelope(tenant, run)? else {
+        return Ok(None);
+    };
+    let bound = store
+        .record(tenant, run, saved.step_index)?
+        .and_then(Result::ok)
+        .and_then(|r| r.boundary)
+        .and_then(|b| b.envelope_digest);
+    let value = (bound == Some(Digest::of(saved.body.as_bytes())))
+        .then(|| serde_json::from_str(&saved.body).ok())
+        .flatten();
+    Ok(Some((saved, value)))
+}
+
+/// Records a reconciliation (E-5). When the run's latest envelope was saved with `key`
+/// unresolved, a superseding envelope — the observed outcome, a new checkpoint — is saved with
+/// the reconciliation record and linked to the one it replaces, so that rehydration loads it;
+/// a stale envelope compared with the reconciled state would fail with
+/// `side_effect_status_changed`.
+///
+/// # Errors
+/// Store failures; an envelope that cannot be rebuilt valid.
+pub fn record_reconciliation(
+    recorder: &mut crate::Recorder,
+    key: &str,
+    outcome: crate::effects::ObservedOutcome,
+    evidence: &str,
+) -> Result<Receipt, RuntimeError> {
+    let mut event = crate::effects::reconciliation_event(key, outcome, evidence)?;
+    let tenant = recorder.tenant_id().clone();
+    let run = recorder.run_id().clone();
+    let latest = load_bound_envelope(recorder.store(), &tenant, &run)?;
+    let Some((saved, Some(mut value))) = latest else {
+        return recorder.record_boundary(event, None);
+    };
+    if value.get("idempotency_key").and_then(|k| k.as_str()) != Some(key) {
+        return recorder.record_boundary(event, None);
+    }
+    let step = recorder.next_step();
+    let envelope_id = format!("ce-{run}-{step}");
+    if let Some(object) = value.as_object_mut() {
+        object.insert("envelope_id".to_owned(), serde_json::json!(envelope_id));
+        object.insert(
+            "side_effect_status".to_owned(),
+            serde_json::json!(outcome.as_str()),
+        );
+        object.insert(
+            "checkpoint_ref".to_owned(),
+            serde_json::json!(format!("checkpoint:{run}:{step}")),
+        );
+    }
+    let validated = cairn_continuity::validate_envelope(&value).map_err(|findings| {
+        RuntimeError::InvalidInput {
+            field: "envelope",
+            reason: findings
+                .iter()
+                .map(|f| format!("{}: {}", f.path, f.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+        }
+    })?;
+    let body = jcs_value(&validated.to_json())?;
+    let digest = Digest::of(&body);
+    let body = String::from_utf8(body).map_err(|e| RuntimeError::InvalidInput {
+        field: "envelope",
+        reason: e.to_string(),
+    })?;
+    event.envelope_id = Some(label(&envelope_id)?);
+    event.envelope_digest = Some(digest);
+    event.supersedes_envelope_id = Some(label(&saved.envelope_id)?);
+    recorder.record_boundary_with_envelope(
+        event,
+        None,
+        EnvelopeItem {
+            envelope_id: &envelope_id,
+            supersedes: Some(&saved.envelope_id),
+            body: &body,
+        },
+    )
 }

@@ -220,5 +220,5 @@ pub fn reconcile_run(
             content_retention: None,
         },
     )?;
-    recorder.record_boundary(reconciliation_event(key, outcome, evidence)?, None)
+    crate::boundary::record_reconciliation(&mut recorder, key, outcome, evidence)
 }

@@ -15,8 +15,7 @@ pub use cairn_policy::GateRequest;
 use serde_json::{Value, json};
 
 use crate::effects::{
-    ObservedOutcome, RECONCILIATION_RULE, Unresolved, idempotency_key, reconciliation_event,
-    unknown_event,
+    ObservedOutcome, RECONCILIATION_RULE, Unresolved, idempotency_key, unknown_event,
 };
 use crate::error::RuntimeError;
 use crate::recorder::{ClosedRun, Receipt, Recorder, ToolCall};
@@ -348,9 +347,8 @@ impl Executor {
                 reason: format!("`{key}` is not an unresolved side effect of this run"),
             });
         }
-        let receipt = self
-            .recorder
-            .record_boundary(reconciliation_event(key, outcome, evidence)?, None)?;
+        let receipt =
+            crate::boundary::record_reconciliation(&mut self.recorder, key, outcome, evidence)?;
         self.unresolved.resolve(key);
         Ok(receipt)
     }

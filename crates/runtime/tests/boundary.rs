@@ -296,7 +296,40 @@ fn an_unknown_side_effect_blocks_rehydration_until_reconciled_and_a_stale_envelo
             "lookup:none",
         )
         .unwrap();
-    // The envelope saved before the reconciliation still says side_effect_unknown (E-5).
+    // The reconciliation saved a superseding envelope (the observed outcome, a new
+    // checkpoint) linked to the one it replaces: rehydration now validates, and the next call
+    // still goes through the gate.
+    let tenant: cairn_core::TenantId = "acme".parse().unwrap();
+    let run: cairn_core::RunId = "run-u".parse().unwrap();
+    let latest = store.latest_envelope(&tenant, &run).unwrap().unwrap();
+    assert!(
+        latest.supersedes.is_some(),
+        "the reconciliation supersedes the compaction's envelope"
+    );
+    assert!(latest.body.contains("\"not_executed\""), "{}", latest.body);
     let decision = executor.rehydrate(&facts(), summary, now).unwrap();
-    assert_eq!(decision.reason().as_str(), "side_effect_status_changed");
+    assert_eq!(
+        (decision.status().as_str(), decision.reason().as_str()),
+        ("reauthorization_required", "continuity_validated")
+    );
+    assert!(
+        matches!(executor.admit(&call).unwrap(), Admitted::Permitted(_)),
+        "re-admitted by the gate afresh"
+    );
+
+    // Had the stale envelope been loaded instead, the reconciled state would not match it.
+    store
+        .execute_raw(&format!(
+            "DELETE FROM envelopes WHERE envelope_id = '{}'",
+            latest.envelope_id
+        ))
+        .unwrap();
+    assert_eq!(
+        executor
+            .rehydrate(&facts(), summary, now)
+            .unwrap()
+            .reason()
+            .as_str(),
+        "side_effect_status_changed"
+    );
 }
