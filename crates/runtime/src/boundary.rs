@@ -99,6 +99,36 @@ fn label(text: &str) -> Result<Label, RuntimeError> {
     Ok(Label::new(text)?)
 }
 
+/// Every finding of a refused envelope or state, as one invalid-input error.
+fn invalid(field: &'static str, findings: &[cairn_continuity::Finding]) -> RuntimeError {
+    RuntimeError::InvalidInput {
+        field,
+        reason: findings
+            .iter()
+            .map(|f| format!("{}: {}", f.path, f.message))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+/// The policy-set version an envelope and a current state record.
+fn policy_version(gate: &dyn crate::executor::Gate) -> String {
+    gate.policy_set_version()
+        .map_or_else(|| "unversioned".to_owned(), |d| d.to_string())
+}
+
+/// The envelope's stored text (its RFC 8785 form) and that text's digest, which the
+/// boundary record saved with it carries.
+fn canonical_body(envelope: &ValidatedEnvelope) -> Result<(String, Digest), RuntimeError> {
+    let bytes = jcs_value(&envelope.to_json())?;
+    let digest = Digest::of(&bytes);
+    let body = String::from_utf8(bytes).map_err(|e| RuntimeError::InvalidInput {
+        field: "envelope",
+        reason: e.to_string(),
+    })?;
+    Ok((body, digest))
+}
+
 impl Executor {
     /// Prepares a boundary (E-3): flushes, builds the envelope from the durable state and
     /// `facts`, binds `summary` by digest to the events it was derived from, and writes the
@@ -121,10 +151,7 @@ impl Executor {
             Some((key, _)) => (Some(key.to_owned()), SideEffectStatus::SideEffectUnknown),
             None => (None, SideEffectStatus::NotExecuted),
         };
-        let policy_version = self
-            .gate()
-            .policy_set_version()
-            .map_or_else(|| "unversioned".to_owned(), |d| d.to_string());
+        let policy_version = policy_version(self.gate());
         let summary_digest = summary_sha256(summary);
         let envelope_id = format!("ce-{run}-{step}");
         let envelope = ContinuityEnvelope {
@@ -160,21 +187,8 @@ impl Executor {
             evidence_refs: vec![format!("trace:{run}")],
             requires_reauthorization: ReauthorizationRequired,
         };
-        let envelope =
-            ValidatedEnvelope::new(envelope).map_err(|findings| RuntimeError::InvalidInput {
-                field: "envelope",
-                reason: findings
-                    .iter()
-                    .map(|f| format!("{}: {}", f.path, f.message))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            })?;
-        let body = jcs_value(&envelope.to_json())?;
-        let envelope_digest = Digest::of(&body);
-        let body = String::from_utf8(body).map_err(|e| RuntimeError::InvalidInput {
-            field: "envelope",
-            reason: e.to_string(),
-        })?;
+        let envelope = ValidatedEnvelope::new(envelope).map_err(|f| invalid("envelope", &f))?;
+        let (body, envelope_digest) = canonical_body(&envelope)?;
         let mut event = BoundaryEvent::new(label("context_compaction")?);
         event.trigger = Some(label(trigger)?);
         event.envelope_id = Some(label(&envelope_id)?);
@@ -249,10 +263,7 @@ impl Executor {
                 None => (None, "not_executed".to_owned()),
             },
         };
-        let policy_version = self
-            .gate()
-            .policy_set_version()
-            .map_or_else(|| "unversioned".to_owned(), |d| d.to_string());
+        let policy_version = policy_version(self.gate());
         let state = serde_json::json!({
             "schema_version": "continuity-state/v1",
             "tenant_id": tenant.as_str(),
@@ -273,15 +284,7 @@ impl Executor {
             "side_effect_status": side_effect,
             "checkpoint_ref": format!("checkpoint:{run}:{}", saved.step_index),
         });
-        let state =
-            ContinuityState::from_value(&state).map_err(|findings| RuntimeError::InvalidInput {
-                field: "state",
-                reason: findings
-                    .iter()
-                    .map(|f| format!("{}: {}", f.path, f.message))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            })?;
+        let state = ContinuityState::from_value(&state).map_err(|f| invalid("state", &f))?;
         let decision = cairn_continuity::decide(&envelope, &state, summary, now);
         let event = match decision.status() {
             ContinuityStatus::ReauthorizationRequired => Some("context_rehydration"),
@@ -366,22 +369,9 @@ pub fn record_reconciliation(
             serde_json::json!(format!("checkpoint:{run}:{step}")),
         );
     }
-    let validated = cairn_continuity::validate_envelope(&value).map_err(|findings| {
-        RuntimeError::InvalidInput {
-            field: "envelope",
-            reason: findings
-                .iter()
-                .map(|f| format!("{}: {}", f.path, f.message))
-                .collect::<Vec<_>>()
-                .join("; "),
-        }
-    })?;
-    let body = jcs_value(&validated.to_json())?;
-    let digest = Digest::of(&body);
-    let body = String::from_utf8(body).map_err(|e| RuntimeError::InvalidInput {
-        field: "envelope",
-        reason: e.to_string(),
-    })?;
+    let validated =
+        cairn_continuity::validate_envelope(&value).map_err(|f| invalid("envelope", &f))?;
+    let (body, digest) = canonical_body(&validated)?;
     event.envelope_id = Some(label(&envelope_id)?);
     event.envelope_digest = Some(digest);
     event.supersedes_envelope_id = Some(label(&saved.envelope_id)?);
