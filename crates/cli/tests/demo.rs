@@ -1,5 +1,6 @@
-//! `cairn demo` (the main job) and `cairn cost` on what it recorded, through the binary:
-//! the printed timeline, the JSON form, the rollups, and how output behaves on a closed pipe.
+//! `cairn demo` (the main job: the canonical support-triage scenario across a compaction) and
+//! `cairn cost` on what it recorded, through the binary: the printed timeline, the JSON form,
+//! the export, the rollups, and how output behaves on a closed pipe.
 
 #![allow(
     clippy::indexing_slicing,
@@ -13,8 +14,17 @@ mod common;
 use common::{OK, Output, Project, arg, command_in};
 use serde_json::Value;
 
+/// The index of the first line containing every one of `parts`.
+#[track_caller]
+fn line_with(lines: &[&str], parts: &[&str]) -> usize {
+    lines
+        .iter()
+        .position(|l| parts.iter().all(|p| l.contains(p)))
+        .unwrap_or_else(|| panic!("no line with {parts:?} in:\n{}", lines.join("\n")))
+}
+
 #[test]
-fn demo_prints_a_timeline_with_the_denied_refund_the_terminal_record_and_an_intact_chain() {
+fn demo_prints_the_canonical_scenario_with_each_boundary_and_decision_in_order() {
     let project = Project::new();
     let dir = project.path("d");
     let out = Output::of(command_in(project.root()).args(["demo", "--dir", arg(&dir)]));
@@ -23,42 +33,74 @@ fn demo_prints_a_timeline_with_the_denied_refund_the_terminal_record_and_an_inta
         dir.join(".cairn/cairn.db").is_file(),
         "the demo store goes to DIR/.cairn/cairn.db"
     );
-
     let lines: Vec<&str> = out.stdout.lines().collect();
-    let deny = lines
-        .iter()
-        .find(|l| l.contains("DENY"))
-        .unwrap_or_else(|| panic!("no DENY row in:\n{}", out.stdout));
+
+    let refund = line_with(&lines, &["payments.refund", "DENY"]);
     assert!(
-        deny.contains("support.no-refund-without-approval"),
-        "{deny}"
+        lines[refund].contains("support.no-refund-without-approval"),
+        "{}",
+        lines[refund]
     );
-    assert!(deny.contains("payments.refund"), "{deny}");
-    let step_rows = lines
-        .iter()
-        .filter(|l| l.split_whitespace().nth(1) == Some("step"))
-        .count();
-    assert_eq!(step_rows, 7, "seven step rows in:\n{}", out.stdout);
-    let default_deny = lines
-        .iter()
-        .find(|l| l.contains("crm.export_customers"))
-        .unwrap_or_else(|| panic!("no export row in:\n{}", out.stdout));
+    let export = line_with(&lines, &["crm.export_customers", "DENY"]);
     assert!(
-        default_deny.contains("DENY") && default_deny.contains("default deny"),
-        "{default_deny}"
+        lines[export].contains("(default deny)"),
+        "{}",
+        lines[export]
     );
+    let write = line_with(&lines, &["tickets.create", "allow"]);
+    let unknown = line_with(&lines, &["boundary", "side_effect_unknown"]);
+    let compaction = line_with(&lines, &["boundary", "context_compaction", "trigger auto"]);
+    let blocked = line_with(&lines, &["blocked_on_reconciliation", "authorized: false"]);
+    let retry = line_with(&lines, &["tickets.create", "DENY"]);
+    let lookup = line_with(&lines, &["tickets.lookup", "allow"]);
+    let reconciliation = line_with(&lines, &["boundary", "reconciliation", "applied"]);
+    let rehydration = line_with(&lines, &["boundary", "context_rehydration"]);
+    let validated = line_with(&lines, &["reauthorization_required", "authorized: false"]);
+    let next = line_with(&lines, &["tickets.comment", "allow"]);
+    let terminal = line_with(&lines, &["terminal", "completed"]);
+    let order = [
+        refund,
+        export,
+        write,
+        unknown,
+        compaction,
+        blocked,
+        retry,
+        lookup,
+        reconciliation,
+        rehydration,
+        validated,
+        next,
+        terminal,
+    ];
     assert!(
-        lines
-            .iter()
-            .any(|l| l.contains("terminal") && l.contains("completed")),
-        "no terminal row in:\n{}",
+        order.windows(2).all(|w| w[0] < w[1]),
+        "rows out of order {order:?}:\n{}",
         out.stdout
     );
-    assert!(out.stdout.contains("intact"), "{}", out.stdout);
+    assert!(
+        lines[retry].contains("cairn.reconciliation-required"),
+        "{}",
+        lines[retry]
+    );
+    assert!(out.stdout.contains("verify      intact"), "{}", out.stdout);
+}
+
+/// The demo's records, and the index of the first record matching `pred`.
+#[track_caller]
+fn find(records: &[Value], what: &str, pred: impl Fn(&Value) -> bool) -> usize {
+    records
+        .iter()
+        .position(pred)
+        .unwrap_or_else(|| panic!("no {what} record in {records:?}"))
+}
+
+fn event(record: &Value) -> &str {
+    record["boundary"]["event"].as_str().unwrap_or("")
 }
 
 #[test]
-fn demo_json_has_contiguous_records_admitted_by_named_rules_ending_in_a_terminal_record() {
+fn demo_json_records_the_boundary_protocol_around_an_unknown_write() {
     let project = Project::new();
     let dir = project.path("d");
     let out = Output::of(command_in(project.root()).args(["--json", "demo", "--dir", arg(&dir)]));
@@ -74,48 +116,151 @@ fn demo_json_has_contiguous_records_admitted_by_named_rules_ending_in_a_terminal
         "{demo}"
     );
     let records = demo["records"].as_array().unwrap();
-    assert_eq!(records.len(), 8);
     let steps: Vec<u64> = records
         .iter()
         .map(|r| r["step_index"].as_u64().unwrap())
         .collect();
-    assert_eq!(steps, (0..8).collect::<Vec<u64>>());
-    assert_eq!(records[7]["kind"], "terminal");
-    assert!(records[..7].iter().all(|r| r["kind"] == "step"));
-    assert_eq!(demo["checkpoint"]["size"], 8);
-    // Issue 3: every step carries the policy-set version and the determining rules.
-    for record in &records[..7] {
-        let version = record["admission"]["policy_set_version"].as_str().unwrap();
-        assert!(
-            version.starts_with("sha256:") && version.len() == 71,
-            "{record}"
-        );
-        assert_eq!(
-            version,
-            records[0]["admission"]["policy_set_version"]
-                .as_str()
-                .unwrap()
-        );
+    assert_eq!(steps, (0..records.len() as u64).collect::<Vec<u64>>());
+    assert_eq!(records.last().unwrap()["kind"], "terminal");
+    assert_eq!(
+        demo["checkpoint"]["size"].as_u64(),
+        Some(records.len() as u64)
+    );
+    for record in records {
+        assert_eq!(record["run_id"], demo["run_id"]);
     }
-    for (i, record) in records[..7].iter().enumerate() {
-        let rules = record["admission"]["rule_ids"].as_array().unwrap();
-        if i == 4 {
-            // No rule covers the export: an explicit default deny with no rule ids.
-            assert_eq!(record["admission"]["decision"], "deny", "{record}");
-            assert!(rules.is_empty(), "{record}");
+
+    // Issue 3: every step carries the policy-set version and the determining rules; only
+    // the export, which no rule covers, is denied with none.
+    let calls: Vec<&Value> = records.iter().filter(|r| r["kind"] == "step").collect();
+    let version = calls[0]["admission"]["policy_set_version"]
+        .as_str()
+        .unwrap();
+    assert!(version.starts_with("sha256:") && version.len() == 71);
+    for call in &calls {
+        assert_eq!(call["admission"]["policy_set_version"], version, "{call}");
+        let rules = call["admission"]["rule_ids"].as_array().unwrap();
+        if call["tool"]["name"] == "crm.export_customers" {
+            assert_eq!(call["admission"]["decision"], "deny", "{call}");
+            assert!(rules.is_empty(), "{call}");
         } else {
-            assert!(!rules.is_empty(), "step {i} names no rule: {record}");
+            assert!(!rules.is_empty(), "a call names no rule: {call}");
         }
     }
+    assert_eq!(records[3]["tool"]["name"], "payments.refund");
     assert_eq!(records[3]["admission"]["decision"], "deny");
     assert_eq!(
         records[3]["admission"]["rule_ids"],
         serde_json::json!(["support.no-refund-without-approval"])
     );
-    for record in records {
-        assert_eq!(record["run_id"], demo["run_id"]);
-    }
-    // I-7: structural records carry digests and sizes, never the arguments themselves.
+
+    // The write whose answer was lost, and the boundaries around it, in order.
+    let write = find(records, "ticket write", |r| {
+        r["tool"]["name"] == "tickets.create" && r["admission"]["decision"] == "allow"
+    });
+    let unknown = find(records, "side_effect_unknown", |r| {
+        event(r) == "side_effect_unknown"
+    });
+    let compaction = find(records, "context_compaction", |r| {
+        event(r) == "context_compaction"
+    });
+    let retry = find(records, "denied retry", |r| {
+        r["tool"]["name"] == "tickets.create" && r["admission"]["decision"] == "deny"
+    });
+    let reconciliation = find(records, "reconciliation", |r| event(r) == "reconciliation");
+    let rehydration = find(records, "context_rehydration", |r| {
+        event(r) == "context_rehydration"
+    });
+    assert_eq!(
+        [unknown, compaction, retry, reconciliation, rehydration],
+        [write + 1, write + 2, write + 3, write + 5, write + 6],
+        "{records:?}"
+    );
+    let key = format!("{}:{write}", demo["run_id"].as_str().unwrap());
+    assert_eq!(
+        records[unknown]["boundary"]["idempotency_key"],
+        key.as_str()
+    );
+    assert_eq!(
+        records[compaction]["boundary"]["trigger"], "auto",
+        "{}",
+        records[compaction]
+    );
+    assert!(
+        records[compaction]["boundary"]["envelope_digest"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("sha256:")),
+        "{}",
+        records[compaction]
+    );
+    assert_eq!(
+        records[retry]["admission"]["rule_ids"],
+        serde_json::json!(["cairn.reconciliation-required"])
+    );
+    assert_eq!(
+        records[retry]["args"], records[write]["args"],
+        "the same write"
+    );
+    assert_eq!(
+        records[retry - 1],
+        records[compaction],
+        "no rehydration record while blocked"
+    );
+    let reconciled = &records[reconciliation]["boundary"];
+    assert_eq!(reconciled["idempotency_key"], key.as_str());
+    assert_eq!(reconciled["side_effect_status"], "applied");
+    assert_eq!(
+        reconciled["supersedes_envelope_id"],
+        records[compaction]["boundary"]["envelope_id"]
+    );
+    assert_eq!(
+        records[reconciliation - 1]["tool"]["name"],
+        "tickets.lookup",
+        "reconciled by a lookup by idempotency key"
+    );
+    let rehydrated = &records[rehydration]["boundary"];
+    assert_eq!(rehydrated["reason"], "continuity_validated");
+    assert_eq!(rehydrated["envelope_id"], reconciled["envelope_id"]);
+    assert_eq!(
+        rehydrated["summary_digest"],
+        records[compaction]["boundary"]["summary_digest"]
+    );
+    // After rehydration the gate decides the next call afresh, and admits it.
+    assert_eq!(records[rehydration + 1]["kind"], "step");
+    assert_eq!(records[rehydration + 1]["admission"]["decision"], "allow");
+
+    // The two continuity decisions, neither of which authorises anything.
+    let decisions = demo["continuity"].as_array().unwrap();
+    let seen: Vec<(&str, &str, bool, u64)> = decisions
+        .iter()
+        .map(|n| {
+            (
+                n["decision"]["status"].as_str().unwrap(),
+                n["decision"]["reason"].as_str().unwrap(),
+                n["decision"]["authorized"].as_bool().unwrap(),
+                n["after_step"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                "blocked_on_reconciliation",
+                "unknown_side_effect",
+                false,
+                compaction as u64
+            ),
+            (
+                "reauthorization_required",
+                "continuity_validated",
+                false,
+                rehydration as u64
+            ),
+        ]
+    );
+
+    // I-7: records carry digests and sizes, never the arguments, results or summary.
     let text = Value::Array(records.clone()).to_string();
     for payload in [
         "ch_2",
@@ -123,12 +268,45 @@ fn demo_json_has_contiguous_records_admitted_by_named_rules_ending_in_a_terminal
         "A-1009",
         "charged twice",
         "duplicate charge refund policy",
+        "create the ticket again",
     ] {
         assert!(
             !text.contains(payload),
             "a record leaks `{payload}`: {text}"
         );
     }
+}
+
+#[test]
+fn the_demo_export_shows_the_boundaries_the_denied_retry_and_the_reconciliation() {
+    let project = Project::new();
+    let run = project.demo_run();
+    let lines = project.export(&run, "run.jsonl");
+    let records: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events: Vec<&str> = records
+        .iter()
+        .map(event)
+        .filter(|e| !e.is_empty())
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "side_effect_unknown",
+            "context_compaction",
+            "reconciliation",
+            "context_rehydration"
+        ]
+    );
+    assert!(records.iter().any(|r| {
+        r["tool"]["name"] == "tickets.create"
+            && r["admission"]["rule_ids"] == serde_json::json!(["cairn.reconciliation-required"])
+    }));
+    assert_eq!(records.last().unwrap()["schema"], "cairn.checkpoint/v1");
+    let verified = project.cairn_json(&["ledger", "verify", "--run", &run]);
+    assert_eq!(verified.expect(OK).json()["intact"], true);
 }
 
 /// One row of `cost --by BY --json`, by key.
@@ -163,7 +341,7 @@ fn cost_rolls_up_the_demo_by_task_tool_tenant_and_termination() {
             task["calls"].as_u64(),
             task["denied"].as_u64()
         ),
-        (Some(1), Some(7), Some(2))
+        (Some(1), Some(10), Some(3))
     );
     assert_eq!(task["arg_bytes"].as_u64(), Some(arg_bytes));
 
@@ -178,16 +356,23 @@ fn cost_rolls_up_the_demo_by_task_tool_tenant_and_termination() {
         (Some(1), Some(0))
     );
 
+    let write = cost_row(&project, "tool", "tickets.create");
+    assert_eq!(
+        (write["calls"].as_u64(), write["denied"].as_u64()),
+        (Some(2), Some(1)),
+        "the write and its denied retry"
+    );
+
     let tenant = cost_row(&project, "tenant", "demo");
     assert_eq!(
         (tenant["calls"].as_u64(), tenant["denied"].as_u64()),
-        (Some(7), Some(2))
+        (Some(10), Some(3))
     );
 
     let completed = cost_row(&project, "termination", "completed");
     assert_eq!(
         (completed["runs"].as_u64(), completed["calls"].as_u64()),
-        (Some(1), Some(7))
+        (Some(1), Some(10))
     );
 
     let human = project.cairn(&["cost", "--by", "tool"]);

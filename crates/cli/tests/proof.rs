@@ -49,7 +49,12 @@ fn a_proof_of_one_step_verifies_offline() {
     let (project, run, proof) = proven();
     assert_eq!(proof["schema"], "cairn.inclusion-proof/v1");
     assert_eq!(proof["leaf_index"], 2);
-    assert_eq!(proof["tree_size"], 8);
+    let records = project.export(&run, "run.jsonl").len() - 1;
+    assert_eq!(
+        proof["tree_size"].as_u64(),
+        Some(records as u64),
+        "one leaf per record"
+    );
     assert_eq!(proof["record"]["step_index"], 2);
 
     let json = project
@@ -59,7 +64,7 @@ fn a_proof_of_one_step_verifies_offline() {
     assert_eq!(json["valid"], true);
     assert_eq!(json["origin"], format!("cairn/demo/{run}"));
     assert_eq!(json["leaf_index"], 2);
-    assert_eq!(json["tree_size"], 8);
+    assert_eq!(json["tree_size"], proof["tree_size"]);
     assert_eq!(json["record_digest"], proof["record"]["digest"]);
 
     // An auditor with the proof and the verifier key file only.
@@ -182,6 +187,8 @@ fn a_forged_audit_path_or_size_is_rejected() {
 fn proofs_need_an_existing_step() {
     let project = Project::new();
     let run = project.demo_run();
-    let out = project.cairn_json(&["ledger", "prove", "--run", &run, "--step", "8"]);
+    // One past the last record (the export is the records and a checkpoint line).
+    let past_end = (project.export(&run, "run.jsonl").len() - 1).to_string();
+    let out = project.cairn_json(&["ledger", "prove", "--run", &run, "--step", &past_end]);
     assert_eq!(out.expect(INVALID).error_code(), "step_not_found");
 }

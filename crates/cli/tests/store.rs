@@ -102,7 +102,9 @@ fn a_postgres_store_is_refused_with_exit_2_and_a_stable_code() {
 #[test]
 fn runs_list_json_is_an_array_of_runs_with_the_contracted_fields_oldest_first() {
     let project = Project::new();
-    let first = project.demo_run();
+    let demo = project.demo();
+    let first = demo["run_id"].as_str().unwrap().to_owned();
+    let records = demo["records"].as_array().unwrap().len();
     let second = project.demo_run();
 
     let json = project.cairn_json(&["runs", "list"]).expect(OK).json();
@@ -112,7 +114,7 @@ fn runs_list_json_is_an_array_of_runs_with_the_contracted_fields_oldest_first() 
         assert_eq!(run["run_id"], id.as_str());
         assert_eq!(run["tenant_id"], "demo");
         assert_eq!(run["task_id"], "task-support-T-4821");
-        assert_eq!(run["records"], 8);
+        assert_eq!(run["records"].as_u64(), Some(records as u64));
         assert_eq!(run["terminated"], true);
     }
     assert!(
@@ -134,7 +136,9 @@ fn runs_list_json_is_an_array_of_runs_with_the_contracted_fields_oldest_first() 
 #[test]
 fn a_run_without_its_terminal_record_is_reported_as_unterminated() {
     let project = Project::new();
-    let crashed = project.demo_run();
+    let demo = project.demo();
+    let crashed = demo["run_id"].as_str().unwrap().to_owned();
+    let records = demo["records"].as_array().unwrap().len();
     let closed = project.demo_run();
     // Simulate an executor killed before it closed the run.
     assert_eq!(
@@ -173,7 +177,11 @@ fn a_run_without_its_terminal_record_is_reported_as_unterminated() {
         .find(|r| r["run_id"] == crashed.as_str())
         .unwrap();
     assert_eq!(crashed_info["terminated"], false);
-    assert_eq!(crashed_info["records"], 7);
+    assert_eq!(
+        crashed_info["records"].as_u64(),
+        Some(records as u64 - 1),
+        "all but the terminal record"
+    );
     let closed_info = all
         .as_array()
         .unwrap()
