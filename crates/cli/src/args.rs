@@ -48,6 +48,28 @@ pub enum Command {
     /// Record the observed outcome of a side effect whose outcome was unknown, unblocking its
     /// capability (SPEC E-5).
     Reconcile(ReconcileArgs),
+    /// Keep the task's decisions (scope, approval boundary, target, acceptance test,
+    /// constraint) as keyed digests, snapshot them before a boundary and compare after it
+    /// (SPEC §8; compare exits 0 preserved/approved_change, 3 unverified/evidence missing,
+    /// 4 dropped/conflicting).
+    #[command(subcommand)]
+    Decisions(DecisionsCommand),
+    /// Activity health and continuity health side by side, never merged (SPEC D-3).
+    Status(StatusArgs),
+    /// Answer one hook call of Claude Code or Codex: reads the host's hook JSON on stdin and
+    /// answers in the host's format (run by the host; see `cairn hooks install`).
+    Hook(HookArgs),
+    /// Install or remove Cairn's hooks in a Claude Code or Codex project.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
+    /// Validate a VCE 0.1 continuation envelope as the published reference does (exit 0
+    /// RESUMABLE, 3 REVIEW_REQUIRED, 4 BLOCKED, 2 malformed input).
+    #[command(subcommand)]
+    Vce(VceCommand),
+    /// Validate an RLC 0.1 responsibility-lane extension as the published reference does
+    /// (exit 0 PASSED, 3 REVIEW_REQUIRED, 4 BLOCKED, 2 malformed input).
+    #[command(subcommand)]
+    Rlc(RlcCommand),
     /// The continuity lab: the canonical support-triage case (compaction after a ticket write
     /// timed out), decided with the durable state you vary (SPEC E-7).
     InspectContinuity(InspectArgs),
@@ -130,6 +152,39 @@ pub enum PolicyCommand {
         /// Where the policies and catalog come from.
         #[command(flatten)]
         location: PolicyLocation,
+    },
+}
+
+/// `cairn vce …`.
+#[derive(Debug, Subcommand)]
+pub enum VceCommand {
+    /// Decide a VCE 0.1 envelope (and its restore results): schema, digest, semantic rules,
+    /// restore gate.
+    Check {
+        /// The envelope.
+        #[arg(value_name = "ENVELOPE")]
+        envelope: PathBuf,
+        /// The restore results (without them the decision is BLOCKED).
+        #[arg(long, value_name = "RESULTS")]
+        restore: Option<PathBuf>,
+    },
+}
+
+/// `cairn rlc …`.
+#[derive(Debug, Subcommand)]
+pub enum RlcCommand {
+    /// Decide an RLC 0.1 extension (and its lane restore results): schema, digests, semantic
+    /// rules, restore state.
+    Check {
+        /// A bare extension, or a fixture with `extension` and `restore_results`.
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// The lane restore results (instead of those embedded in FILE).
+        #[arg(long, value_name = "RESULTS")]
+        restore: Option<PathBuf>,
+        /// The VCE 0.1 envelope the extension extends (checks event bindings against it).
+        #[arg(long, value_name = "ENVELOPE")]
+        vce: Option<PathBuf>,
     },
 }
 
@@ -361,4 +416,161 @@ pub struct SchemaArgs {
 pub enum SchemaName {
     /// `cairn.intent/v1`.
     Intent,
+}
+
+/// The instant a decisions command acts at.
+#[derive(Debug, Args, Clone)]
+pub struct NowArg {
+    /// Act as if it were this instant (RFC 3339 with an offset); default: the system clock.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<String>,
+}
+
+/// `cairn decisions …`.
+#[derive(Debug, Subcommand)]
+pub enum DecisionsCommand {
+    /// Set (or re-assert) a decision; the value is digested with the project's HMAC key and
+    /// never stored or printed.
+    Set {
+        /// The decision: `scope`, `approval_boundary`, `target`, `acceptance_test`,
+        /// `constraint` or a custom `snake_case` kind.
+        #[arg(value_name = "KEY")]
+        key: String,
+        /// The value: a string, or JSON with `--json-value`.
+        #[arg(value_name = "VALUE")]
+        value: String,
+        /// Parse VALUE as JSON instead of taking it as a string.
+        #[arg(long)]
+        json_value: bool,
+        /// The human approval this value was adopted under (an opaque reference such as
+        /// `review:PR-42`); a changed value with an approval is an approved change.
+        #[arg(long, value_name = "REF")]
+        approval: Option<String>,
+        /// Who asserts the value (its provenance).
+        #[arg(long, value_name = "REF", default_value = "cli:decisions-set")]
+        source: String,
+        /// When.
+        #[command(flatten)]
+        at: NowArg,
+    },
+    /// List the current decisions: keys, revisions, observation times, approvals, digests.
+    List,
+    /// Snapshot the current decisions (3-7) before a boundary.
+    Snapshot {
+        /// The snapshot's name (a session or run id: letters, digits, `._-`).
+        #[arg(long, value_name = "NAME", default_value = "cli")]
+        name: String,
+        /// The boundary instant the snapshot is for (default: the snapshot's own time).
+        #[arg(long, value_name = "RFC3339")]
+        boundary_at: Option<String>,
+        /// When.
+        #[command(flatten)]
+        at: NowArg,
+    },
+    /// Compare a snapshot with the current decisions (or with observations from a file).
+    Compare {
+        /// The snapshot's name (default: the latest).
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// A JSON array of observations to compare with instead of the current decisions.
+        #[arg(long, value_name = "FILE")]
+        observations: Option<PathBuf>,
+        /// How long after the boundary an observation may take to arrive.
+        #[arg(long, value_name = "DUR", default_value = "10m")]
+        window: String,
+        /// When.
+        #[command(flatten)]
+        at: NowArg,
+    },
+    /// Record a human approval linking two revisions of a decision.
+    ApproveChange {
+        /// The decision.
+        #[arg(value_name = "KEY")]
+        key: String,
+        /// The revision approved from.
+        #[arg(long, value_name = "REV")]
+        from: u32,
+        /// The revision approved to.
+        #[arg(long, value_name = "REV")]
+        to: u32,
+        /// The approval (an opaque reference such as `review:PR-42#approve`).
+        #[arg(long, value_name = "REF")]
+        approval: String,
+        /// When.
+        #[command(flatten)]
+        at: NowArg,
+    },
+}
+
+/// What the agent is doing, as the caller sees it (`cairn status --activity`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ActivityArg {
+    /// Tool calls are succeeding and work is moving.
+    Working,
+    /// The next step waits for a human.
+    #[value(name = "waiting_human", alias = "waiting-human")]
+    WaitingHuman,
+    /// Nothing is happening.
+    Idle,
+    /// Tool calls or steps are failing.
+    Failing,
+}
+
+/// `cairn status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The snapshot to compare against (default: the latest).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Activity health; Cairn does not infer it, so it is `working` unless given.
+    #[arg(long, value_enum, default_value_t = ActivityArg::Working)]
+    pub activity: ActivityArg,
+    /// How long after the boundary an observation may take to arrive.
+    #[arg(long, value_name = "DUR", default_value = "10m")]
+    pub window: String,
+    /// When.
+    #[command(flatten)]
+    pub at: NowArg,
+}
+
+/// The hosts `cairn hook` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookHost {
+    /// Claude Code.
+    ClaudeCode,
+    /// Codex.
+    Codex,
+}
+
+/// `cairn hook`.
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// The host whose hook JSON arrives on stdin.
+    #[arg(value_enum, value_name = "HOST")]
+    pub host: HookHost,
+}
+
+/// `cairn hooks …`.
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Add Cairn's hooks to the host's project settings (keeping every other setting and
+    /// hook) and scaffold `.cairn/` in observe-first mode when it is missing.
+    Install(HooksTarget),
+    /// Remove exactly the hooks `install` added.
+    Uninstall(HooksTarget),
+}
+
+/// Which hosts and which project `cairn hooks` works on.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("host").required(true).multiple(true).args(["claude_code", "codex"])))]
+pub struct HooksTarget {
+    /// Claude Code: `.claude/settings.json`.
+    #[arg(long)]
+    pub claude_code: bool,
+    /// Codex: `.codex/hooks.json`.
+    #[arg(long)]
+    pub codex: bool,
+    /// The project folder (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }

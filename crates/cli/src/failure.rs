@@ -13,6 +13,8 @@ pub mod exit {
     pub const INTERNAL: u8 = 1;
     /// Invalid input or usage.
     pub const INVALID: u8 = 2;
+    /// REVIEW_REQUIRED (VCE 0.1, RLC 0.1).
+    pub const REVIEW: u8 = 3;
     /// BLOCKED / `continuity_validation_failed`.
     pub const BLOCKED: u8 = 4;
     /// Tamper detected.
@@ -105,6 +107,30 @@ fn exit_for(code: &'static str) -> u8 {
         "tool_catalog",
         "invalid_continuity_state",
         "invalid_continuity_envelope",
+        // Decision invariants (`cairn-decisions`) and their files (`runtime::decision_files`).
+        "invalid_decision_kind",
+        "invalid_ref",
+        "decision_value_not_normalizable",
+        "unknown_decision",
+        "unknown_revision",
+        "approval_not_forward",
+        "approval_without_change",
+        "revision_overflow",
+        "hmac_key_mismatch",
+        "observed_at_regressed",
+        "snapshot_refused",
+        "invalid_decision_snapshot",
+        "snapshot_digest_mismatch",
+        "invalid_decision_observation",
+        "invalid_decision_book",
+        "invalid_approved_change",
+        "unkeyed_decision_digest",
+        "decision_document_too_large",
+        "no_project",
+        "corrupt_decision_file",
+        "decision_file_too_large",
+        "invalid_snapshot_name",
+        "boundary_before_snapshot",
     ];
     const TAMPER: &[&str] = &[
         "record_modified",

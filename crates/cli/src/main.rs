@@ -5,6 +5,7 @@ mod args;
 mod commands;
 mod context;
 mod failure;
+mod input;
 mod output;
 
 use std::process::ExitCode;
@@ -22,6 +23,10 @@ fn main() -> ExitCode {
         Err(error) => return ExitCode::from(usage_error(&error)),
     };
     let context = Context::new(&cli.global);
+    // A hook answers in its host's format, with its own exit-code contract (SPEC §9.2).
+    if let args::Command::Hook(hook) = &cli.command {
+        return commands::hook::run(&context, hook);
+    }
     let result = commands::run(cli.command, &context);
     ExitCode::from(render(result, context.json))
 }

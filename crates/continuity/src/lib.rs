@@ -10,6 +10,8 @@
 //! - [`decide`] is the rehydration decision of E-4. Its result, [`ContinuityDecision`], cannot
 //!   say "authorized": the best outcome is `reauthorization_required`.
 //! - [`summary_sha256`] binds a derived summary to an envelope.
+//! - [`vce`] decides VCE 0.1 envelopes with their restore results as the published reference
+//!   does (`RESUMABLE | REVIEW_REQUIRED | BLOCKED`), reporting every finding with a stable code.
 //!
 //! The crate is pure: no I/O and no clock; callers pass `now`.
 
@@ -23,6 +25,7 @@ mod schema;
 mod state;
 mod summary;
 mod types;
+pub mod vce;
 
 pub use decision::{
     ContinuityDecision, ContinuityEventType, ContinuityReason, ContinuityStatus, decide,

@@ -133,7 +133,24 @@ pub const SORT_KEYS_UTF8_V1_MAX_DEPTH: usize = 512;
 /// `Infinity`, which is not JSON) or nesting deeper than [`SORT_KEYS_UTF8_V1_MAX_DEPTH`].
 pub fn sort_keys_utf8_v1(value: &Value) -> Result<Vec<u8>, CoreError> {
     let mut out = Vec::new();
-    write_value(&mut out, value, 0)?;
+    crate::sort_keys::write_value(&mut out, value, 0)?;
+    Ok(out)
+}
+
+/// The `json-sort-keys-utf8-v1` form of the object `map` without its top-level entry `skip`:
+/// what VCE 0.1 and RLC 0.1 digest (an envelope without `envelope_digest`, an extension
+/// without `extension_digest`, a lane without `lane_digest`), written without copying the
+/// object.
+///
+/// # Errors
+/// As [`sort_keys_utf8_v1`].
+pub fn sort_keys_utf8_v1_without(
+    map: &serde_json::Map<String, Value>,
+    skip: &str,
+) -> Result<Vec<u8>, CoreError> {
+    // Enough for typical envelopes and extensions (a few KiB) to be written without growing.
+    let mut out = Vec::with_capacity(8 * 1024);
+    crate::sort_keys::write_object(&mut out, map, Some(skip), None, 0)?;
     Ok(out)
 }
 
@@ -147,80 +164,7 @@ pub fn sort_keys_utf8_v1_digest(value: &Value) -> Result<Digest, CoreError> {
     sort_keys_utf8_v1(value).map(|bytes| Digest::of(&bytes))
 }
 
-fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<(), CoreError> {
-    match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(number) => write_number(out, number)?,
-        Value::String(text) => write_string(out, text),
-        Value::Array(items) => {
-            check_depth(depth)?;
-            out.push(b'[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_value(out, item, depth + 1)?;
-            }
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            check_depth(depth)?;
-            // INVARIANT: keys are ordered by their UTF-8 bytes, which is code-point order, and
-            // sorted here explicitly so the result does not depend on whether `serde_json`'s
-            // `preserve_order` feature is switched on somewhere in the build.
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push(b'{');
-            for (index, (key, item)) in entries.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(b',');
-                }
-                write_string(out, key);
-                out.push(b':');
-                write_value(out, item, depth + 1)?;
-            }
-            out.push(b'}');
-        }
-    }
-    Ok(())
-}
-
-fn check_depth(depth: usize) -> Result<(), CoreError> {
-    if depth >= SORT_KEYS_UTF8_V1_MAX_DEPTH {
-        return Err(CoreError::Canonicalization {
-            reason: format!("nesting deeper than {SORT_KEYS_UTF8_V1_MAX_DEPTH} levels"),
-        });
-    }
-    Ok(())
-}
-
-/// Writes a string the way Python's `json` module does with `ensure_ascii=False`.
-fn write_string(out: &mut Vec<u8>, text: &str) {
-    out.push(b'"');
-    for ch in text.chars() {
-        match ch {
-            '"' => out.extend_from_slice(b"\\\""),
-            '\\' => out.extend_from_slice(b"\\\\"),
-            '\n' => out.extend_from_slice(b"\\n"),
-            '\r' => out.extend_from_slice(b"\\r"),
-            '\t' => out.extend_from_slice(b"\\t"),
-            '\u{08}' => out.extend_from_slice(b"\\b"),
-            '\u{0C}' => out.extend_from_slice(b"\\f"),
-            '\u{00}'..='\u{1F}' => {
-                out.extend_from_slice(format!("\\u{:04x}", u32::from(ch)).as_bytes());
-            }
-            other => {
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(other.encode_utf8(&mut buf).as_bytes());
-            }
-        }
-    }
-    out.push(b'"');
-}
-
-fn write_number(out: &mut Vec<u8>, number: &Number) -> Result<(), CoreError> {
+pub(crate) fn write_number(out: &mut Vec<u8>, number: &Number) -> Result<(), CoreError> {
     let text = if let Some(unsigned) = number.as_u64() {
         unsigned.to_string()
     } else if let Some(signed) = number.as_i64() {

@@ -10,10 +10,13 @@ pub mod error;
 pub mod fast_jcs;
 pub mod ids;
 pub mod normalize;
+pub mod report;
+pub mod sort_keys;
 pub mod time;
 
 pub use canonical::Canonicalization;
 pub use digest::{Digest, HmacKey, KeyedDigest};
 pub use error::{CoreError, ErrorCode};
 pub use ids::{Id, LaneId, RunId, TaskId, TenantId};
+pub use report::CodedFinding;
 pub use time::{Clock, FixedClock, SystemClock, Timestamp};

@@ -369,6 +369,25 @@ impl VerifiedCheckpoint {
 /// - [`CheckpointError::AmbiguousKey`] when two trusted keys share a name and key id;
 /// - [`CheckpointError::MalformedBody`] when the signed body is not a canonical checkpoint.
 pub fn open(note: &str, trusted: &TrustedKeys) -> Result<VerifiedCheckpoint, CheckpointError> {
+    let (body, signers) = open_note(note, trusted)?;
+    let checkpoint = Checkpoint::parse_body(&body)?;
+    Ok(VerifiedCheckpoint {
+        checkpoint,
+        note: note.to_owned(),
+        signers,
+    })
+}
+
+/// Opens any signed note Cairn writes (a checkpoint, a lane handoff): requires at least one
+/// valid signature by a key in `trusted` and returns the signed text with the trusted keys
+/// that signed it. The caller parses the text.
+///
+/// # Errors
+/// As [`open`], except [`CheckpointError::MalformedBody`], which only `open` raises.
+pub fn open_note(
+    note: &str,
+    trusted: &TrustedKeys,
+) -> Result<(String, Vec<VerifierKey>), CheckpointError> {
     let parsed = signed_note::Note::from_bytes(note.as_bytes()).map_err(|e| {
         CheckpointError::MalformedNote {
             reason: e.to_string(),
@@ -388,12 +407,7 @@ pub fn open(note: &str, trusted: &TrustedKeys) -> Result<VerifiedCheckpoint, Che
     let body = std::str::from_utf8(parsed.text()).map_err(|_| CheckpointError::MalformedNote {
         reason: "the note text is not UTF-8".to_owned(),
     })?;
-    let checkpoint = Checkpoint::parse_body(body)?;
-    Ok(VerifiedCheckpoint {
-        checkpoint,
-        note: note.to_owned(),
-        signers,
-    })
+    Ok((body.to_owned(), signers))
 }
 
 /// Maps a `signed_note` verification failure to our error, naming the signers on

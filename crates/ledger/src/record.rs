@@ -271,6 +271,10 @@ pub struct BoundaryEvent {
     /// The idempotency key a reconciliation resolves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<Label>,
+    /// What a lane event binds: the digest of the lane definition a ruling set, of the
+    /// handoff's signed text, or of what a lane was revalidated against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane_digest: Option<Digest>,
     /// The classes of control state preserved in the envelope.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preserved: Vec<Label>,
@@ -309,6 +313,7 @@ impl BoundaryEvent {
             reason: None,
             preserved: Vec::new(),
             idempotency_key: None,
+            lane_digest: None,
             side_effect_status: None,
             evidence_ref: None,
         }

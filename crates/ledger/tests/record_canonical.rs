@@ -85,6 +85,8 @@ fn event() -> impl Strategy<Value = DraftEvent> {
                     event,
                     evidence_ref: evidence,
                     idempotency_key: key,
+                    // Any digest exercises the field's place in the canonical form.
+                    lane_digest: summary,
                     preserved,
                     reason,
                     side_effect_status: status,

@@ -96,6 +96,10 @@ pub struct Executor {
     gate: Arc<dyn Gate>,
     principal: String,
     unresolved: Unresolved,
+    /// The project's lanes, when it declares any (see `crate::lanes`).
+    pub(crate) lanes: Option<cairn_lanes::LaneBook>,
+    /// The repository head, policy version and environment the host reports now.
+    pub(crate) validity: Option<cairn_lanes::Validity>,
 }
 
 /// How a dispatched call failed, as far as the caller can tell.
@@ -141,6 +145,8 @@ impl Executor {
             gate,
             principal: principal.into(),
             unresolved: Unresolved::default(),
+            lanes: None,
+            validity: None,
         }
     }
 
@@ -158,7 +164,15 @@ impl Executor {
             gate,
             principal: principal.into(),
             unresolved: Unresolved::from_rows(rows),
+            lanes: None,
+            validity: None,
         }
+    }
+
+    /// Who the run acts for.
+    #[must_use]
+    pub fn principal(&self) -> &str {
+        &self.principal
     }
 
     /// The gate deciding this run's calls.
@@ -185,12 +199,15 @@ impl Executor {
     /// Store failures. The caller must treat an error as a deny: nothing was admitted.
     pub fn admit(&mut self, call: &ToolCall<'_>) -> Result<Admitted, RuntimeError> {
         let parsed: Option<Value> = serde_json::from_slice(call.args).ok();
+        // With lanes configured, a call without a lane is made in the active one, and the
+        // record names it.
+        let lane = self.resolve_lane(call)?;
         let verdict = self.gate.decide(&GateRequest {
             tenant: self.recorder.tenant_id().as_str(),
             principal: &self.principal,
             run: self.recorder.run_id().as_str(),
             task: self.recorder.task_id().as_str(),
-            lane: call.lane.as_ref().map(|l| l.as_str()),
+            lane: lane.as_ref().map(|l| l.as_str()),
             tool: call.tool.name.as_str(),
             tool_version: call.tool.version.as_str(),
             args: parsed.as_ref(),
@@ -201,8 +218,15 @@ impl Executor {
             .unresolved
             .blocking(call.tool.name.as_str())
             .map(str::to_owned);
-        let (admission, reason) = match &blocked {
-            Some(_) => (
+        // What the policy allows must also lie within the lane (L-4).
+        let lane_denial = match (&blocked, verdict.admission.decision) {
+            (None, Decision::Allow) => {
+                self.lane_denial(call.tool.name.as_str(), parsed.as_ref(), lane.as_ref())
+            }
+            _ => None,
+        };
+        let (admission, reason) = match (&blocked, &lane_denial) {
+            (Some(_), _) => (
                 Admission {
                     decision: Decision::Deny,
                     policy_set_version: verdict.admission.policy_set_version,
@@ -210,7 +234,20 @@ impl Executor {
                 },
                 "unresolved_side_effect",
             ),
-            None => (verdict.admission, verdict.reason),
+            (None, Some(denial)) => (
+                Admission {
+                    decision: Decision::Deny,
+                    policy_set_version: verdict.admission.policy_set_version,
+                    rule_ids: vec![Label::new(denial.rule)?],
+                },
+                "outside_lane",
+            ),
+            (None, None) => (verdict.admission, verdict.reason),
+        };
+        let call = &ToolCall {
+            tool: call.tool.clone(),
+            args: call.args,
+            lane,
         };
         let decision = admission.decision;
         // Only a denial needs the rule ids after the admission is moved into the record.
@@ -227,14 +264,22 @@ impl Executor {
             }),
             Decision::Deny => {
                 // The model is shown the denial, never a result.
-                let shown = match &blocked {
-                    None => json!({
+                let shown = match (&blocked, &lane_denial) {
+                    (None, None) => json!({
                         "tool": call.tool.name.as_str(),
                         "denied": true,
                         "reason": reason,
                         "rule_ids": rule_ids,
                     }),
-                    Some(key) => json!({
+                    (None, Some(denial)) => json!({
+                        "tool": call.tool.name.as_str(),
+                        "denied": true,
+                        "reason": reason,
+                        "rule_ids": rule_ids,
+                        "lane": call.lane.as_ref().map(|l| l.as_str()),
+                        "detail": denial.message,
+                    }),
+                    (Some(key), _) => json!({
                         "tool": call.tool.name.as_str(),
                         "denied": true,
                         "reason": reason,

@@ -3,10 +3,12 @@
 //! file system (key files) but holds no protocol knowledge.
 
 pub mod boundary;
+pub mod decision_files;
 pub mod effects;
 pub mod error;
 pub mod executor;
 pub mod keyring;
+pub mod lanes;
 pub mod project;
 pub mod recorder;
 

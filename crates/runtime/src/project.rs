@@ -1,6 +1,6 @@
-//! A project's policy set and tool catalog on disk (`.cairn/policies/*.cedar`,
-//! `.cairn/tools.json`), read into the pure policy gate, and the gate's adapter to the
-//! executor.
+//! A project's policy set, tool catalog and lanes on disk (`.cairn/policies/*.cedar`,
+//! `.cairn/tools.json`, `.cairn/lanes.json`), read into the pure policy gate and lane book,
+//! and the gate's adapter to the executor.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,8 @@ use crate::executor::{Gate, GateVerdict};
 pub const POLICIES_DIR: &str = "policies";
 /// The tool catalog inside `.cairn/`.
 pub const TOOLS_FILE: &str = "tools.json";
+/// The lane declarations inside `.cairn/` (optional: without it, no lanes are enforced).
+pub const LANES_FILE: &str = "lanes.json";
 /// The largest policy or catalog file read.
 const MAX_FILE_BYTES: u64 = 4 << 20;
 
@@ -93,6 +95,25 @@ pub fn load_gate(policies: &Path, tools: Option<&Path>) -> Result<PolicyGate, Ru
     let sources = read_policy_sources(policies)?;
     let catalog = read_tool_catalog(tools)?;
     Ok(PolicyGate::load(&sources, &catalog)?)
+}
+
+/// The lanes declared at `path`, when the file exists.
+///
+/// # Errors
+/// [`RuntimeError::Io`] when it exists but cannot be read; [`RuntimeError::InvalidInput`]
+/// naming every finding when it does not validate. A lane file that does not load is never
+/// ignored: the caller must refuse to run rather than run without the lanes.
+pub fn load_lanes(path: &Path) -> Result<Option<cairn_lanes::LaneBook>, RuntimeError> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = read_text(path)?;
+    let config =
+        cairn_lanes::LaneConfig::from_json(&text).map_err(|e| RuntimeError::InvalidInput {
+            field: "lanes",
+            reason: format!("`{}`: {e}", path.display()),
+        })?;
+    Ok(Some(cairn_lanes::LaneBook::new(config)))
 }
 
 impl Gate for PolicyGate {

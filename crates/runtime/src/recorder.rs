@@ -254,6 +254,13 @@ impl Recorder {
         self.observation
     }
 
+    /// Carries the digest of an observation recorded by an earlier writer of the same run —
+    /// another process, such as a hook that saw the previous tool's result — so that the
+    /// next record names it. Its bytes were kept (or not) when it was first observed.
+    pub const fn carry_observation(&mut self, digest: Option<Digest>) {
+        self.observation = digest;
+    }
+
     /// Records what the model is shown next (a tool result, a user message, a denial):
     /// `H(canonical_json(observation))` becomes the next step's `observation_digest`, and the
     /// canonical bytes go to the content store if retention allows.

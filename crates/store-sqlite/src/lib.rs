@@ -21,6 +21,10 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 pub use schema::CURRENT_VERSION;
 
+/// The size beyond which [`SqliteStore::tune_for_short_lived_process`] checkpoints and
+/// truncates the write-ahead log when it opens the store (1 MiB: 64 pages of 16 KiB).
+pub const SHORT_LIVED_WAL_LIMIT: u64 = 1 << 20;
+
 /// How long a writer waits for another writer's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -135,6 +139,44 @@ impl SqliteStore {
         self.conn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Tunes the connection for a process that opens the store for one commit and exits
+    /// (the hooks: one process per tool call).
+    ///
+    /// By default the last connection to close checkpoints the write-ahead log into the
+    /// database and deletes it, and the next process re-creates it: two `fsync`s, a deletion
+    /// and a directory `fsync` on every call. Here the log is left in place when the
+    /// connection closes, SQLite's automatic checkpoints are off (a new process rebuilds the
+    /// log's index from the file and forgets what an earlier process checkpointed, so they
+    /// would copy the same frames again and again), and the log is checkpointed and truncated
+    /// when a process finds it larger than [`SHORT_LIVED_WAL_LIMIT`] bytes (when no other
+    /// process is using the store at that instant). Durability is
+    /// unchanged: a commit is durable once the log is synced.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when SQLite refuses a setting or the checkpoint.
+    pub fn tune_for_short_lived_process(&self) -> Result<(), StoreError> {
+        let conn = self.conn();
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(backend)?;
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(backend)?;
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        let large = std::fs::metadata(&wal).is_ok_and(|m| m.len() > SHORT_LIVED_WAL_LIMIT);
+        if large {
+            // Best effort and without waiting: with another process reading or writing, the
+            // log is left for a later process to truncate (a busy checkpoint must not delay,
+            // let alone fail, the commit this process is opened for).
+            conn.busy_timeout(Duration::ZERO).map_err(backend)?;
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
+        }
+        Ok(())
     }
 
     /// Runs one statement outside the ledger API. For tests and tooling that need to reach

@@ -2,37 +2,13 @@
 //! the current durable state, the summary and `now`. The decision never authorises anything;
 //! the exit code says which of the three outcomes it is.
 
-use std::path::Path;
-
 use cairn_continuity::{ContinuityState, ContinuityStatus, decide_text};
 use cairn_core::Timestamp;
 
 use crate::args::ContinuityCommand;
 use crate::failure::{Failure, exit};
+use crate::input::read;
 use crate::output::Outcome;
-
-/// The largest input file read (the envelope parser has its own, smaller limit).
-const MAX_FILE_BYTES: u64 = 4 << 20;
-
-fn read(path: &Path, what: &str) -> Result<String, Failure> {
-    let unreadable = |e: std::io::Error| {
-        Failure::invalid(
-            "unreadable_input",
-            format!("cannot read the {what} `{}`: {e}", path.display()),
-        )
-    };
-    let len = std::fs::metadata(path).map_err(unreadable)?.len();
-    if len > MAX_FILE_BYTES {
-        return Err(Failure::invalid(
-            "input_too_large",
-            format!(
-                "the {what} `{}` is {len} bytes; the limit is {MAX_FILE_BYTES}",
-                path.display()
-            ),
-        ));
-    }
-    std::fs::read_to_string(path).map_err(unreadable)
-}
 
 /// Runs `cairn continuity …`.
 pub fn run(command: ContinuityCommand) -> Result<Outcome, Failure> {

@@ -40,6 +40,22 @@ fn write_new(path: &Path, text: &str) -> Result<bool, Failure> {
     Ok(true)
 }
 
+/// What [`scaffold`] found and made.
+pub(crate) struct Scaffold {
+    /// The `.cairn/` folder.
+    pub project: PathBuf,
+    /// Files it created.
+    pub created: Vec<PathBuf>,
+    /// Files that were there already.
+    pub kept: Vec<PathBuf>,
+    /// The starter (or existing) policy file.
+    pub policy_file: PathBuf,
+    /// The version of the policy set that loads from it.
+    pub policy_set_version: cairn_core::Digest,
+    /// The signing key's id.
+    pub signing_key: String,
+}
+
 /// Runs `cairn init`.
 pub fn run(_ctx: &Context, args: &InitArgs) -> Result<Outcome, Failure> {
     let base = match &args.dir {
@@ -48,6 +64,46 @@ pub fn run(_ctx: &Context, args: &InitArgs) -> Result<Outcome, Failure> {
             Failure::internal("io", format!("cannot read the current directory: {e}"))
         })?,
     };
+    let Scaffold {
+        project,
+        created,
+        kept,
+        policy_file,
+        policy_set_version,
+        signing_key,
+    } = scaffold(&base)?;
+    let mut human = format!(
+        "initialised {} (observe-first: every call allowed and recorded)\n",
+        project.display()
+    );
+    for path in &created {
+        let _ = writeln!(human, "  created  {}", path.display());
+    }
+    for path in &kept {
+        let _ = writeln!(human, "  kept     {} (already there)", path.display());
+    }
+    let _ = writeln!(human, "  policy set version  {policy_set_version}");
+    let _ = writeln!(human, "  signing key         {signing_key}");
+    let _ = writeln!(
+        human,
+        "\nnext: edit {} and run `cairn policy check`",
+        policy_file.display()
+    );
+    Ok(Outcome::ok(
+        serde_json::json!({
+            "project": project,
+            "created": created,
+            "kept": kept,
+            "policy_set_version": policy_set_version,
+            "signing_key": signing_key,
+        }),
+        human,
+    ))
+}
+
+/// Scaffolds `.cairn/` in `base` in observe-first mode (also used by `cairn hooks install`):
+/// existing files are kept, missing ones created, and the policy set must load.
+pub(crate) fn scaffold(base: &Path) -> Result<Scaffold, Failure> {
     let project = base.join(PROJECT_DIR);
     let policy_file = project.join(POLICIES_DIR).join("starter.cedar");
     let tools_file = project.join(TOOLS_FILE);
@@ -73,31 +129,12 @@ pub fn run(_ctx: &Context, args: &InitArgs) -> Result<Outcome, Failure> {
     };
     // The gate must load what we just wrote; a broken starter set would be a Cairn bug.
     let gate = cairn_runtime::project::load_gate(&project.join(POLICIES_DIR), Some(&tools_file))?;
-    let mut human = format!(
-        "initialised {} (observe-first: every call allowed and recorded)\n",
-        project.display()
-    );
-    for path in &created {
-        let _ = writeln!(human, "  created  {}", path.display());
-    }
-    for path in &kept {
-        let _ = writeln!(human, "  kept     {} (already there)", path.display());
-    }
-    let _ = writeln!(human, "  policy set version  {}", gate.version());
-    let _ = writeln!(human, "  signing key         {}", key.id_label());
-    let _ = writeln!(
-        human,
-        "\nnext: edit {} and run `cairn policy check`",
-        policy_file.display()
-    );
-    Ok(Outcome::ok(
-        serde_json::json!({
-            "project": project,
-            "created": created,
-            "kept": kept,
-            "policy_set_version": gate.version(),
-            "signing_key": key.id_label(),
-        }),
-        human,
-    ))
+    Ok(Scaffold {
+        project,
+        created,
+        kept,
+        policy_file,
+        policy_set_version: gate.version(),
+        signing_key: key.id_label().to_string(),
+    })
 }

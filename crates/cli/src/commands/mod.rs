@@ -2,17 +2,22 @@
 
 mod continuity;
 mod cost;
+mod decisions;
 mod demo;
 mod eval;
 mod gc;
+pub mod hook;
+mod hooks;
 mod init;
 mod inspect;
+mod interop;
 mod keys;
 mod ledger;
 mod policy;
 mod reconcile;
 mod runs;
 mod schema;
+mod status;
 
 use crate::args::Command;
 use crate::context::Context;
@@ -29,6 +34,12 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::InspectContinuity(args) => inspect::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::Reconcile(args) => reconcile::run(ctx, &args),
+        Command::Decisions(cmd) => decisions::run(ctx, cmd),
+        Command::Status(args) => status::run(ctx, &args),
+        Command::Hook(args) => Ok(hook::run_as_outcome(ctx, &args)),
+        Command::Hooks(cmd) => hooks::run(ctx, cmd),
+        Command::Vce(cmd) => interop::run_vce(cmd),
+        Command::Rlc(cmd) => interop::run_rlc(cmd),
         Command::Keys(cmd) => keys::run(ctx, cmd),
         Command::Ledger(cmd) => ledger::run(ctx, cmd),
         Command::Runs(cmd) => runs::run(ctx, cmd),

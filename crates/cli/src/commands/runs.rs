@@ -10,6 +10,7 @@ use cairn_ledger::store::{RunFilter, RunInfo};
 use crate::args::RunsCommand;
 use crate::context::{Context, parse_id};
 use crate::failure::Failure;
+use crate::input::parse_duration;
 use crate::output::Outcome;
 
 /// Runs `cairn runs …`.
@@ -22,7 +23,7 @@ pub fn run(ctx: &Context, command: RunsCommand) -> Result<Outcome, Failure> {
     let now = SystemClock.now();
     let idle_before = older_than
         .as_deref()
-        .map(|text| parse_duration(text).map(|d| now.saturating_add(-d)))
+        .map(|text| parse_duration("--older-than", text).map(|d| now.saturating_add(-d)))
         .transpose()?;
     let tenant_id = tenant
         .as_deref()
@@ -85,40 +86,32 @@ fn human(runs: &[RunInfo], tenant: Option<&TenantId>) -> String {
     out
 }
 
-/// Parses `90s`, `15m`, `2h`, `3d`, `1h30m` or an ISO 8601 duration (`PT2H`).
-pub fn parse_duration(text: &str) -> Result<jiff::SignedDuration, Failure> {
-    let invalid = |why: String| {
-        Failure::invalid(
-            "invalid_input",
-            format!(
-                "`--older-than`: `{text}` is not a duration like `90s`, `15m`, `2h` or `3d` ({why})"
-            ),
-        )
-    };
-    let span: jiff::Span = text
-        .trim()
-        .parse()
-        .map_err(|e: jiff::Error| invalid(e.to_string()))?;
-    let duration = span
-        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
-        .map_err(|e| invalid(e.to_string()))?;
-    if duration.is_negative() {
-        return Err(invalid("it is negative".to_owned()));
-    }
-    Ok(duration)
-}
-
 #[cfg(test)]
 mod tests {
     use super::parse_duration;
 
     #[test]
     fn durations_in_the_documented_forms_parse() {
-        assert_eq!(parse_duration("90s").unwrap().as_secs(), 90);
-        assert_eq!(parse_duration("15m").unwrap().as_secs(), 900);
-        assert_eq!(parse_duration("2h").unwrap().as_secs(), 7200);
-        assert_eq!(parse_duration("3d").unwrap().as_secs(), 3 * 86_400);
-        assert_eq!(parse_duration("1h30m").unwrap().as_secs(), 5400);
-        assert_eq!(parse_duration("bogus").unwrap_err().code, "invalid_input");
+        assert_eq!(parse_duration("--older-than", "90s").unwrap().as_secs(), 90);
+        assert_eq!(
+            parse_duration("--older-than", "15m").unwrap().as_secs(),
+            900
+        );
+        assert_eq!(
+            parse_duration("--older-than", "2h").unwrap().as_secs(),
+            7200
+        );
+        assert_eq!(
+            parse_duration("--older-than", "3d").unwrap().as_secs(),
+            3 * 86_400
+        );
+        assert_eq!(
+            parse_duration("--older-than", "1h30m").unwrap().as_secs(),
+            5400
+        );
+        assert_eq!(
+            parse_duration("--older-than", "bogus").unwrap_err().code,
+            "invalid_input"
+        );
     }
 }

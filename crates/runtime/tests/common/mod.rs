@@ -79,6 +79,7 @@ pub fn write_run(
                         reason: None,
                         preserved: vec![label("identity"), label("approval")],
                         idempotency_key: None,
+                        lane_digest: None,
                         side_effect_status: None,
                         evidence_ref: None,
                     },

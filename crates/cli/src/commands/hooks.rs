@@ -1,0 +1,180 @@
+//! `cairn hooks install|uninstall --claude-code|--codex [--dir D]`: adds Cairn's hooks to the
+//! host's project settings (`.claude/settings.json`, `.codex/hooks.json`) without touching any
+//! other setting or hook, and scaffolds `.cairn/` in observe-first mode (every call allowed
+//! and recorded) when the project has none, so installing never breaks a working setup.
+//! `uninstall` removes exactly what `install` added; `.cairn/` and the ledger stay.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use cairn_core::ErrorCode;
+use cairn_hooks::install::{self, Change};
+use cairn_hooks::{HookError, Host};
+use serde_json::json;
+
+use crate::args::{HooksCommand, HooksTarget};
+use crate::commands::init;
+use crate::context::{Context, PROJECT_DIR};
+use crate::failure::Failure;
+use crate::output::Outcome;
+
+/// What `.cairn/.gitignore` keeps out of version control: the store, private keys and the
+/// per-session state.
+const GITIGNORE: &str = "# Written by `cairn hooks install`: the ledger, private keys and session state stay local.\ncairn.db\ncairn.db-*\nkeys/\nsessions/\n";
+
+/// Runs `cairn hooks …`.
+pub fn run(_ctx: &Context, command: HooksCommand) -> Result<Outcome, Failure> {
+    match command {
+        HooksCommand::Install(target) => install_hooks(&target),
+        HooksCommand::Uninstall(target) => uninstall_hooks(&target),
+    }
+}
+
+fn hosts(target: &HooksTarget) -> Vec<Host> {
+    let mut hosts = Vec::new();
+    if target.claude_code {
+        hosts.push(Host::ClaudeCode);
+    }
+    if target.codex {
+        hosts.push(Host::Codex);
+    }
+    hosts
+}
+
+fn base(target: &HooksTarget) -> Result<PathBuf, Failure> {
+    match &target.dir {
+        Some(dir) if dir.is_dir() => Ok(dir.clone()),
+        Some(dir) => Err(Failure::invalid(
+            "invalid_input",
+            format!("`--dir`: `{}` is not a folder", dir.display()),
+        )),
+        None => std::env::current_dir().map_err(|e| {
+            Failure::internal("io", format!("cannot read the current directory: {e}"))
+        }),
+    }
+}
+
+/// A settings file of the wrong shape is the user's input: exit 2.
+fn failure(error: &HookError) -> Failure {
+    match error {
+        HookError::Settings { .. } => Failure::invalid(error.code(), error.to_string()),
+        _ => Failure::internal(error.code(), error.to_string()),
+    }
+}
+
+fn relative(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
+    let base = base(target)?;
+    let hosts = hosts(target);
+    // Every settings file is checked before anything is written.
+    for host in &hosts {
+        install::check(*host, &base).map_err(|e| failure(&e))?;
+    }
+    let mut human = String::new();
+    let project = base.join(PROJECT_DIR);
+    let scaffolded = if project.is_dir() {
+        let _ = writeln!(
+            human,
+            "kept the existing {} (its policies apply)",
+            project.display()
+        );
+        Vec::new()
+    } else {
+        let scaffold = init::scaffold(&base)?;
+        let _ = writeln!(
+            human,
+            "created {} in observe-first mode: every call allowed and recorded (policy set {})",
+            scaffold.project.display(),
+            scaffold.policy_set_version
+        );
+        scaffold.created
+    };
+    let gitignore = project.join(".gitignore");
+    if !gitignore.exists() {
+        std::fs::write(&gitignore, GITIGNORE).map_err(|e| {
+            Failure::internal("io", format!("cannot write `{}`: {e}", gitignore.display()))
+        })?;
+    }
+    let mut changes = Vec::new();
+    for host in hosts {
+        let change = install::install(host, &base).map_err(|e| failure(&e))?;
+        describe(&mut human, &change, &base, "installed", "already installed");
+        changes.push(change);
+    }
+    let _ = writeln!(
+        human,
+        "\nnext: use the agent as usual; every tool call is gated and recorded.\n  cairn runs list              one run per session (cc-<session>, codex-<session>)\n  cairn ledger verify --all    check every chain and signed checkpoint"
+    );
+    Ok(Outcome::ok(
+        json!({
+            "project": project,
+            "created": scaffolded,
+            "hooks": changes.iter().map(|c| to_json(c, &base)).collect::<Vec<_>>(),
+        }),
+        human,
+    ))
+}
+
+fn uninstall_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
+    let base = base(target)?;
+    let mut human = String::new();
+    let mut changes = Vec::new();
+    for host in hosts(target) {
+        let change = install::uninstall(host, &base).map_err(|e| failure(&e))?;
+        describe(&mut human, &change, &base, "removed", "not installed");
+        changes.push(change);
+    }
+    let _ = writeln!(
+        human,
+        "{} and its ledger are kept.",
+        base.join(PROJECT_DIR).display()
+    );
+    Ok(Outcome::ok(
+        json!({"hooks": changes.iter().map(|c| to_json(c, &base)).collect::<Vec<_>>()}),
+        human,
+    ))
+}
+
+fn describe(human: &mut String, change: &Change, base: &Path, done: &str, nothing: &str) {
+    let file = relative(&change.path, base);
+    if change.events.is_empty() {
+        let _ = writeln!(
+            human,
+            "{}: {nothing} in {file} (nothing changed)",
+            change.host.display_name()
+        );
+    } else {
+        let _ = writeln!(
+            human,
+            "{}: {done} `{}` for {} in {file}{}",
+            change.host.display_name(),
+            install::command(change.host),
+            change.events.join(", "),
+            if change.file_created_or_removed {
+                if done == "installed" {
+                    " (created)"
+                } else {
+                    " (file removed: the install had created it)"
+                }
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+fn to_json(change: &Change, base: &Path) -> serde_json::Value {
+    json!({
+        "host": change.host.as_str(),
+        "settings": relative(&change.path, base),
+        "command": install::command(change.host),
+        "events": change.events,
+        "file_created_or_removed": change.file_created_or_removed,
+    })
+}

@@ -1,0 +1,71 @@
+//! Reading input files: a size limit, and errors that name the file and what it was for.
+
+use std::path::Path;
+
+use crate::failure::Failure;
+
+/// The largest input file read (parsers may have their own, smaller limits).
+const MAX_FILE_BYTES: u64 = 4 << 20;
+
+/// Reads the `what` file at `path` as text.
+///
+/// # Errors
+/// `unreadable_input` or `input_too_large` (exit 2).
+pub fn read(path: &Path, what: &str) -> Result<String, Failure> {
+    let unreadable = |e: std::io::Error| {
+        Failure::invalid(
+            "unreadable_input",
+            format!("cannot read the {what} `{}`: {e}", path.display()),
+        )
+    };
+    let len = std::fs::metadata(path).map_err(unreadable)?.len();
+    if len > MAX_FILE_BYTES {
+        return Err(Failure::invalid(
+            "input_too_large",
+            format!(
+                "the {what} `{}` is {len} bytes; the limit is {MAX_FILE_BYTES}",
+                path.display()
+            ),
+        ));
+    }
+    std::fs::read_to_string(path).map_err(unreadable)
+}
+
+/// Reads the `what` file at `path` as JSON.
+///
+/// # Errors
+/// As [`read`], and `malformed_json` (exit 2) naming the line and column.
+pub fn read_json(path: &Path, what: &str) -> Result<serde_json::Value, Failure> {
+    let text = read(path, what)?;
+    serde_json::from_str(&text).map_err(|e| {
+        Failure::invalid(
+            "malformed_json",
+            format!("the {what} `{}` is not JSON: {e}", path.display()),
+        )
+    })
+}
+
+/// Parses the duration given to `flag`: `90s`, `15m`, `2h`, `3d`, `1h30m` or an ISO 8601
+/// duration (`PT2H`); not negative.
+///
+/// # Errors
+/// `invalid_input` (exit 2) naming the flag.
+pub fn parse_duration(flag: &str, text: &str) -> Result<jiff::SignedDuration, Failure> {
+    let invalid = |why: String| {
+        Failure::invalid(
+            "invalid_input",
+            format!("`{flag}`: `{text}` is not a duration like `90s`, `15m`, `2h` or `3d` ({why})"),
+        )
+    };
+    let span: jiff::Span = text
+        .trim()
+        .parse()
+        .map_err(|e: jiff::Error| invalid(e.to_string()))?;
+    let duration = span
+        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
+        .map_err(|e| invalid(e.to_string()))?;
+    if duration.is_negative() {
+        return Err(invalid("it is negative".to_owned()));
+    }
+    Ok(duration)
+}

@@ -1,0 +1,59 @@
+//! VCE 0.1 decisions per second for the published example with its restore results: from
+//! already parsed values (schemas compiled once), and from text (parse both documents, then
+//! decide), beside one SHA-256 over the example's bytes measured in the same run.
+//!
+//! Run: `cargo bench -p cairn-continuity --bench vce -- --noplot`
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    missing_docs,
+    reason = "bench code"
+)]
+
+use std::hint::black_box;
+
+use cairn_continuity::vce::{VceDecision, VceValidator};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+const CASE: &str = "ref-task-verification-remains-pending-after-restore";
+const ENVELOPE: &str = include_str!(
+    "../tests/vce_cases/ref-task-verification-remains-pending-after-restore/envelope.json"
+);
+const RESTORE: &str = include_str!(
+    "../tests/vce_cases/ref-task-verification-remains-pending-after-restore/restore.json"
+);
+
+fn vce(c: &mut Criterion) {
+    let validator = VceValidator::new().unwrap();
+    let envelope: Value = serde_json::from_str(ENVELOPE).unwrap();
+    let restore: Value = serde_json::from_str(RESTORE).unwrap();
+    let report = validator.check(&envelope, Some(&restore));
+    assert_eq!(report.decision, VceDecision::ReviewRequired, "{CASE}");
+
+    let mut group = c.benchmark_group("vce");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("sha256_of_example_bytes", |b| {
+        b.iter(|| Sha256::digest(black_box(ENVELOPE.as_bytes())));
+    });
+    group.bench_function("decide_parsed_example_with_restore", |b| {
+        b.iter(|| {
+            validator
+                .check(black_box(&envelope), Some(black_box(&restore)))
+                .decision
+        });
+    });
+    group.bench_function("parse_and_decide_example_text", |b| {
+        b.iter(|| {
+            let envelope: Value = serde_json::from_str(black_box(ENVELOPE)).unwrap();
+            let restore: Value = serde_json::from_str(black_box(RESTORE)).unwrap();
+            validator.check(&envelope, Some(&restore)).decision
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, vce);
+criterion_main!(benches);

@@ -1,0 +1,186 @@
+//! JSON values seen the way the published Python reference sees them: Python truthiness,
+//! Python equality (`1 == 1.0 == True`, a missing key equal to `null`), and short renderings of
+//! user values for finding messages.
+//!
+//! The reference compares with `==` and tests with `not x`; reproducing those two operators
+//! exactly is what keeps this validator's decisions equal to the reference's on inputs of
+//! unexpected types, not only on the well-typed ones the schemas admit.
+
+use std::fmt::Write as _;
+
+use cairn_pyschema::Cut;
+use serde_json::{Map, Number, Value};
+
+/// The longest rendering of a user value put into a message, in characters (then `…`).
+const SHOWN_MAX: usize = 120;
+
+/// Python's `bool(x)` for `x = mapping.get(key)`: `None`, `null`, `false`, `0`, `0.0`, `""`,
+/// `[]` and `{}` are false.
+pub(super) fn truthy(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+    }
+}
+
+/// Python's `a == b` where each side is `mapping.get(key)`: an absent key is `None`, the same
+/// as JSON `null`.
+pub(super) fn py_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
+    py_eq_value(a.unwrap_or(&Value::Null), b.unwrap_or(&Value::Null))
+}
+
+/// Python's `==` on two values `json.loads` produced.
+pub(super) fn py_eq_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq_value(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => objects_equal(x, y),
+        (Value::Bool(_) | Value::Number(_), Value::Bool(_) | Value::Number(_)) => {
+            match (as_py_number(a), as_py_number(b)) {
+                (Some(x), Some(y)) => numbers_equal(x, y),
+                _ => false,
+            }
+        }
+        _ => false,
+    }
+}
+
+fn objects_equal(x: &Map<String, Value>, y: &Map<String, Value>) -> bool {
+    x.len() == y.len()
+        && x.iter()
+            .all(|(key, p)| y.get(key).is_some_and(|q| py_eq_value(p, q)))
+}
+
+/// A Python number: `bool` is a subclass of `int`.
+#[derive(Clone, Copy)]
+enum PyNumber {
+    Int(i128),
+    Float(f64),
+}
+
+fn as_py_number(value: &Value) -> Option<PyNumber> {
+    match value {
+        Value::Bool(b) => Some(PyNumber::Int(i128::from(*b))),
+        Value::Number(n) => Some(number(n)),
+        _ => None,
+    }
+}
+
+fn number(n: &Number) -> PyNumber {
+    if let Some(u) = n.as_u64() {
+        PyNumber::Int(i128::from(u))
+    } else if let Some(i) = n.as_i64() {
+        PyNumber::Int(i128::from(i))
+    } else {
+        PyNumber::Float(n.as_f64().unwrap_or(f64::NAN))
+    }
+}
+
+/// Python compares an `int` with a `float` exactly, not after rounding the integer.
+fn numbers_equal(a: PyNumber, b: PyNumber) -> bool {
+    match (a, b) {
+        (PyNumber::Int(x), PyNumber::Int(y)) => x == y,
+        (PyNumber::Float(x), PyNumber::Float(y)) => x == y,
+        (PyNumber::Int(i), PyNumber::Float(f)) | (PyNumber::Float(f), PyNumber::Int(i)) => {
+            // Every integer a `Value` can hold is below 2^64, far inside the range where an
+            // integral f64 converts to i128 without loss.
+            f.is_finite() && f.fract() == 0.0 && f.abs() < 1e30 && float_to_i128(f) == Some(i)
+        }
+    }
+}
+
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "the caller checked that `f` is integral and far inside the i128 range"
+)]
+fn float_to_i128(f: f64) -> Option<i128> {
+    Some(f as i128)
+}
+
+/// `value` is the string `text`.
+pub(super) fn is_str(value: Option<&Value>, text: &str) -> bool {
+    matches!(value, Some(Value::String(s)) if s == text)
+}
+
+/// A user value for a message, meant to go between backticks: a string as it is, anything
+/// else as compact JSON, an absent value as `<missing>`; at most [`SHOWN_MAX`] characters, on
+/// one line (see [`Cut`]).
+pub(super) fn shown(value: Option<&Value>) -> String {
+    let mut out = String::new();
+    let mut cut = Cut::new(&mut out, SHOWN_MAX);
+    // An error only means the text was cut, which `finish` marks.
+    let _ = match value {
+        None => cut.write_str("<missing>"),
+        Some(Value::String(s)) => cut.write_str(s),
+        Some(other) => write!(cut, "{other}"),
+    };
+    cut.finish();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn truthiness_follows_python() {
+        for falsy in [
+            json!(null),
+            json!(false),
+            json!(0),
+            json!(0.0),
+            json!(""),
+            json!([]),
+            json!({}),
+        ] {
+            assert!(!truthy(Some(&falsy)), "{falsy}");
+        }
+        assert!(!truthy(None));
+        for truthy_value in [
+            json!(true),
+            json!(1),
+            json!(-0.5),
+            json!("x"),
+            json!([0]),
+            json!({"a": 0}),
+        ] {
+            assert!(truthy(Some(&truthy_value)), "{truthy_value}");
+        }
+    }
+
+    #[test]
+    fn equality_follows_python() {
+        assert!(py_eq(None, Some(&json!(null))));
+        assert!(py_eq_value(&json!(1), &json!(1.0)));
+        assert!(py_eq_value(&json!(true), &json!(1)));
+        assert!(py_eq_value(&json!(false), &json!(0.0)));
+        assert!(!py_eq_value(
+            &json!(9_007_199_254_740_993_u64),
+            &json!(9_007_199_254_740_992.0)
+        ));
+        assert!(py_eq_value(
+            &json!({"a": [1, "x"]}),
+            &json!({"a": [1.0, "x"]})
+        ));
+        assert!(!py_eq_value(&json!("1"), &json!(1)));
+        assert!(!py_eq_value(&json!(null), &json!(false)));
+    }
+
+    #[test]
+    fn shown_values_are_bounded_and_on_one_line() {
+        let long = Value::String("é".repeat(200));
+        let text = shown(Some(&long));
+        assert!(text.ends_with('…') && text.chars().count() == SHOWN_MAX + 1);
+        assert_eq!(shown(Some(&json!([1, 2]))), "[1,2]");
+        assert_eq!(shown(Some(&json!("a\nb"))), "a\\nb");
+        assert_eq!(shown(None), "<missing>");
+    }
+}

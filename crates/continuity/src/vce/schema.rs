@@ -1,0 +1,50 @@
+//! Stage 1 (and the first rule of stage 4): the two published JSON Schemas, compiled once
+//! with the reference's own meaning of `date-time` and `pattern` (see `cairn-pyschema`), and
+//! their errors turned into findings.
+
+use cairn_pyschema::Schema;
+use serde_json::Value;
+
+use super::{Stage, VceError};
+
+/// `continuation-envelope.schema.json` of VCE 0.1, byte for byte as published.
+pub const ENVELOPE_SCHEMA_JSON: &str =
+    include_str!("../../schemas/vce-0.1/continuation-envelope.schema.json");
+
+/// `restore-results.schema.json` of VCE 0.1, byte for byte as published.
+pub const RESTORE_RESULTS_SCHEMA_JSON: &str =
+    include_str!("../../schemas/vce-0.1/restore-results.schema.json");
+
+/// Compiles one of the embedded schemas with the reference's keyword semantics.
+pub(super) fn compile(name: &'static str, text: &str) -> Result<Schema, VceError> {
+    cairn_pyschema::compile(name, text).map_err(|e| match e {
+        cairn_pyschema::PySchemaError::Compile { reason, .. } => VceError::SchemaCompile {
+            schema: name,
+            reason,
+        },
+    })
+}
+
+/// Which document a schema check is about: its name in messages and the root of its paths.
+#[derive(Clone, Copy)]
+pub(super) struct Subject {
+    /// The schema's name in messages.
+    pub(super) schema: &'static str,
+    /// The root of paths into the document (`$` for the envelope).
+    pub(super) root: &'static str,
+    /// The code of a finding.
+    pub(super) code: &'static str,
+}
+
+/// Adds one blocking finding per schema error of `document`; nothing when it is valid.
+pub(super) fn check(schema: &Schema, document: &Value, subject: Subject, stage: &mut Stage) {
+    for error in schema.check(document, subject.root) {
+        stage.block(
+            subject.code,
+            format!(
+                "`{}` breaks the vce 0.1 {} schema: {}",
+                error.path, subject.schema, error.message
+            ),
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! What a hook invocation answers: stdout, stderr and the exit code, in the host's format.
+//!
+//! # The contract with the hosts
+//!
+//! - Exit `0` with a JSON object on stdout is a structured answer; exit `0` with nothing on
+//!   stdout is "no decision": the host's own permission flow goes on.
+//! - Exit `2` blocks a `PreToolUse` and shows stderr to the model. Any other non-zero exit,
+//!   and a timeout, let the call through — so Cairn never uses them: an internal failure of
+//!   a `PreToolUse` answers exit `2` (fail closed).
+//! - A `PreToolUse` deny is `{"hookSpecificOutput": {"hookEventName": "PreToolUse",
+//!   "permissionDecision": "deny", "permissionDecisionReason": …}}` for both hosts (Codex's
+//!   output schemas define the same form, and only deny is reliable there).
+//! - An allow is answered with **nothing** by default: Claude Code's `"allow"` skips the
+//!   user's permission prompt, and a policy that only narrows must not widen what the user's
+//!   own settings allow. A project can ask for explicit allows (`explicit_allow` in
+//!   `.cairn/hooks.json`, Claude Code only).
+//! - Context for the model goes in `hookSpecificOutput.additionalContext` of `SessionStart`,
+//!   `UserPromptSubmit`, `PostToolUse` and `PostToolUseFailure` (at most
+//!   [`MAX_CONTEXT_CHARS`] characters); a message for the user in `systemMessage`.
+
+use serde_json::json;
+
+use crate::host::Host;
+
+/// The longest `additionalContext` the hosts accept without spilling it to a file.
+pub const MAX_CONTEXT_CHARS: usize = 10_000;
+
+/// The exit code that blocks a `PreToolUse`.
+pub const EXIT_BLOCK: u8 = 2;
+
+/// A hook's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// What goes to stdout (a JSON object), if anything.
+    pub stdout: Option<String>,
+    /// What goes to stderr, if anything.
+    pub stderr: Option<String>,
+    /// The exit code.
+    pub exit: u8,
+    /// Whether the answer refuses a tool call. When stdout cannot be written, such an
+    /// answer must exit 2 instead (a host that reads no JSON lets the call through).
+    pub denies: bool,
+}
+
+impl Answer {
+    /// Exit 0, nothing printed: no decision, nothing to say.
+    #[must_use]
+    pub const fn silent() -> Self {
+        Self {
+            stdout: None,
+            stderr: None,
+            exit: 0,
+            denies: false,
+        }
+    }
+
+    /// Exit 0 with a note on stderr (the hosts show it only in their debug log).
+    #[must_use]
+    pub fn note(text: impl Into<String>) -> Self {
+        Self {
+            stdout: None,
+            stderr: Some(text.into()),
+            exit: 0,
+            denies: false,
+        }
+    }
+
+    /// Exit 2 with the reason on stderr: the call is blocked and the model is told why.
+    #[must_use]
+    pub fn fail_closed(reason: impl Into<String>) -> Self {
+        Self {
+            stdout: None,
+            stderr: Some(reason.into()),
+            exit: EXIT_BLOCK,
+            denies: true,
+        }
+    }
+
+    /// A `PreToolUse` deny with its reason.
+    #[must_use]
+    pub fn deny(reason: &str) -> Self {
+        Self {
+            denies: true,
+            stderr: Some(reason.to_owned()),
+            ..Self::json(&json!({
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            }))
+        }
+    }
+
+    /// A `PreToolUse` allow: nothing, unless `explicit` (Claude Code only).
+    #[must_use]
+    pub fn allow(host: Host, explicit: bool, reason: &str) -> Self {
+        if explicit && host == Host::ClaudeCode {
+            Self::json(&json!({
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "allow",
+                    "permissionDecisionReason": reason,
+                }
+            }))
+        } else {
+            Self::silent()
+        }
+    }
+
+    /// Context for the model, through the event's `additionalContext` (truncated to
+    /// [`MAX_CONTEXT_CHARS`]).
+    #[must_use]
+    pub fn context(event: &str, text: &str) -> Self {
+        Self::json(&json!({
+            "hookSpecificOutput": {
+                "hookEventName": event,
+                "additionalContext": truncate(text, MAX_CONTEXT_CHARS),
+            }
+        }))
+    }
+
+    /// A message shown to the user (not the model).
+    #[must_use]
+    pub fn system_message(text: &str) -> Self {
+        Self::json(&json!({ "systemMessage": truncate(text, MAX_CONTEXT_CHARS) }))
+    }
+
+    /// Adds a stderr note to an answer.
+    #[must_use]
+    pub fn with_note(mut self, text: impl Into<String>) -> Self {
+        let text = text.into();
+        self.stderr = Some(match self.stderr.take() {
+            Some(before) => format!("{before}\n{text}"),
+            None => text,
+        });
+        self
+    }
+
+    fn json(value: &serde_json::Value) -> Self {
+        Self {
+            stdout: Some(value.to_string()),
+            stderr: None,
+            exit: 0,
+            denies: false,
+        }
+    }
+}
+
+/// `text` cut to at most `max` characters, on a character boundary, with a marker when cut.
+#[must_use]
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let marker = "\n[… truncated by Cairn]";
+    let keep = max.saturating_sub(marker.chars().count());
+    let mut out: String = text.chars().take(keep).collect();
+    out.push_str(marker);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "test code")]
+
+    use super::*;
+
+    #[test]
+    fn context_is_cut_to_the_hosts_limit() {
+        let long = "é".repeat(MAX_CONTEXT_CHARS + 50);
+        let answer = Answer::context("SessionStart", &long);
+        let value: serde_json::Value = serde_json::from_str(&answer.stdout.unwrap()).unwrap();
+        let text = value["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap();
+        assert_eq!(text.chars().count(), MAX_CONTEXT_CHARS);
+        assert!(text.ends_with("truncated by Cairn]"));
+    }
+
+    #[test]
+    fn allows_are_silent_unless_asked_for_on_claude_code() {
+        assert_eq!(Answer::allow(Host::Codex, true, "r"), Answer::silent());
+        assert_eq!(
+            Answer::allow(Host::ClaudeCode, false, "r"),
+            Answer::silent()
+        );
+        assert!(
+            Answer::allow(Host::ClaudeCode, true, "r")
+                .stdout
+                .unwrap()
+                .contains("\"allow\"")
+        );
+    }
+}

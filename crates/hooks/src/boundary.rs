@@ -1,0 +1,611 @@
+//! Compaction and the end of a session, as hooks see them.
+//!
+//! - `PreCompact`: the decision snapshot is written (`.cairn/decisions/snapshots/<run>.json`,
+//!   through `cairn_runtime::decision_files`) and its digest bound into the chain by a
+//!   `decision_snapshot` record; when it cannot be written, a `continuity_evidence_missing`
+//!   record says so and the user is told. It never blocks the compaction (always exit 0).
+//! - `PostCompact`: `Executor::compact` saves the envelope with its `context_compaction`
+//!   record, binding the summary's digest (Claude Code sends the summary; Codex does not, so
+//!   its compactions bind the empty summary and are reported as unbound). A compaction seen
+//!   without its `PreCompact` had no snapshot: `continuity_evidence_missing` when the project
+//!   has decisions.
+//! - The next event — `SessionStart` with `source: "compact"` on Claude Code, whatever comes
+//!   first on Codex — runs `Executor::rehydrate` (the envelope from the store, never the
+//!   summary) and compares the decisions, and the re-injected context is handed to the model
+//!   by the first event whose answer can carry it. If `SessionStart` arrives before
+//!   `PostCompact`, the compaction is recorded then, unbound, and `PostCompact` binds the
+//!   summary with a second envelope.
+//! - `SessionEnd` closes the run: terminal record and signed checkpoint. `Stop` does not: it
+//!   ends a turn, not the session, and Claude Code fires it after every answer — closing the
+//!   run there would end the ledger while the session goes on. A run with a side effect still
+//!   awaiting reconciliation is not closed (closing it would make `cairn reconcile`
+//!   impossible); it stays listed by `cairn runs list --unterminated`.
+//!
+//! # Session facts
+//!
+//! The envelope's facts come from the project and the session: principal
+//! `agent:claude-code` / `agent:codex` (or `principal_id`), authorization mode
+//! `platform_owned` (or as configured, with the delegation), the capability in flight = the
+//! last tool admitted before the boundary (`none` before any), version `unversioned`, no
+//! approval, the objective (`objective` in `.cairn/hooks.json`, else the active lane's, else
+//! a placeholder), the constraint references `decision:<key>@r<revision>` of the decision book
+//! and `lane:<id>`, and the unresolved idempotency keys as pending obligations. Rehydration
+//! compares with the same facts, so only the durable state (policy version, side effects,
+//! checkpoint, summary digest) can make it fail.
+
+use cairn_continuity::ContinuityStatus;
+use cairn_core::{ErrorCode, Timestamp};
+use cairn_decisions::{Comparison, ContinuityHealth, DecisionState};
+use cairn_ledger::record::{BoundaryEvent, Label, TerminationReason};
+use cairn_runtime::Executor;
+use cairn_runtime::boundary::{SessionFacts, load_bound_envelope};
+use cairn_runtime::decision_files::DecisionFiles;
+use cairn_runtime::effects::Unresolved;
+use cairn_runtime::keyring::Keyring;
+
+use crate::answer::Answer;
+use crate::context::{ContextFacts, DecisionLine, LaneLine, render};
+use crate::engine::Session;
+use crate::error::HookError;
+use crate::gate::{RULE_CONFLICTING, RULE_DROPPED, RULE_EVIDENCE_MISSING, Restriction};
+use crate::session::{
+    Boundary, ContinuityNote, DecisionNote, MAX_SUMMARY_BYTES, Phase, SnapshotNote,
+};
+
+/// What became of the decision snapshot before a boundary.
+enum Snap {
+    NotConfigured,
+    Written(cairn_core::Digest),
+    Missing { code: &'static str, message: String },
+}
+
+/// `text` as a record label, or `fallback` when it is not one.
+fn label_or(text: &str, fallback: &str) -> Result<Label, HookError> {
+    Ok(Label::new(text).or_else(|_| Label::new(fallback))?)
+}
+
+/// The objective an envelope holds is at most 4096 bytes.
+fn clip(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end = end.saturating_sub(1);
+    }
+    text.get(..end).unwrap_or_default().to_owned()
+}
+
+impl Session<'_> {
+    fn decision_files(
+        &self,
+    ) -> Result<DecisionFiles, cairn_runtime::decision_files::DecisionFilesError> {
+        DecisionFiles::open(self.project.dir(), self.keys_dir())
+    }
+
+    /// Writes the decision snapshot for the boundary at `now` under `name`.
+    fn snapshot_decisions(&self, name: &str, now: Timestamp) -> Snap {
+        let files = match self.decision_files() {
+            Ok(files) => files,
+            Err(e) => {
+                return Snap::Missing {
+                    code: e.code(),
+                    message: e.to_string(),
+                };
+            }
+        };
+        let missing = |code: &'static str, message: String| {
+            // Best effort: the boundary record names no snapshot, so the comparison says
+            // `continuity_evidence_missing` even if an older snapshot of this name exists.
+            let _ = files.record_missing_snapshot(name, now);
+            Snap::Missing { code, message }
+        };
+        let book = match files.book() {
+            Ok(book) => book,
+            Err(e) => return missing(e.code(), e.to_string()),
+        };
+        if book.is_empty() {
+            return Snap::NotConfigured;
+        }
+        let snapshot = match book.snapshot(now) {
+            Ok(snapshot) => snapshot,
+            Err(e) => return missing(e.code(), e.to_string()),
+        };
+        match files.save_snapshot(name, &snapshot, now) {
+            Ok(()) => Snap::Written(snapshot.digest()),
+            Err(e) => missing(e.code(), e.to_string()),
+        }
+    }
+
+    /// Starts a new boundary at `now`; with `snapshot`, the decision snapshot is taken (at
+    /// `PreCompact`), else its absence is recorded when the project has decisions.
+    fn begin_boundary(&mut self, trigger: &str, snapshot: bool) -> Result<Snap, HookError> {
+        let now = self.now();
+        let (run, _) = self.run_id()?;
+        let snap = if snapshot {
+            self.snapshot_decisions(run.as_str(), now)
+        } else {
+            let configured = self
+                .decision_files()
+                .and_then(|f| f.book())
+                .map_or(true, |book| !book.is_empty());
+            if configured {
+                if let Ok(files) = self.decision_files() {
+                    let _ = files.record_missing_snapshot(run.as_str(), now);
+                }
+                Snap::Missing {
+                    code: "no_pre_compact",
+                    message: "the compaction was seen without its PreCompact event, so no decision snapshot was taken before it".to_owned(),
+                }
+            } else {
+                Snap::NotConfigured
+            }
+        };
+        self.state.boundary = Boundary {
+            seq: self.state.boundary.seq.saturating_add(1),
+            phase: Phase::Started,
+            trigger: Some(trigger.to_owned()),
+            at: Some(now),
+            capability: self.state.last_tool.clone(),
+            snapshot: match snap {
+                Snap::NotConfigured => SnapshotNote::NotConfigured,
+                Snap::Written(_) => SnapshotNote::Written,
+                Snap::Missing { .. } => SnapshotNote::Missing,
+            },
+            summary: None,
+            summary_bound: false,
+            unbound: false,
+        };
+        let mut recorder = self.recorder()?;
+        let event = match &snap {
+            Snap::NotConfigured => None,
+            Snap::Written(digest) => {
+                let mut event = BoundaryEvent::new(Label::new("decision_snapshot")?);
+                event.evidence_ref = Some(Label::new(format!("decision-snapshot:{digest}"))?);
+                Some(event)
+            }
+            Snap::Missing { code, .. } => {
+                let mut event = BoundaryEvent::new(Label::new("continuity_evidence_missing")?);
+                event.reason = Some(label_or(code, "snapshot_not_written")?);
+                Some(event)
+            }
+        };
+        if let Some(mut event) = event {
+            event.trigger = Some(label_or(trigger, "unknown")?);
+            recorder.record_boundary(event, None)?;
+        }
+        recorder.flush()?;
+        Ok(snap)
+    }
+
+    /// `PreCompact`: snapshot the decisions; never blocks.
+    pub(crate) fn pre_compact(&mut self, trigger: &str) -> Result<Answer, HookError> {
+        match self.begin_boundary(trigger, true)? {
+            Snap::Missing { code, message } => {
+                let (run, _) = self.run_id()?;
+                Ok(Answer::system_message(&format!(
+                    "Cairn: the decision snapshot for this compaction could not be written (continuity_evidence_missing, {code}: {message}). Consequential tool calls will be refused after the compaction until the decisions are checked and the baseline re-established with `cairn decisions snapshot --name {run}`."
+                ))
+                .with_note(format!("cairn: continuity_evidence_missing: {code}: {message}")))
+            }
+            Snap::NotConfigured | Snap::Written(_) => Ok(Answer::silent()),
+        }
+    }
+
+    /// `PostCompact`: record the compaction, binding the summary; never blocks.
+    pub(crate) fn post_compact(
+        &mut self,
+        trigger: &str,
+        summary: Option<&str>,
+    ) -> Result<Answer, HookError> {
+        match self.state.boundary.phase {
+            Phase::Started => self.compact(trigger, summary)?,
+            // Already recorded, unbound, when `SessionStart` came first: a summary is bound now
+            // by a second envelope; without one there is nothing to add.
+            Phase::Compacted | Phase::Rehydrated if self.state.boundary.unbound => {
+                if summary.is_some() {
+                    self.compact(trigger, summary)?;
+                }
+            }
+            // A compaction whose `PreCompact` was not seen.
+            Phase::Idle | Phase::Compacted | Phase::Rehydrated => {
+                self.begin_boundary(trigger, false)?;
+                self.compact(trigger, summary)?;
+            }
+        }
+        Ok(Answer::silent())
+    }
+
+    /// Records the compaction (envelope + `context_compaction`) with `summary` bound.
+    fn compact(&mut self, trigger: &str, summary: Option<&str>) -> Result<(), HookError> {
+        let gate = self.policy_gate()?;
+        let (mut executor, _rows) = self.executor(gate)?;
+        let facts = self.facts(&executor);
+        executor.compact(
+            &facts,
+            summary.unwrap_or(""),
+            label_or(trigger, "unknown")?.as_str(),
+        )?;
+        self.state.observation = executor.recorder().current_observation();
+        let boundary = &mut self.state.boundary;
+        boundary.phase = Phase::Compacted;
+        boundary.unbound = summary.is_none();
+        // Kept only until rehydration; a summary too large to keep is rehydrated as empty,
+        // which fails the digest check (recorded) rather than passing unchecked.
+        boundary.summary = summary
+            .filter(|s| s.len() <= MAX_SUMMARY_BYTES)
+            .map(str::to_owned);
+        boundary.summary_bound = summary.is_some();
+        Ok(())
+    }
+
+    /// `SessionStart`: after a compaction, rehydrate and hand the context to the model.
+    pub(crate) fn session_start(&mut self, source: &str) -> Result<Answer, HookError> {
+        if source == "compact" {
+            match self.state.boundary.phase {
+                // SessionStart before PostCompact: record the compaction now, unbound.
+                Phase::Started => self.compact("auto", None)?,
+                // A compaction whose PreCompact and PostCompact were not seen.
+                Phase::Idle => {
+                    self.begin_boundary("auto", false)?;
+                    self.compact("auto", None)?;
+                }
+                Phase::Compacted | Phase::Rehydrated => {}
+            }
+        }
+        self.rehydrate_standalone_if_due()?;
+        let context = self.state.context.take();
+        Ok(context.map_or_else(Answer::silent, |text| {
+            Answer::context("SessionStart", &text)
+        }))
+    }
+
+    /// Rehydrates with an executor of its own when a compaction awaits it.
+    pub(crate) fn rehydrate_standalone_if_due(&mut self) -> Result<(), HookError> {
+        if self.state.boundary.phase != Phase::Compacted {
+            return Ok(());
+        }
+        let gate = self.policy_gate()?;
+        let (mut executor, _rows) = self.executor(gate)?;
+        self.rehydrate(&mut executor)
+    }
+
+    /// Rehydrates on `executor` when a compaction awaits it.
+    pub(crate) fn rehydrate_if_due(&mut self, executor: &mut Executor) -> Result<(), HookError> {
+        if self.state.boundary.phase == Phase::Compacted {
+            self.rehydrate(executor)?;
+        }
+        Ok(())
+    }
+
+    /// E-4 after the boundary, the decision comparison, and the context for the model.
+    fn rehydrate(&mut self, executor: &mut Executor) -> Result<(), HookError> {
+        let now = self.now();
+        let store = self.store()?;
+        let tenant = executor.recorder().tenant_id().clone();
+        let run = executor.recorder().run_id().clone();
+        let note = if load_bound_envelope(store.as_ref(), &tenant, &run)?.is_none() {
+            ContinuityNote {
+                status: "no_envelope".to_owned(),
+                reason: "no_envelope".to_owned(),
+            }
+        } else {
+            let facts = self.facts(executor);
+            let summary = self.state.boundary.summary.clone().unwrap_or_default();
+            let decision = executor.rehydrate(&facts, &summary, now)?;
+            ContinuityNote {
+                status: decision.status().as_str().to_owned(),
+                reason: decision.reason().as_str().to_owned(),
+            }
+        };
+        let blocked = note.status == ContinuityStatus::BlockedOnReconciliation.as_str();
+        let changed = self.state.continuity.as_ref() != Some(&note);
+        self.state.continuity = Some(note);
+        if !blocked {
+            self.state.boundary.phase = Phase::Rehydrated;
+            self.state.boundary.summary = None;
+        }
+        let comparison = self.compare_decisions(run.as_str(), now);
+        if changed || !blocked {
+            self.state.context = Some(self.context_text(executor, comparison.as_ref()));
+        }
+        self.state.observation = executor.recorder().current_observation();
+        Ok(())
+    }
+
+    /// The decision comparison for the latest boundary, when decisions were configured then.
+    fn compare_decisions(
+        &mut self,
+        run: &str,
+        now: Timestamp,
+    ) -> Option<Result<Comparison, String>> {
+        if self.state.boundary.snapshot == SnapshotNote::NotConfigured {
+            return None;
+        }
+        let result = self
+            .decision_files()
+            .and_then(|files| files.compare_now(Some(run), now, self.config.decision_window))
+            .map_err(|e| format!("{}: {e}", e.code()));
+        self.state.decisions = Some(match &result {
+            Ok(comparison) => DecisionNote {
+                state: comparison.state().as_str().to_owned(),
+                reason: comparison.reason().code().to_owned(),
+                determining_key: comparison.determining_key().map(|k| k.as_str().to_owned()),
+                restricts: restricts(comparison.state()),
+            },
+            Err(message) => DecisionNote {
+                state: "unreadable".to_owned(),
+                reason: message.clone(),
+                determining_key: None,
+                restricts: true,
+            },
+        });
+        Some(result)
+    }
+
+    /// The decision invariants' restriction on consequential calls, recomputed now (a person
+    /// may have approved a change or re-established the baseline since the last call).
+    pub(crate) fn decision_restriction(
+        &mut self,
+        run: &str,
+    ) -> Result<Option<Restriction>, HookError> {
+        let now = self.now();
+        Ok(match self.compare_decisions(run, now) {
+            None => None,
+            Some(Ok(comparison)) => restriction_for(&comparison, run),
+            Some(Err(message)) => Some(Restriction {
+                rule: RULE_EVIDENCE_MISSING,
+                reason: "decision_files_unreadable",
+                message: format!(
+                    "Cairn cannot read the project's decision files ({message}), so it cannot tell whether the task's decisions survived the compaction; consequential calls wait until they are repaired (`cairn decisions list`)."
+                ),
+            }),
+        })
+    }
+
+    /// The session facts of the envelope (see the module documentation).
+    fn facts(&self, executor: &Executor) -> SessionFacts {
+        let lanes = executor.lanes().cloned().or_else(|| {
+            cairn_runtime::project::load_lanes(&self.project.lanes())
+                .ok()
+                .flatten()
+        });
+        let active = lanes
+            .as_ref()
+            .and_then(|book| book.active_lane().and_then(|id| book.lane(id)))
+            .map(|lane| lane.spec().clone());
+        let objective = self
+            .config
+            .objective
+            .clone()
+            .or_else(|| active.as_ref().map(|lane| lane.objective.clone()))
+            .filter(|o| !o.trim().is_empty())
+            .unwrap_or_else(|| {
+                format!(
+                    "the user's task in this {} session (no objective configured: set `objective` in .cairn/hooks.json)",
+                    self.host.display_name()
+                )
+            });
+        let mut refs: Vec<String> = self
+            .decision_files()
+            .and_then(|files| files.book())
+            .map(|book| {
+                book.current()
+                    .map(|entry| format!("decision:{}@r{}", entry.key().as_str(), entry.revision()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(lane) = &active {
+            refs.push(format!("lane:{}", lane.lane_id));
+        }
+        SessionFacts {
+            session_id: clip(&self.session_id, 256),
+            principal_id: self.config.principal(self.host),
+            authorization_mode: self.config.authorization_mode,
+            delegated_principal_id: self.config.delegated_principal_id.clone(),
+            delegated_scope: self.config.delegated_scope.clone(),
+            capability_name: clip(
+                self.state.boundary.capability.as_deref().unwrap_or("none"),
+                256,
+            ),
+            capability_version: "unversioned".to_owned(),
+            approval: None,
+            objective: clip(&objective, 4096),
+            exact_constraint_refs: refs,
+            pending_obligations: executor
+                .unresolved()
+                .iter()
+                .map(|(key, _)| format!("reconcile:{key}"))
+                .collect(),
+            sandbox_snapshot_ref: None,
+            budget_remaining: None,
+        }
+    }
+
+    /// The re-injected context after a rehydration.
+    fn context_text(
+        &self,
+        executor: &mut Executor,
+        comparison: Option<&Result<Comparison, String>>,
+    ) -> String {
+        let facts = self.facts(executor);
+        let recorder = executor.recorder();
+        let run_id = recorder.run_id().to_string();
+        let run = format!("{}/{run_id}", recorder.tenant_id());
+        let records = recorder.next_step();
+        let mut blocks: Vec<String> = executor
+            .unresolved()
+            .iter()
+            .map(|(key, tool)| {
+                format!(
+                    "a `{tool}` call's side effect has an unknown outcome (idempotency key `{key}`); do not retry it. Resolve: cairn reconcile --run {run_id} --key {key} --outcome applied|not_executed --evidence REF"
+                )
+            })
+            .collect();
+        let mut advice = Vec::new();
+        let (decisions_state, decisions) = match comparison {
+            None => (None, Vec::new()),
+            Some(Err(message)) => {
+                blocks.push(format!("the decision files cannot be read ({message})"));
+                (Some(("unreadable".to_owned(), message.clone())), Vec::new())
+            }
+            Some(Ok(comparison)) => {
+                if let Some(restriction) = restriction_for(comparison, &run_id) {
+                    blocks.push(restriction.message);
+                }
+                let lines: Vec<DecisionLine> = comparison
+                    .decisions()
+                    .iter()
+                    .map(|d| DecisionLine {
+                        key: d.key().as_str().to_owned(),
+                        revision: d.before().revision,
+                        observed_revision: d
+                            .after()
+                            .and_then(|o| o.revision_ref())
+                            .map(|r| r.revision),
+                        state: d.state().as_str().to_owned(),
+                        reason: d.reason().code().to_owned(),
+                    })
+                    .collect();
+                let unverified: Vec<&str> = lines
+                    .iter()
+                    .filter(|l| l.state == DecisionState::Unverified.as_str())
+                    .map(|l| l.key.as_str())
+                    .collect();
+                if !unverified.is_empty() {
+                    advice.push(format!(
+                        "decision(s) {} are unverified: nobody has re-asserted them since the compaction. Do not infer them from the summary; ask the user, who can confirm each with `cairn decisions set KEY VALUE`.",
+                        unverified.join(", ")
+                    ));
+                }
+                (
+                    Some((
+                        comparison.state().as_str().to_owned(),
+                        comparison.reason().code().to_owned(),
+                    )),
+                    lines,
+                )
+            }
+        };
+        let lane = executor.lanes().and_then(|book| {
+            let id = book.active_lane()?;
+            let spec = book.lane(id)?.spec();
+            Some(LaneLine {
+                id: id.to_owned(),
+                owner: spec.owner_ref.clone(),
+                objective: spec.objective.clone(),
+                status: book.status(id).map_or("unknown", |s| s.as_str()).to_owned(),
+                allowed: spec.mutation_scope.allowed_refs.clone(),
+                denied: spec.mutation_scope.denied_refs.clone(),
+            })
+        });
+        render(&ContextFacts {
+            run,
+            records,
+            compaction: self.state.boundary.seq,
+            summary_bound: self.state.boundary.summary_bound,
+            continuity: self
+                .state
+                .continuity
+                .as_ref()
+                .map(|c| (c.status.clone(), c.reason.clone())),
+            objective: facts.objective,
+            decisions_state,
+            decisions,
+            lane,
+            policy_version: executor.gate().policy_set_version().map(|d| d.to_string()),
+            blocks,
+            advice,
+        })
+    }
+
+    /// `SessionEnd`: close the run with its terminal record and signed checkpoint.
+    pub(crate) fn session_end(&mut self, reason: &str) -> Result<Answer, HookError> {
+        let (run, exists) = self.run_id()?;
+        if !exists {
+            return Ok(Answer::silent());
+        }
+        let store = self.store()?;
+        let tenant = self.tenant()?;
+        let unresolved = Unresolved::from_rows(&store.rows(&tenant, &run)?);
+        if let Some((key, tool)) = unresolved.iter().next() {
+            return Ok(Answer::note(format!(
+                "cairn: run `{run}` stays open: a `{tool}` side effect (idempotency key `{key}`) awaits reconciliation (`cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF`); `cairn runs list --unterminated` lists it"
+            )));
+        }
+        let key = Keyring::open(self.keys_dir())
+            .active_signing_key()
+            .map_err(cairn_runtime::RuntimeError::from)?;
+        let recorder = self.recorder()?;
+        let detail: String = reason
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+            .take(64)
+            .collect();
+        let closed = recorder.terminate(
+            TerminationReason::Completed,
+            Some(label_or(&format!("session_end:{detail}"), "session_end")?),
+            &key,
+        )?;
+        self.state.next_run();
+        Ok(Answer::note(format!(
+            "cairn: run `{run}` closed: {} records, signed checkpoint",
+            closed.terminal.step_index.saturating_add(1)
+        )))
+    }
+}
+
+/// Whether a continuity health refuses consequential calls in the hooks: `conflicting`,
+/// `dropped` and `continuity_evidence_missing`. `unverified` (nobody re-asserted a decision
+/// yet) is reported in the context but does not refuse calls: the observation that clears it
+/// can only come from a person, and refusing every consequential call after every automatic
+/// compaction until then would stall every session.
+#[must_use]
+pub fn restricts(state: ContinuityHealth) -> bool {
+    matches!(
+        state,
+        ContinuityHealth::Conflicting
+            | ContinuityHealth::Dropped
+            | ContinuityHealth::ContinuityEvidenceMissing
+    )
+}
+
+/// The restriction a comparison imposes, with the command that resolves it.
+fn restriction_for(comparison: &Comparison, run: &str) -> Option<Restriction> {
+    if !restricts(comparison.state()) {
+        return None;
+    }
+    let key = comparison
+        .determining_key()
+        .map_or("?", |k| k.as_str())
+        .to_owned();
+    let result = comparison
+        .determining_key()
+        .and_then(|k| comparison.decision(k));
+    let from = result.map_or(0, |r| r.before().revision);
+    let to = result
+        .and_then(|r| r.after())
+        .and_then(|o| o.revision_ref())
+        .map_or(0, |r| r.revision);
+    let reason = comparison.reason().code();
+    Some(match comparison.state() {
+        ContinuityHealth::Conflicting => Restriction {
+            rule: RULE_CONFLICTING,
+            reason: "decision_conflicting",
+            message: format!(
+                "Cairn stopped consequential work: decision `{key}` changed since the compaction without an approval linking revision {from} to revision {to} (conflicting, {reason}). Ask the user. A person resolves it by approving the change — cairn decisions approve-change {key} --from {from} --to {to} --approval REF — or by restoring the decision's value with `cairn decisions set {key} VALUE`."
+            ),
+        },
+        ContinuityHealth::Dropped => Restriction {
+            rule: RULE_DROPPED,
+            reason: "decision_dropped",
+            message: format!(
+                "Cairn paused consequential work: decision `{key}` is missing since the compaction (dropped, {reason}). Ask the user. A person restores it with `cairn decisions set {key} VALUE`."
+            ),
+        },
+        _ => Restriction {
+            rule: RULE_EVIDENCE_MISSING,
+            reason: "continuity_evidence_missing",
+            message: format!(
+                "Cairn paused consequential work: no decision snapshot was written before the compaction (continuity_evidence_missing), so nobody can tell whether the task's decisions survived it. A person checks them (`cairn decisions list`) and re-establishes the baseline with `cairn decisions snapshot --name {run}`."
+            ),
+        },
+    })
+}

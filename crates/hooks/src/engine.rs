@@ -1,0 +1,442 @@
+//! One hook invocation: parse, find the project, lock the session, act, answer.
+//!
+//! [`handle`] never panics and never returns an error: every failure becomes an answer. A
+//! `PreToolUse` that cannot be decided — a corrupt store, an unreadable or invalid
+//! configuration, a panic (caught with `catch_unwind`) — is denied with exit 2 and the reason
+//! on stderr (fail closed); every other event answers exit 0 with the error on stderr, so a
+//! compaction, a session start or a session end is never blocked.
+
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cairn_core::{Clock, ErrorCode, RunId, TaskId, TenantId};
+use cairn_ledger::{Store, StoreError};
+use cairn_runtime::{Durability, Executor, Gate, Recorder, RecorderOptions, RuntimeError};
+
+use crate::answer::Answer;
+use crate::config::HookConfig;
+use crate::error::HookError;
+use crate::gate::Fault;
+use crate::host::Host;
+use crate::input::{self, Event, HookInput};
+use crate::project::Project;
+use crate::session::{SessionFiles, SessionState};
+
+/// Opens the store a hook writes to (the SQLite file, for the `cairn` binary). The hooks
+/// crate does not know which backend it is.
+pub trait StoreOpener: Send + Sync {
+    /// Opens (creating if needed) the store at `path`.
+    ///
+    /// # Errors
+    /// The store's own errors.
+    fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError>;
+}
+
+/// What a hook invocation gets from its process.
+#[derive(Clone)]
+pub struct Environment {
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+    /// Opens the store.
+    pub stores: Arc<dyn StoreOpener>,
+    /// The store, when given explicitly (`--store`); else the project's `.cairn/cairn.db`.
+    pub store_path: Option<PathBuf>,
+    /// The key directory, when given explicitly (`--keys`); else the project's `.cairn/keys`.
+    pub keys_dir: Option<PathBuf>,
+    /// A test-only fault to inject (see [`Fault`]).
+    pub fault: Option<Fault>,
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Environment")
+            .field("store_path", &self.store_path)
+            .field("keys_dir", &self.keys_dir)
+            .field("fault", &self.fault)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Answers one hook invocation of `host` with `stdin` as its input.
+#[must_use]
+pub fn handle(host: Host, stdin: &[u8], env: &Environment) -> Answer {
+    let input = match input::parse(host, stdin) {
+        Ok(input) => input,
+        Err(error) => return malformed(&error),
+    };
+    match &input.event {
+        Event::Ignored(_) => return Answer::silent(),
+        Event::Unknown { name, tool_shaped } => return unknown(name, *tool_shaped),
+        _ => {}
+    }
+    let start = input
+        .cwd
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."));
+    let Some(project) = Project::find(&start) else {
+        return Answer::note(format!(
+            "cairn: no .cairn/ project at or above `{}`; nothing recorded (run `cairn hooks install` there)",
+            start.display()
+        ));
+    };
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run(&input, &project, env)));
+    let error = match outcome {
+        Ok(Ok(answer)) => return answer,
+        Ok(Err(error)) => error,
+        Err(panic) => HookError::Panic(panic_message(panic.as_ref())),
+    };
+    failure(&input.event, &error)
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}
+
+/// The answer to an input that is not the host's hook JSON. A `PreToolUse` — or an input
+/// whose event cannot be told — is denied (exit 2); an event that must never be blocked
+/// (its name still readable) gets exit 0.
+fn malformed(error: &HookError) -> Answer {
+    let event = match error {
+        HookError::InputMalformed { event, .. } => event.as_deref(),
+        _ => None,
+    };
+    let line = format!("error[{}]: {error}", error.code());
+    match event {
+        Some(name) if name != "PreToolUse" && !name.is_empty() => {
+            Answer::note(format!("cairn: {line}"))
+        }
+        _ => Answer::fail_closed(format!(
+            "Cairn denied this call: its hook input could not be read, so the call could not be decided ({line}). Nothing was run or recorded."
+        )),
+    }
+}
+
+/// An event Cairn does not know: exit 0 with a structured error, unless it carries a tool
+/// call about to run (it may be a renamed `PreToolUse`), which is denied (exit 2).
+fn unknown(name: &str, tool_shaped: bool) -> Answer {
+    let line = format!(
+        "error[hook_event_unknown]: unknown hook event `{name}`; nothing recorded (cairn hook understands PreToolUse, PostToolUse, PostToolUseFailure, UserPromptSubmit, PreCompact, PostCompact, SessionStart, Stop and SessionEnd)"
+    );
+    if tool_shaped {
+        Answer::fail_closed(format!(
+            "Cairn denied this call: it arrived as the unknown event `{name}` carrying a tool call, which Cairn cannot decide ({line})."
+        ))
+    } else {
+        Answer::note(format!("cairn: {line}"))
+    }
+}
+
+/// The answer to a failure while handling `event`.
+fn failure(event: &Event, error: &HookError) -> Answer {
+    let line = format!("error[{}]: {error}", error.code());
+    match event {
+        Event::PreToolUse(tool) => Answer::fail_closed(format!(
+            "Cairn denied this `{}` call because it could not decide it safely ({line}). Nothing was run. Fix the cause and retry; `cairn ledger verify --all` checks the store.",
+            tool.name
+        )),
+        Event::PreCompact { .. } | Event::PostCompact { .. } => Answer::system_message(&format!(
+            "Cairn could not record this compaction (continuity_evidence_missing): {line}"
+        ))
+        .with_note(format!("cairn: {line}")),
+        _ => Answer::note(format!("cairn: {line}")),
+    }
+}
+
+/// Runs one event with the session locked; the state is saved whatever the outcome, since
+/// it only ever records what is already durable.
+fn run(input: &HookInput, project: &Project, env: &Environment) -> Result<Answer, HookError> {
+    let config = HookConfig::load(project)?;
+    let mut session = Session::open(input, project, env, config)?;
+    let result = session.dispatch(&input.event);
+    let saved = session.files.save(&session.state);
+    let answer = result?;
+    saved?;
+    Ok(answer)
+}
+
+/// The longest run id base (the session id part is cut and suffixed with its digest).
+const MAX_BASE_LEN: usize = 96;
+/// How many closed runs a session may have before Cairn gives up looking for the next.
+const MAX_GENERATIONS: u32 = 10_000;
+
+/// The base run id of a session: `cc-<session>` / `codex-<session>`, with every character
+/// outside `[A-Za-z0-9._-]` replaced by `-`; when anything was replaced or cut, the first 12
+/// hex digits of the session id's SHA-256 are appended so that distinct sessions never share
+/// a run. The same id names the session's state file and decision snapshot.
+#[must_use]
+pub fn run_base(host: Host, session_id: &str) -> String {
+    let clean: String = session_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let mut base = format!("{}-{clean}", host.run_prefix());
+    if clean != session_id || base.len() > MAX_BASE_LEN {
+        base.truncate(MAX_BASE_LEN.saturating_sub(13));
+        base.push('-');
+        base.push_str(
+            cairn_core::Digest::of(session_id.as_bytes())
+                .hex()
+                .get(..12)
+                .unwrap_or("0"),
+        );
+    }
+    base
+}
+
+/// The run id of a session's `generation`-th run.
+fn run_name(base: &str, generation: u32) -> String {
+    if generation <= 1 {
+        base.to_owned()
+    } else {
+        format!("{base}.{generation}")
+    }
+}
+
+/// One session, locked, with its state and (lazily) its store.
+pub(crate) struct Session<'a> {
+    pub(crate) host: Host,
+    pub(crate) env: &'a Environment,
+    pub(crate) project: &'a Project,
+    pub(crate) config: HookConfig,
+    pub(crate) files: SessionFiles,
+    pub(crate) state: SessionState,
+    pub(crate) session_id: String,
+    base: String,
+    store: Option<Arc<dyn Store>>,
+    run: Option<(RunId, bool)>,
+}
+
+impl<'a> Session<'a> {
+    fn open(
+        input: &HookInput,
+        project: &'a Project,
+        env: &'a Environment,
+        config: HookConfig,
+    ) -> Result<Self, HookError> {
+        let base = run_base(input.host, &input.session_id);
+        let files = SessionFiles::lock(&project.sessions(), &base)?;
+        let state = files.load(&input.session_id)?;
+        Ok(Self {
+            host: input.host,
+            env,
+            project,
+            config,
+            files,
+            state,
+            session_id: input.session_id.clone(),
+            base,
+            store: None,
+            run: None,
+        })
+    }
+
+    fn dispatch(&mut self, event: &Event) -> Result<Answer, HookError> {
+        match event {
+            Event::PreToolUse(tool) => self.pre_tool_use(tool),
+            Event::PostToolUse { tool, outcome } => self.post_tool_use(tool, outcome, event.name()),
+            Event::UserPromptSubmit { prompt } => self.user_prompt(prompt.as_deref()),
+            Event::PreCompact { trigger } => self.pre_compact(trigger),
+            Event::PostCompact { trigger, summary } => {
+                self.post_compact(trigger, summary.as_deref())
+            }
+            Event::SessionStart { source } => self.session_start(source),
+            Event::Stop => self.stop(),
+            Event::SessionEnd { reason } => self.session_end(reason),
+            Event::Ignored(_) | Event::Unknown { .. } => Ok(Answer::silent()),
+        }
+    }
+
+    /// The store (opened once per invocation).
+    pub(crate) fn store(&mut self) -> Result<Arc<dyn Store>, HookError> {
+        if let Some(store) = &self.store {
+            return Ok(Arc::clone(store));
+        }
+        let path = self
+            .env
+            .store_path
+            .clone()
+            .unwrap_or_else(|| self.project.store_path());
+        let store = self.env.stores.open(&path)?;
+        self.store = Some(Arc::clone(&store));
+        Ok(store)
+    }
+
+    /// The key directory.
+    pub(crate) fn keys_dir(&self) -> PathBuf {
+        self.env
+            .keys_dir
+            .clone()
+            .unwrap_or_else(|| self.project.keys_dir())
+    }
+
+    /// The tenant runs are recorded under.
+    pub(crate) fn tenant(&self) -> Result<TenantId, HookError> {
+        Ok(TenantId::new(&self.config.tenant)?)
+    }
+
+    /// The session's current run and whether it exists in the store yet. A session whose
+    /// run was closed (its `SessionEnd`) continues in its next run.
+    pub(crate) fn run_id(&mut self) -> Result<(RunId, bool), HookError> {
+        if let Some(run) = &self.run {
+            return Ok(run.clone());
+        }
+        let store = self.store()?;
+        let tenant = self.tenant()?;
+        let mut generation = self.state.generation.max(1);
+        for _ in 0..MAX_GENERATIONS {
+            let run = RunId::new(run_name(&self.base, generation))?;
+            match store.run(&tenant, &run)? {
+                Some(info) if info.terminated() => generation = generation.saturating_add(1),
+                found => {
+                    self.adopt_generation(generation);
+                    let current = (run, found.is_some());
+                    self.run = Some(current.clone());
+                    return Ok(current);
+                }
+            }
+        }
+        Err(self.too_many_runs())
+    }
+
+    /// The state describes another run than `generation`: that run was closed, so its
+    /// bookkeeping is stale.
+    fn adopt_generation(&mut self, generation: u32) {
+        if generation != self.state.generation {
+            self.state = SessionState::new(&self.session_id);
+            self.state.generation = generation;
+        }
+    }
+
+    fn too_many_runs(&self) -> HookError {
+        HookError::State {
+            path: self.files.path().to_path_buf(),
+            reason: format!("session has more than {MAX_GENERATIONS} closed runs"),
+        }
+    }
+
+    /// The writer of the session's current run (opening the run if needed), carrying the
+    /// latest observation digest from the state. The run is resumed directly — the store is
+    /// asked about it once, which matters on a path that runs for every tool call.
+    pub(crate) fn recorder(&mut self) -> Result<Recorder, HookError> {
+        let store = self.store()?;
+        let tenant = self.tenant()?;
+        let options = RecorderOptions {
+            durability: Durability::Sync,
+            content_retention: self.config.content_retention,
+        };
+        let clock = Arc::clone(&self.env.clock);
+        let mut generation = match &self.run {
+            Some(_) => self.state.generation,
+            None => self.state.generation.max(1),
+        };
+        for _ in 0..MAX_GENERATIONS {
+            let run = RunId::new(run_name(&self.base, generation))?;
+            let resumed = Recorder::resume(
+                Arc::clone(&store),
+                Arc::clone(&clock),
+                &tenant,
+                &run,
+                options,
+            );
+            let mut recorder = match resumed {
+                Ok(recorder) => recorder,
+                Err(RuntimeError::Store(StoreError::RunTerminated { .. })) => {
+                    generation = generation.saturating_add(1);
+                    continue;
+                }
+                Err(RuntimeError::Store(StoreError::RunNotFound { .. })) => {
+                    let task = TaskId::new(format!("task-{run}"))?;
+                    Recorder::open(
+                        Arc::clone(&store),
+                        Arc::clone(&clock),
+                        (tenant.clone(), task, run.clone()),
+                        options,
+                    )?
+                }
+                Err(e) => return Err(e.into()),
+            };
+            self.adopt_generation(generation);
+            self.run = Some((run, true));
+            recorder.carry_observation(self.state.observation);
+            return Ok(recorder);
+        }
+        Err(self.too_many_runs())
+    }
+
+    /// An executor on the session's current run with `gate`, with the run's rows (read once:
+    /// they rebuild the unresolved side effects and replay the lanes).
+    pub(crate) fn executor(
+        &mut self,
+        gate: Arc<dyn Gate>,
+    ) -> Result<(Executor, Vec<cairn_ledger::store::StoredRow>), HookError> {
+        let (recorder, rows) = self.recorder_and_rows(true)?;
+        let rows = rows.unwrap_or_default();
+        let principal = self.config.principal(self.host);
+        Ok((Executor::resumed(recorder, &rows, gate, principal), rows))
+    }
+
+    /// The current run's writer and, when `with_rows`, its rows (noting in the state whether
+    /// a side effect awaits reconciliation).
+    ///
+    /// Without the rows, the executor built on the writer knows no unresolved side effect:
+    /// callers skip them only when the state knows there is none — hooks are the only writers
+    /// of `side_effect_unknown` for a session's run and save that hint before writing one, and
+    /// a `cairn reconcile` elsewhere only clears effects.
+    pub(crate) fn recorder_and_rows(
+        &mut self,
+        with_rows: bool,
+    ) -> Result<(Recorder, Option<Vec<cairn_ledger::store::StoredRow>>), HookError> {
+        let recorder = self.recorder()?;
+        if !with_rows {
+            return Ok((recorder, None));
+        }
+        let store = self.store()?;
+        let rows = store.rows(recorder.tenant_id(), recorder.run_id())?;
+        let unresolved = cairn_runtime::effects::Unresolved::from_rows(&rows);
+        self.state.unresolved_hint = Some(unresolved.iter().next().is_some());
+        Ok((recorder, Some(rows)))
+    }
+
+    /// The project's policy gate.
+    pub(crate) fn policy_gate(&self) -> Result<Arc<dyn Gate>, HookError> {
+        let tools = self.project.tools();
+        let gate = cairn_runtime::project::load_gate(&self.project.policies(), tools.as_deref())?;
+        Ok(Arc::new(gate))
+    }
+
+    /// The current instant.
+    pub(crate) fn now(&self) -> cairn_core::Timestamp {
+        self.env.clock.now()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_keep_clean_session_ids_and_digest_the_rest() {
+        assert_eq!(
+            run_base(Host::ClaudeCode, "0f8e-42"),
+            "cc-0f8e-42".to_owned()
+        );
+        let odd = run_base(Host::Codex, "a/b c");
+        assert!(odd.starts_with("codex-a-b-c-"), "{odd}");
+        assert_ne!(odd, run_base(Host::Codex, "a-b-c"));
+        let long = run_base(Host::ClaudeCode, &"x".repeat(500));
+        assert!(long.len() <= MAX_BASE_LEN, "{}", long.len());
+        assert!(RunId::new(&long).is_ok());
+    }
+}

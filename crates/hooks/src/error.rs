@@ -1,0 +1,115 @@
+//! The hooks crate's error type. Every error has a stable code; the hook command maps it once
+//! to an answer: a deny with exit 2 for `PreToolUse` (fail closed), a note on stderr with
+//! exit 0 for every event that must never be blocked.
+
+use std::path::PathBuf;
+
+use cairn_core::ErrorCode;
+use cairn_ledger::StoreError;
+use cairn_runtime::RuntimeError;
+use thiserror::Error;
+
+/// Errors of a hook invocation or of installing the hooks.
+#[derive(Debug, Error)]
+pub enum HookError {
+    /// Standard input could not be read.
+    #[error("cannot read the hook input from stdin: {0}")]
+    InputUnreadable(String),
+    /// Standard input is larger than the limit.
+    #[error("the hook input is larger than the {limit}-byte limit")]
+    InputTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// Standard input is not the host's hook JSON.
+    #[error("malformed hook input: {reason}")]
+    InputMalformed {
+        /// What is wrong, naming the field.
+        reason: String,
+        /// The event the input names, when it could still be read.
+        event: Option<String>,
+    },
+    /// A project file of the hooks (`.cairn/hooks.json`) is unreadable or invalid.
+    #[error("invalid hook configuration `{}`: {reason}", path.display())]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The session's state file is unreadable or invalid.
+    #[error(
+        "the hook session state `{}` is invalid: {reason} (the ledger is unaffected; delete the file to start the session's bookkeeping afresh)",
+        path.display()
+    )]
+    State {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Another hook process of the same session held its lock for too long.
+    #[error("the session `{session}` is locked by another hook process (waited {waited_ms} ms)")]
+    Locked {
+        /// The session.
+        session: String,
+        /// How long this process waited.
+        waited_ms: u64,
+    },
+    /// A file could not be read or written.
+    #[error("cannot access `{}`: {reason}", path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A host settings file is not valid JSON of the expected shape; it is left untouched.
+    #[error("`{}` is not a valid settings file: {reason} (left untouched)", path.display())]
+    Settings {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The runtime failed (store, policy, keys, continuity).
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// An identifier or canonical form failed.
+    #[error(transparent)]
+    Core(#[from] cairn_core::CoreError),
+    /// The hook panicked; the panic was caught.
+    #[error("internal failure (panic): {0}")]
+    Panic(String),
+}
+
+impl HookError {
+    pub(crate) fn io(path: impl Into<PathBuf>, error: &std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            reason: error.to_string(),
+        }
+    }
+}
+
+impl ErrorCode for HookError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::InputUnreadable(_) => "hook_input_unreadable",
+            Self::InputTooLarge { .. } => "hook_input_too_large",
+            Self::InputMalformed { .. } => "hook_input_malformed",
+            Self::Config { .. } => "hook_config_invalid",
+            Self::State { .. } => "hook_state_invalid",
+            Self::Locked { .. } => "hook_session_locked",
+            Self::Io { .. } => "hook_io",
+            Self::Settings { .. } => "settings_malformed",
+            Self::Runtime(e) => e.code(),
+            Self::Store(e) => e.code(),
+            Self::Core(e) => e.code(),
+            Self::Panic(_) => "hook_internal_panic",
+        }
+    }
+}

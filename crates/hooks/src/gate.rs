@@ -1,0 +1,148 @@
+//! The gate a hook puts on the executor's path: the project's Cedar policy gate, preceded by
+//! the session's continuity restrictions.
+//!
+//! While the session is blocked on reconciliation (a side effect of unknown outcome) or its
+//! decision invariants are `conflicting`, `dropped` or missing their snapshot, every
+//! *consequential* call is denied with a `cairn.hooks.*` rule, whatever the policy says;
+//! read-only calls still go to the policy. The executor then adds its own checks (the blocked
+//! capability itself, the lane), so every refusal is one recorded intent record naming the
+//! rule that refused it.
+//!
+//! # Test-only fault switch
+//!
+//! [`Fault::GatePanic`] (the `cairn` binary sets it from `CAIRN_FAULT=gate-panic`) makes
+//! `decide` panic, to prove that a panic inside the gate answers a deny (exit 2). A fault
+//! can only ever make a call fail closed: it never allows anything.
+
+use std::sync::{Arc, OnceLock};
+
+use cairn_core::Digest;
+use cairn_ledger::record::{Admission, Decision, Label};
+use cairn_runtime::{Gate, GateRequest, GateVerdict};
+
+use crate::config::ToolClasses;
+
+/// Faults a test can inject into a hook process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The gate panics while deciding.
+    GatePanic,
+}
+
+impl Fault {
+    /// Parses the `CAIRN_FAULT` value (`gate-panic`); anything else is no fault.
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "gate-panic" => Some(Self::GatePanic),
+            _ => None,
+        }
+    }
+}
+
+/// Why consequential calls are refused for now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restriction {
+    /// The rule recorded with each refusal.
+    pub rule: &'static str,
+    /// The stable reason code.
+    pub reason: &'static str,
+    /// What the model and the user are told, with the command that resolves it.
+    pub message: String,
+}
+
+/// The rule while a side effect of unknown outcome awaits reconciliation.
+pub const RULE_RECONCILIATION: &str = "cairn.hooks.reconciliation-pending";
+/// The rule while a decision is `conflicting`.
+pub const RULE_CONFLICTING: &str = "cairn.hooks.decision-conflicting";
+/// The rule while a decision is `dropped`.
+pub const RULE_DROPPED: &str = "cairn.hooks.decision-dropped";
+/// The rule while the pre-boundary decision snapshot is missing.
+pub const RULE_EVIDENCE_MISSING: &str = "cairn.hooks.continuity-evidence-missing";
+/// The rule when the restrictions were never evaluated (a bug: fail closed).
+const RULE_UNEVALUATED: &str = "cairn.hooks.restrictions-unevaluated";
+
+/// The project's policy gate behind the session's restrictions.
+pub struct HookGate {
+    inner: Arc<dyn Gate>,
+    tools: ToolClasses,
+    restriction: OnceLock<Option<Restriction>>,
+    fault: Option<Fault>,
+}
+
+impl std::fmt::Debug for HookGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookGate")
+            .field("restriction", &self.restriction)
+            .field("fault", &self.fault)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HookGate {
+    /// Wraps `inner`. Until [`HookGate::restrict`] is called, every call is denied.
+    #[must_use]
+    pub fn new(inner: Arc<dyn Gate>, tools: ToolClasses, fault: Option<Fault>) -> Self {
+        Self {
+            inner,
+            tools,
+            restriction: OnceLock::new(),
+            fault,
+        }
+    }
+
+    /// Sets the session's restriction (once; later calls are ignored).
+    pub fn restrict(&self, restriction: Option<Restriction>) {
+        let _ = self.restriction.set(restriction);
+    }
+
+    /// Whether `tool` is consequential.
+    #[must_use]
+    pub fn is_consequential(&self, tool: &str) -> bool {
+        self.tools.is_consequential(tool)
+    }
+
+    fn deny(&self, rule: &str, reason: &'static str) -> GateVerdict {
+        GateVerdict {
+            admission: Admission {
+                decision: Decision::Deny,
+                policy_set_version: self.version(),
+                rule_ids: Label::new(rule).map(|l| vec![l]).unwrap_or_default(),
+            },
+            reason,
+        }
+    }
+
+    fn version(&self) -> Digest {
+        self.inner
+            .policy_set_version()
+            .unwrap_or_else(|| Digest::of(b"unversioned"))
+    }
+
+    #[expect(
+        clippy::panic,
+        reason = "the test-only fault switch exists to prove that a panic in the gate fails closed"
+    )]
+    fn injected_panic() -> ! {
+        panic!("injected fault: the gate panicked (CAIRN_FAULT=gate-panic)")
+    }
+}
+
+impl Gate for HookGate {
+    fn decide(&self, request: &GateRequest<'_>) -> GateVerdict {
+        if self.fault == Some(Fault::GatePanic) {
+            Self::injected_panic();
+        }
+        match self.restriction.get() {
+            None => self.deny(RULE_UNEVALUATED, "restrictions_unevaluated"),
+            Some(Some(restriction)) if self.tools.is_consequential(request.tool) => {
+                self.deny(restriction.rule, restriction.reason)
+            }
+            Some(_) => self.inner.decide(request),
+        }
+    }
+
+    fn policy_set_version(&self) -> Option<Digest> {
+        self.inner.policy_set_version()
+    }
+}

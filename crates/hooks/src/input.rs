@@ -1,0 +1,418 @@
+//! The hosts' hook input, read from stdin and converted by hand into a host-neutral
+//! [`HookInput`]. This is the only place that knows the hook JSON's field names.
+//!
+//! Both hosts send one JSON object with `session_id`, `cwd`, `hook_event_name` and, per
+//! event, `tool_name` / `tool_input` / `tool_use_id` (tool events), `tool_response`
+//! (`PostToolUse`), `error` / `is_interrupt` (`PostToolUseFailure`), `prompt`
+//! (`UserPromptSubmit`), `trigger` and `compact_summary` (compaction; Codex sends no
+//! summary), `source` (`SessionStart`) and `reason` (`SessionEnd`). Unknown fields are
+//! ignored, so a host that adds fields keeps working.
+//!
+//! The object is first read as a map of *raw* JSON values: `tool_input` keeps the exact
+//! bytes the host sent, because the intent record digests the arguments as submitted (I-1).
+//! Every other field is then parsed on its own, so an error names the field.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::PathBuf;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::error::HookError;
+use crate::host::Host;
+
+/// The largest hook input read (a `Write` of a large file carries the file in `tool_input`).
+pub const MAX_INPUT_BYTES: usize = 32 << 20;
+
+/// The events a host may send that Cairn knows and deliberately does not act on.
+const IGNORED_EVENTS: [&str; 25] = [
+    "Notification",
+    "SubagentStart",
+    "SubagentStop",
+    "PermissionRequest",
+    "PermissionDenied",
+    "PostToolBatch",
+    "StopFailure",
+    "TeammateIdle",
+    "TaskCreated",
+    "TaskCompleted",
+    "InstructionsLoaded",
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "FileChanged",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "Elicitation",
+    "ElicitationResult",
+    "Setup",
+    "UserPromptExpansion",
+    "MessageDisplay",
+    "PreModelSwitch",
+    "PostModelSwitch",
+    "Interrupt",
+];
+
+/// One tool call as the host describes it.
+#[derive(Debug, Clone)]
+pub struct ToolUse {
+    /// The tool's name (`Bash`, `Write`, `mcp__github__create_issue`, …).
+    pub name: String,
+    /// The arguments, exactly as the host sent them.
+    pub input: Box<RawValue>,
+    /// The host's id of the call, linking `PreToolUse` to `PostToolUse`.
+    pub id: Option<String>,
+}
+
+/// How a tool call ended, as `PostToolUse` or `PostToolUseFailure` report it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutcome {
+    /// It returned this response.
+    Response(Value),
+    /// It failed with this error; `interrupted` when the host interrupted it.
+    Failure {
+        /// The host's error text.
+        error: String,
+        /// Whether the host says the call was interrupted.
+        interrupted: bool,
+    },
+}
+
+/// A hook event, host-neutral.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// Before a tool call: the gate decides it.
+    PreToolUse(ToolUse),
+    /// After a tool call, successful or failed.
+    PostToolUse {
+        /// The call.
+        tool: ToolUse,
+        /// What came of it.
+        outcome: ToolOutcome,
+    },
+    /// The user submitted a prompt.
+    UserPromptSubmit {
+        /// The prompt, when the host sends it.
+        prompt: Option<String>,
+    },
+    /// A compaction is about to start.
+    PreCompact {
+        /// `manual` or `auto`.
+        trigger: String,
+    },
+    /// A compaction finished.
+    PostCompact {
+        /// `manual` or `auto`.
+        trigger: String,
+        /// The summary the model continues from (Claude Code only).
+        summary: Option<String>,
+    },
+    /// A session started (`startup`, `resume`, `clear`, `compact`, …).
+    SessionStart {
+        /// Why it started.
+        source: String,
+    },
+    /// The agent finished a turn.
+    Stop,
+    /// The session ended.
+    SessionEnd {
+        /// Why (`clear`, `logout`, `prompt_input_exit`, `other`, …).
+        reason: String,
+    },
+    /// An event Cairn knows and does not act on.
+    Ignored(String),
+    /// An event name Cairn does not know.
+    Unknown {
+        /// The name.
+        name: String,
+        /// Whether it carries a tool call about to run (`tool_name` and `tool_input`, no
+        /// `tool_response`): it may be a renamed `PreToolUse`.
+        tool_shaped: bool,
+    },
+}
+
+impl Event {
+    /// The event's name as the hosts spell it.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        match self {
+            Self::PreToolUse(_) => "PreToolUse",
+            Self::PostToolUse {
+                outcome: ToolOutcome::Failure { .. },
+                ..
+            } => "PostToolUseFailure",
+            Self::PostToolUse { .. } => "PostToolUse",
+            Self::UserPromptSubmit { .. } => "UserPromptSubmit",
+            Self::PreCompact { .. } => "PreCompact",
+            Self::PostCompact { .. } => "PostCompact",
+            Self::SessionStart { .. } => "SessionStart",
+            Self::Stop => "Stop",
+            Self::SessionEnd { .. } => "SessionEnd",
+            Self::Ignored(name) | Self::Unknown { name, .. } => name,
+        }
+    }
+}
+
+/// A parsed hook input.
+#[derive(Debug, Clone)]
+pub struct HookInput {
+    /// The host that sent it.
+    pub host: Host,
+    /// The host's session id (never empty: see [`parse`]).
+    pub session_id: String,
+    /// The session's working directory, when the host sends it.
+    pub cwd: Option<PathBuf>,
+    /// The event.
+    pub event: Event,
+}
+
+/// Reads stdin up to [`MAX_INPUT_BYTES`].
+///
+/// # Errors
+/// [`HookError::InputUnreadable`], [`HookError::InputTooLarge`].
+pub fn read_limited(reader: impl std::io::Read) -> Result<Vec<u8>, HookError> {
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(MAX_INPUT_BYTES).unwrap_or(u64::MAX);
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| HookError::InputUnreadable(e.to_string()))?;
+    if bytes.len() > MAX_INPUT_BYTES {
+        return Err(HookError::InputTooLarge {
+            limit: MAX_INPUT_BYTES,
+        });
+    }
+    Ok(bytes)
+}
+
+type RawMap = BTreeMap<String, Box<RawValue>>;
+
+fn malformed(reason: impl Into<String>, event: Option<&str>) -> HookError {
+    HookError::InputMalformed {
+        reason: reason.into(),
+        event: event.map(str::to_owned),
+    }
+}
+
+/// Field `name` parsed as `T`; `None` when absent or `null`.
+fn field<T: DeserializeOwned>(
+    map: &RawMap,
+    name: &str,
+    what: &str,
+    event: Option<&str>,
+) -> Result<Option<T>, HookError> {
+    match map.get(name) {
+        None => Ok(None),
+        Some(raw) if raw.get().trim() == "null" => Ok(None),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map(Some)
+            .map_err(|_| malformed(format!("`{name}` must be {what}"), event)),
+    }
+}
+
+fn required<T: DeserializeOwned>(
+    map: &RawMap,
+    name: &str,
+    what: &str,
+    event: Option<&str>,
+) -> Result<T, HookError> {
+    field(map, name, what, event)?.ok_or_else(|| malformed(format!("`{name}` is missing"), event))
+}
+
+/// The event name in input that is not valid JSON, when it can still be read: the first
+/// `"hook_event_name"` followed by `:` and a string. Used only to decide whether a malformed
+/// input may be blocked (a `PreCompact` must never be).
+#[must_use]
+pub fn sniff_event_name(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    let key = "\"hook_event_name\"";
+    let after = text.get(text.find(key)? + key.len()..)?.trim_start();
+    let after = after.strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    let name: String = after.chars().take_while(|c| *c != '"').collect();
+    (!name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric()))
+        .then_some(name)
+}
+
+/// Parses one hook input of `host`.
+///
+/// An empty or missing `session_id` (a host bug seen in the wild) is replaced by
+/// `transcript-<digest of transcript_path>` when the transcript path is known, else by
+/// `unknown-session`, so that the calls are still recorded and gated.
+///
+/// # Errors
+/// [`HookError::InputMalformed`] naming the field, with the event name when it was read.
+pub fn parse(host: Host, bytes: &[u8]) -> Result<HookInput, HookError> {
+    let map: RawMap = serde_json::from_slice(bytes).map_err(|e| {
+        malformed(
+            format!("not a JSON object: {e}"),
+            sniff_event_name(bytes).as_deref(),
+        )
+    })?;
+    let name: String = required(&map, "hook_event_name", "a string", None)?;
+    let event_name = Some(name.as_str());
+    let session_id: Option<String> = field(&map, "session_id", "a string", event_name)?;
+    let transcript: Option<String> = field(&map, "transcript_path", "a string", event_name)?;
+    let session_id = match session_id.filter(|s| !s.trim().is_empty()) {
+        Some(id) => id,
+        None => transcript.filter(|t| !t.is_empty()).map_or_else(
+            || "unknown-session".to_owned(),
+            |t| {
+                format!(
+                    "transcript-{}",
+                    cairn_core::Digest::of(t.as_bytes()).short()
+                )
+            },
+        ),
+    };
+    let cwd: Option<String> = field(&map, "cwd", "a string", event_name)?;
+    let event = parse_event(&map, &name)?;
+    Ok(HookInput {
+        host,
+        session_id,
+        cwd: cwd.filter(|c| !c.is_empty()).map(PathBuf::from),
+        event,
+    })
+}
+
+fn tool_use(map: &RawMap, event: &str, input_required: bool) -> Result<ToolUse, HookError> {
+    let event_name = Some(event);
+    let name: String = required(map, "tool_name", "a string", event_name)?;
+    if name.is_empty() {
+        return Err(malformed("`tool_name` must not be empty", event_name));
+    }
+    let input = match map.get("tool_input") {
+        Some(raw) => raw.clone(),
+        None if input_required => {
+            return Err(malformed("`tool_input` is missing", event_name));
+        }
+        None => RawValue::from_string("null".to_owned())
+            .map_err(|e| malformed(e.to_string(), event_name))?,
+    };
+    let id: Option<String> = field(map, "tool_use_id", "a string", event_name)?;
+    Ok(ToolUse { name, input, id })
+}
+
+fn parse_event(map: &RawMap, name: &str) -> Result<Event, HookError> {
+    let event_name = Some(name);
+    let text = |field_name: &str| -> Result<Option<String>, HookError> {
+        field(map, field_name, "a string", event_name)
+    };
+    Ok(match name {
+        "PreToolUse" => Event::PreToolUse(tool_use(map, name, true)?),
+        "PostToolUse" => Event::PostToolUse {
+            tool: tool_use(map, name, false)?,
+            outcome: ToolOutcome::Response(
+                field(map, "tool_response", "JSON", event_name)?.unwrap_or(Value::Null),
+            ),
+        },
+        "PostToolUseFailure" => {
+            let error: Option<Value> = field(map, "error", "JSON", event_name)?;
+            let error = match error {
+                Some(Value::String(text)) => text,
+                Some(other) => other.to_string(),
+                None => "the tool call failed".to_owned(),
+            };
+            Event::PostToolUse {
+                tool: tool_use(map, name, false)?,
+                outcome: ToolOutcome::Failure {
+                    error,
+                    interrupted: field(map, "is_interrupt", "a boolean", event_name)?
+                        .unwrap_or(false),
+                },
+            }
+        }
+        "UserPromptSubmit" => Event::UserPromptSubmit {
+            prompt: text("prompt")?,
+        },
+        "PreCompact" => Event::PreCompact {
+            trigger: text("trigger")?.unwrap_or_else(|| "unknown".to_owned()),
+        },
+        "PostCompact" => Event::PostCompact {
+            trigger: text("trigger")?.unwrap_or_else(|| "unknown".to_owned()),
+            summary: text("compact_summary")?,
+        },
+        "SessionStart" => Event::SessionStart {
+            source: text("source")?.unwrap_or_else(|| "startup".to_owned()),
+        },
+        "Stop" => Event::Stop,
+        "SessionEnd" => Event::SessionEnd {
+            reason: text("reason")?.unwrap_or_else(|| "other".to_owned()),
+        },
+        known if IGNORED_EVENTS.contains(&known) => Event::Ignored(known.to_owned()),
+        other => Event::Unknown {
+            name: other.to_owned(),
+            tool_shaped: map.contains_key("tool_name")
+                && map.contains_key("tool_input")
+                && !map.contains_key("tool_response"),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic, reason = "test code")]
+
+    use super::*;
+
+    #[test]
+    fn tool_input_keeps_the_bytes_the_host_sent() {
+        let text = br#"{"session_id":"s1","cwd":"/p","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input": {"command" : "ls",  "b":1.50},"tool_use_id":"t1"}"#;
+        let input = parse(Host::ClaudeCode, text).unwrap();
+        let Event::PreToolUse(tool) = input.event else {
+            panic!("not a PreToolUse")
+        };
+        assert_eq!(tool.input.get(), r#"{"command" : "ls",  "b":1.50}"#);
+        assert_eq!(tool.id.as_deref(), Some("t1"));
+    }
+
+    #[test]
+    fn errors_name_the_field_and_keep_the_event() {
+        let e = parse(
+            Host::ClaudeCode,
+            br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_input":{}}"#,
+        )
+        .unwrap_err();
+        let HookError::InputMalformed { reason, event } = e else {
+            panic!("{e}")
+        };
+        assert!(reason.contains("`tool_name`"), "{reason}");
+        assert_eq!(event.as_deref(), Some("PreToolUse"));
+    }
+
+    #[test]
+    fn broken_json_still_yields_the_event_name_when_readable() {
+        assert_eq!(
+            sniff_event_name(br#"{"hook_event_name": "PreCompact", "trigger": "#),
+            Some("PreCompact".to_owned())
+        );
+        assert_eq!(sniff_event_name(b"not json"), None);
+    }
+
+    #[test]
+    fn an_empty_session_id_falls_back_to_the_transcript() {
+        let input = parse(
+            Host::Codex,
+            br#"{"session_id":"","transcript_path":"/t.jsonl","hook_event_name":"Stop"}"#,
+        )
+        .unwrap();
+        assert!(input.session_id.starts_with("transcript-"));
+    }
+
+    #[test]
+    fn unknown_events_say_whether_they_carry_a_call() {
+        let input = parse(
+            Host::ClaudeCode,
+            br#"{"session_id":"s","hook_event_name":"PreToolCall","tool_name":"Bash","tool_input":{}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            input.event,
+            Event::Unknown {
+                tool_shaped: true,
+                ..
+            }
+        ));
+    }
+}

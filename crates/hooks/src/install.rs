@@ -1,0 +1,395 @@
+//! Installing the hooks into a host's settings: `.claude/settings.json` (Claude Code) or
+//! `.codex/hooks.json` (Codex), in the project folder.
+//!
+//! Both hosts read the same shape — event name → list of matcher groups, each with a list of
+//! handlers:
+//!
+//! ```json
+//! {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "cairn hook claude-code", "timeout": 60}]}]}}
+//! ```
+//!
+//! Cairn's groups have no `matcher` (every tool, every source). Installing adds one group per
+//! event that does not already run `cairn hook <host>`, and keeps every other setting and hook
+//! as it is (the file is rewritten as pretty JSON); installing twice
+//! changes nothing. A settings file that is not valid JSON, or whose `hooks` do not have the
+//! shape above, is an error and is never overwritten. Uninstalling removes exactly the
+//! handlers whose command is `cairn hook <host>`, the groups and events that become empty
+//! because of it, and the file itself when the install created it and nothing else is left
+//! (recorded in `.cairn/installed-hooks.json`).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::error::HookError;
+use crate::host::Host;
+use crate::project::PROJECT_DIR;
+
+/// How long a host waits for one hook invocation, in seconds. Cairn's own waits (the session
+/// lock, the store's busy timeout) end well before, so a slow store fails closed instead of
+/// timing out (a timeout lets the call through).
+pub const HOOK_TIMEOUT_SECS: u64 = 60;
+
+/// The record of what the installer created, inside `.cairn/`.
+pub const INSTALLED_FILE: &str = "installed-hooks.json";
+
+/// The events Cairn installs for `host`. Codex gets only the events its published hook
+/// schemas define (it has no `PostToolUseFailure` and, in the versions documented, no
+/// `SessionEnd`).
+#[must_use]
+pub const fn events(host: Host) -> &'static [&'static str] {
+    match host {
+        Host::ClaudeCode => &[
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "PostToolUseFailure",
+            "PreCompact",
+            "PostCompact",
+            "Stop",
+            "SessionEnd",
+        ],
+        Host::Codex => &[
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "PreCompact",
+            "PostCompact",
+            "Stop",
+        ],
+    }
+}
+
+/// The command the host runs.
+#[must_use]
+pub fn command(host: Host) -> String {
+    format!("cairn hook {}", host.as_str())
+}
+
+/// The host's settings file in the project at `dir`.
+#[must_use]
+pub fn settings_path(host: Host, dir: &Path) -> PathBuf {
+    match host {
+        Host::ClaudeCode => dir.join(".claude").join("settings.json"),
+        Host::Codex => dir.join(".codex").join("hooks.json"),
+    }
+}
+
+/// What an install or uninstall did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The host.
+    pub host: Host,
+    /// The settings file.
+    pub path: PathBuf,
+    /// The events whose Cairn hook was added or removed.
+    pub events: Vec<String>,
+    /// Whether the file was created (install) or deleted (uninstall).
+    pub file_created_or_removed: bool,
+}
+
+fn shape_error(path: &Path, reason: impl Into<String>) -> HookError {
+    HookError::Settings {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
+}
+
+/// Checks the shape of `settings` and returns its `hooks` object (created when absent).
+fn hooks_of<'a>(
+    settings: &'a mut Value,
+    path: &Path,
+) -> Result<&'a mut Map<String, Value>, HookError> {
+    let object = settings
+        .as_object_mut()
+        .ok_or_else(|| shape_error(path, "the top level is not a JSON object"))?;
+    let hooks = object
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let hooks = hooks
+        .as_object_mut()
+        .ok_or_else(|| shape_error(path, "`hooks` is not an object"))?;
+    for (event, groups) in hooks.iter() {
+        let groups = groups
+            .as_array()
+            .ok_or_else(|| shape_error(path, format!("`hooks.{event}` is not an array")))?;
+        for (i, group) in groups.iter().enumerate() {
+            let handlers = group.get("hooks").and_then(Value::as_array);
+            if !group.is_object() || handlers.is_none() {
+                return Err(shape_error(
+                    path,
+                    format!("`hooks.{event}[{i}]` is not an object with a `hooks` array"),
+                ));
+            }
+        }
+    }
+    Ok(hooks)
+}
+
+fn is_ours(handler: &Value, command: &str) -> bool {
+    handler.get("command").and_then(Value::as_str) == Some(command)
+}
+
+/// Adds Cairn's hook for `host` to `settings`; returns the events added.
+///
+/// # Errors
+/// [`HookError::Settings`] when `settings` does not have the hosts' shape.
+pub fn merge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<String>, HookError> {
+    let command = command(host);
+    let hooks = hooks_of(settings, path)?;
+    let mut added = Vec::new();
+    for event in events(host) {
+        let groups = hooks
+            .entry((*event).to_owned())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Some(groups) = groups.as_array_mut() else {
+            continue;
+        };
+        let present = groups.iter().any(|group| {
+            group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|handlers| handlers.iter().any(|h| is_ours(h, &command)))
+        });
+        if !present {
+            groups.push(json!({"hooks": [{
+                "type": "command",
+                "command": command,
+                "timeout": HOOK_TIMEOUT_SECS,
+            }]}));
+            added.push((*event).to_owned());
+        }
+    }
+    Ok(added)
+}
+
+/// Removes Cairn's hook for `host` from `settings`; returns the events it was removed from.
+///
+/// # Errors
+/// [`HookError::Settings`] when `settings` does not have the hosts' shape.
+pub fn unmerge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<String>, HookError> {
+    let command = command(host);
+    let had_hooks = settings.get("hooks").is_some();
+    let hooks = hooks_of(settings, path)?;
+    let mut removed = Vec::new();
+    let mut emptied = Vec::new();
+    for (event, groups) in hooks.iter_mut() {
+        let Some(groups) = groups.as_array_mut() else {
+            continue;
+        };
+        let mut touched = false;
+        groups.retain_mut(|group| {
+            let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+                return true;
+            };
+            let before = handlers.len();
+            handlers.retain(|h| !is_ours(h, &command));
+            if handlers.len() == before {
+                return true;
+            }
+            touched = true;
+            !handlers.is_empty()
+        });
+        if touched {
+            removed.push(event.clone());
+            if groups.is_empty() {
+                emptied.push(event.clone());
+            }
+        }
+    }
+    for event in &emptied {
+        hooks.remove(event);
+    }
+    let hooks_empty = hooks.is_empty();
+    if let Some(object) = settings.as_object_mut()
+        && hooks_empty
+        && (!removed.is_empty() || !had_hooks)
+    {
+        object.remove("hooks");
+    }
+    Ok(removed)
+}
+
+fn read_settings(path: &Path) -> Result<Option<Value>, HookError> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| shape_error(path, format!("not valid JSON: {e}"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(HookError::io(path, &e)),
+    }
+}
+
+/// Writes `bytes` to `path` atomically (a temporary file beside it, then a rename).
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), HookError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| HookError::io(dir, &e))?;
+    }
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| HookError::io(&tmp, &e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        HookError::io(path, &e)
+    })
+}
+
+fn pretty(value: &Value) -> Vec<u8> {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|_| "{}".to_owned());
+    text.push('\n');
+    text.into_bytes()
+}
+
+fn installed_path(dir: &Path) -> PathBuf {
+    dir.join(PROJECT_DIR).join(INSTALLED_FILE)
+}
+
+/// Which settings files the installer created, by host.
+fn created_files(dir: &Path) -> Map<String, Value> {
+    std::fs::read_to_string(installed_path(dir))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|v| v.get("created_files").and_then(Value::as_object).cloned())
+        .unwrap_or_default()
+}
+
+fn save_created_files(dir: &Path, created: Map<String, Value>) -> Result<(), HookError> {
+    let path = installed_path(dir);
+    if created.is_empty() {
+        return match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(HookError::io(&path, &e)),
+            _ => Ok(()),
+        };
+    }
+    let doc = json!({"schema_version": "cairn.installed-hooks/v1", "created_files": created});
+    write_atomic(&path, &pretty(&doc))
+}
+
+/// Checks that `host`'s settings file in `dir`, if any, can be merged (valid JSON of the
+/// hosts' shape), without writing anything.
+///
+/// # Errors
+/// As [`install`].
+pub fn check(host: Host, dir: &Path) -> Result<(), HookError> {
+    let path = settings_path(host, dir);
+    if let Some(mut settings) = read_settings(&path)? {
+        merge(&mut settings, host, &path)?;
+    }
+    Ok(())
+}
+
+/// Installs Cairn's hooks for `host` into the project at `dir` (its `.cairn/` must exist).
+///
+/// # Errors
+/// [`HookError::Settings`] for a settings file that is not valid JSON or not of the hosts'
+/// shape (it is left untouched); [`HookError::Io`].
+pub fn install(host: Host, dir: &Path) -> Result<Change, HookError> {
+    let path = settings_path(host, dir);
+    let existing = read_settings(&path)?;
+    let created = existing.is_none();
+    let mut settings = existing.unwrap_or_else(|| Value::Object(Map::new()));
+    let events = merge(&mut settings, host, &path)?;
+    if !events.is_empty() {
+        write_atomic(&path, &pretty(&settings))?;
+    }
+    if created {
+        let mut record = created_files(dir);
+        record.insert(host.as_str().to_owned(), Value::Bool(true));
+        save_created_files(dir, record)?;
+    }
+    Ok(Change {
+        host,
+        path,
+        events,
+        file_created_or_removed: created,
+    })
+}
+
+/// Removes Cairn's hooks for `host` from the project at `dir`.
+///
+/// # Errors
+/// [`HookError::Settings`] for a settings file that is not valid JSON or not of the hosts'
+/// shape (it is left untouched); [`HookError::Io`].
+pub fn uninstall(host: Host, dir: &Path) -> Result<Change, HookError> {
+    let path = settings_path(host, dir);
+    let Some(mut settings) = read_settings(&path)? else {
+        return Ok(Change {
+            host,
+            path,
+            events: Vec::new(),
+            file_created_or_removed: false,
+        });
+    };
+    let events = unmerge(&mut settings, host, &path)?;
+    let mut record = created_files(dir);
+    let we_created = record.remove(host.as_str()).is_some();
+    let empty = settings.as_object().is_some_and(Map::is_empty);
+    let removed_file = we_created && empty;
+    if removed_file {
+        std::fs::remove_file(&path).map_err(|e| HookError::io(&path, &e))?;
+        if let Some(parent) = path.parent() {
+            // Only an empty folder is removed; anything else in it stays.
+            let _ = std::fs::remove_dir(parent);
+        }
+    } else if !events.is_empty() {
+        write_atomic(&path, &pretty(&settings))?;
+    }
+    save_created_files(dir, record)?;
+    Ok(Change {
+        host,
+        path,
+        events,
+        file_created_or_removed: removed_file,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "test code")]
+
+    use super::*;
+
+    #[test]
+    fn merging_keeps_other_hooks_and_is_idempotent() {
+        let path = Path::new("settings.json");
+        let mut settings = json!({
+            "permissions": {"allow": ["Bash(npm test)"]},
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh"}]}]}
+        });
+        let added = merge(&mut settings, Host::ClaudeCode, path).unwrap();
+        assert_eq!(added.len(), events(Host::ClaudeCode).len());
+        let once = settings.clone();
+        assert!(
+            merge(&mut settings, Host::ClaudeCode, path)
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(settings, once);
+        assert_eq!(settings["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+        let removed = unmerge(&mut settings, Host::ClaudeCode, path).unwrap();
+        assert_eq!(removed.len(), events(Host::ClaudeCode).len());
+        assert_eq!(
+            settings,
+            json!({
+                "permissions": {"allow": ["Bash(npm test)"]},
+                "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh"}]}]}
+            })
+        );
+    }
+
+    #[test]
+    fn a_wrong_shape_is_refused() {
+        let path = Path::new("settings.json");
+        for bad in [
+            json!([]),
+            json!({"hooks": []}),
+            json!({"hooks": {"Stop": {}}}),
+            json!({"hooks": {"Stop": [1]}}),
+        ] {
+            let mut settings = bad.clone();
+            assert!(merge(&mut settings, Host::Codex, path).is_err(), "{bad}");
+            assert_eq!(settings, bad);
+        }
+    }
+}

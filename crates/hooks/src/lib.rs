@@ -1,0 +1,57 @@
+//! Cairn as Claude Code and Codex hooks (SPEC §9.2): `cairn hook claude-code` and
+//! `cairn hook codex` read the host's hook JSON on stdin, put every tool call through the
+//! policy gate, lane scope, reconciliation state and decision invariants, write one intent
+//! record per call, carry the boundary protocol across compactions, and answer in the host's
+//! format. `cairn hooks install` writes the host's settings.
+//!
+//! This is the only crate that knows the hooks' JSON: [`input`] converts it by hand into
+//! host-neutral events, [`answer`] renders the answers, [`install`] edits the hosts'
+//! settings files. Everything else calls the runtime (`cairn_runtime::Executor`).
+//!
+//! - [`engine`]: one invocation — [`handle`] parses, finds the project (the nearest `.cairn/`
+//!   at or above the payload's `cwd`; none: nothing is recorded and the call is not blocked),
+//!   locks the session, acts and answers; it never panics and never fails open.
+//! - [`session`]: what survives between invocations (`.cairn/sessions/<run>.json`).
+//! - [`gate`]: the session's restrictions in front of the project's Cedar gate, and the
+//!   test-only fault switch.
+//! - `tools` and `boundary`: the events (their module docs state the decisions: which
+//!   failures are unknown side effects, `Stop` versus `SessionEnd`, the session facts).
+//! - [`config`]: `.cairn/hooks.json`, including which tools are consequential.
+//! - [`context`]: the context re-injected after a compaction.
+//!
+//! # Architecture invariants
+//!
+//! - A `PreToolUse` that cannot be decided is denied with exit 2 — a corrupt store, an
+//!   invalid configuration, an unreadable input, a panic. No failure path answers "allow",
+//!   and no exit code other than 0 and 2 is ever used (the hosts let a call through on any
+//!   other).
+//! - `PreCompact`, `PostCompact`, `SessionStart`, `Stop` and `SessionEnd` are never blocked:
+//!   they answer exit 0 whatever happens.
+//! - The record is committed (`sync`) before `PreToolUse` answers; the session state is
+//!   written after, and only ever refers to what is already durable.
+//! - An allowed call is answered with no decision, never with the host's `allow` (unless the
+//!   project asks for it): Cairn narrows what the user's own permission settings allow; it
+//!   never widens it.
+//! - Hook JSON types never leave this crate; records hold no prompt, summary, argument or
+//!   observation bytes (those go only to the content store, by digest, with retention).
+
+pub mod answer;
+mod boundary;
+pub mod config;
+pub mod context;
+pub mod engine;
+pub mod error;
+pub mod gate;
+pub mod host;
+pub mod input;
+pub mod install;
+pub mod project;
+pub mod session;
+mod tools;
+
+pub use answer::Answer;
+pub use boundary::restricts;
+pub use engine::{Environment, StoreOpener, handle, run_base};
+pub use error::HookError;
+pub use gate::Fault;
+pub use host::Host;

@@ -1,0 +1,277 @@
+//! The RLC 0.1 validator (Responsibility Lane Continuity, SPEC §7 L-2 and Appendix A): checks an
+//! extension, optionally against the VCE 0.1 envelope it extends, and its lane restore results,
+//! and reaches the same `PASSED | REVIEW_REQUIRED | BLOCKED` decision as the published Python
+//! reference on every input, while reporting every finding with a stable code ([`codes`]).
+//!
+//! # Stages
+//!
+//! The first stage with a finding decides; within a stage every finding is reported.
+//!
+//! 1. **Schema**: the extension against `responsibility-lane-envelope.schema.json`
+//!    ([`codes::SCHEMA_INVALID`]).
+//! 2. **Digests**: `extension_digest` (`sha256` over `json-sort-keys-utf8-v1` of the extension
+//!    without that field, bare hex) and every `lane_digest` (`"sha256:"` + hex over the lane
+//!    without that field). The reference checks lane digests among its semantic rules; the
+//!    decision is the same either way.
+//! 3. **Semantic rules**: lane topology, scopes, bindings, the VCE cross-checks when an envelope
+//!    is supplied, and the restore requirements.
+//! 4. **Restore state**: the restore results against
+//!    `responsibility-lane-restore-results.schema.json` and against each required check.
+//!
+//! # Decision precedence
+//!
+//! No finding → [`RlcDecision::Passed`]. Any finding whose code blocks (every code except
+//! [`codes::LANE_CHECK_PENDING`]) → [`RlcDecision::Blocked`]. Otherwise (only pending checks)
+//! → [`RlcDecision::ReviewRequired`]; its findings are reported too.
+//!
+//! # Matching the reference exactly
+//!
+//! - `pattern` follows Python's `re.search`, where `$` also matches before one final newline
+//!   (see `cairn-pyschema`): `"sha256:<hex>\n"` is schema-valid for the reference, so a `pending`
+//!   check carrying it is `REVIEW_REQUIRED`, not `BLOCKED`.
+//! - Lane digests are checked in stage 2 with the extension digest, not among the semantic
+//!   rules as in the reference; both stages block, so the decision is the same.
+//! - The reference stops at the first restore problem; the restore stage here reports all of
+//!   them. Its decision does not depend on the order, so it is the same.
+//!
+//! # Where Cairn goes beyond the reference
+//!
+//! The reference raises an exception (and so decides nothing) on a few inputs that its schemas
+//! do not cover: a VCE envelope that is not an object (JSON `null` included), one whose tail
+//! carries an `event_type` that is an array or object, or an extension or restore results
+//! that are not objects but that Python's `dict()` accepts (a list of pairs). Cairn never
+//! panics: a VCE envelope that is not an object is [`codes::VCE_ENVELOPE_INVALID`]
+//! (`BLOCKED`), such an event is not material, and such documents fail their schema.
+
+mod canonical;
+pub mod codes;
+mod digest;
+mod refset;
+mod restore;
+mod schema;
+mod semantic;
+mod text;
+
+use cairn_core::{CodedFinding, CoreError, ErrorCode};
+use cairn_pyschema::Schema;
+use serde::Serialize;
+use serde_json::Value;
+use thiserror::Error;
+
+pub use schema::{ENVELOPE_SCHEMA_TEXT, RESTORE_RESULTS_SCHEMA_TEXT};
+
+/// The outcome of an RLC 0.1 check, serialised as `"PASSED"`, `"REVIEW_REQUIRED"` or
+/// `"BLOCKED"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum RlcDecision {
+    /// Every lane was revalidated against its sources; the lanes may be restored.
+    Passed,
+    /// Only pending lane checks stand between the lanes and a restore.
+    ReviewRequired,
+    /// The extension or its restore results must not be used.
+    Blocked,
+}
+
+impl RlcDecision {
+    /// The decision as the reference spells it.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "PASSED",
+            Self::ReviewRequired => "REVIEW_REQUIRED",
+            Self::Blocked => "BLOCKED",
+        }
+    }
+}
+
+impl std::fmt::Display for RlcDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A decision with every finding of the stage that decided it, serialised as
+/// `{"decision": …, "findings": [{"code": …, "message": …}]}`. A `PASSED` report has no
+/// findings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RlcReport {
+    /// The decision.
+    pub decision: RlcDecision,
+    /// Every finding, in the order the rules ran.
+    pub findings: Vec<CodedFinding>,
+}
+
+impl RlcReport {
+    fn from_findings(findings: Vec<CodedFinding>) -> Self {
+        let decision = if findings.is_empty() {
+            RlcDecision::Passed
+        } else if findings.iter().all(|f| codes::is_review(f.code)) {
+            RlcDecision::ReviewRequired
+        } else {
+            RlcDecision::Blocked
+        };
+        Self { decision, findings }
+    }
+}
+
+/// Errors of the RLC module. A failed check is not an error but an [`RlcReport`].
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum RlcError {
+    /// An embedded schema failed to parse or compile (a build defect, not bad input).
+    #[error("cannot compile the embedded schema `{name}`: {reason}")]
+    Schema {
+        /// Which schema.
+        name: &'static str,
+        /// Why it failed.
+        reason: String,
+    },
+    /// A digest was asked for a value that is not a JSON object.
+    #[error("{what} must be a json object to be digested")]
+    NotAnObject {
+        /// `lane` or `extension`.
+        what: &'static str,
+    },
+    /// The lane cannot be canonicalised (too deep, or a non-finite number).
+    #[error(transparent)]
+    Canonicalization(#[from] CoreError),
+}
+
+impl ErrorCode for RlcError {
+    fn code(&self) -> &'static str {
+        match self {
+            Self::Schema { .. } => "rlc_schema_unusable",
+            Self::NotAnObject { .. } => "digest_input_not_an_object",
+            Self::Canonicalization(e) => e.code(),
+        }
+    }
+}
+
+/// The RLC 0.1 validator: both published schemas, compiled once. Cheap to share across
+/// threads; [`RlcValidator::check`] takes `&self`.
+pub struct RlcValidator {
+    extension_schema: Schema,
+    restore_schema: Schema,
+}
+
+impl std::fmt::Debug for RlcValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RlcValidator").finish_non_exhaustive()
+    }
+}
+
+impl RlcValidator {
+    /// Compiles the two embedded schemas.
+    ///
+    /// # Errors
+    /// [`RlcError::Schema`] if an embedded schema does not compile (a build defect).
+    pub fn new() -> Result<Self, RlcError> {
+        Ok(Self {
+            extension_schema: schema::compile(
+                "responsibility-lane-envelope.schema.json",
+                ENVELOPE_SCHEMA_TEXT,
+            )?,
+            restore_schema: schema::compile(
+                "responsibility-lane-restore-results.schema.json",
+                RESTORE_RESULTS_SCHEMA_TEXT,
+            )?,
+        })
+    }
+
+    /// Decides on `extension` with its lane restore results (`None` or JSON `null`: missing,
+    /// which blocks) and, when given, the VCE 0.1 envelope it extends (enabling the
+    /// `vce_envelope_id`, bound-event and material-event cross-checks). Never panics.
+    #[must_use]
+    pub fn check(
+        &self,
+        extension: &Value,
+        restore: Option<&Value>,
+        vce: Option<&Value>,
+    ) -> RlcReport {
+        let mut findings = Vec::new();
+        if !schema::check(
+            &self.extension_schema,
+            extension,
+            codes::SCHEMA_INVALID,
+            "$",
+            &mut findings,
+        ) {
+            return RlcReport::from_findings(findings);
+        }
+        let Value::Object(extension) = extension else {
+            // The schema requires an object; this keeps the code total without a panic.
+            findings.push(CodedFinding::new(
+                codes::SCHEMA_INVALID,
+                "`$`: the extension must be a json object",
+            ));
+            return RlcReport::from_findings(findings);
+        };
+        digest::check(extension, &mut findings);
+        if !findings.is_empty() {
+            return RlcReport::from_findings(findings);
+        }
+        let lanes = semantic::check(extension, vce, &mut findings);
+        if !findings.is_empty() {
+            return RlcReport::from_findings(findings);
+        }
+        restore::check(
+            &self.restore_schema,
+            extension,
+            &lanes,
+            restore,
+            &mut findings,
+        );
+        RlcReport::from_findings(findings)
+    }
+}
+
+/// Splits the document given to `cairn rlc check FILE`: a fixture — an object with an
+/// `extension` member and no other member than `restore_results` — gives both parts
+/// (`restore_results` may be absent); anything else is taken as a bare extension.
+///
+/// The rule is strict on purpose: a bare extension that smuggles an `extension` member among
+/// its own fields is judged as the extension it is (and fails its schema), instead of having
+/// the smuggled inner document judged in its place.
+#[must_use]
+pub fn split_document(doc: &Value) -> (&Value, Option<&Value>) {
+    let Value::Object(map) = doc else {
+        return (doc, None);
+    };
+    let only_fixture_members = map
+        .keys()
+        .all(|key| key == "extension" || key == "restore_results");
+    match map.get("extension") {
+        Some(extension) if only_fixture_members => (extension, map.get("restore_results")),
+        _ => (doc, None),
+    }
+}
+
+/// The lane digest of `lane` as RLC 0.1 and the reference compute it: `"sha256:"` + the
+/// lowercase hex SHA-256 of the lane without its `lane_digest` member, canonicalised with
+/// `json-sort-keys-utf8-v1`.
+///
+/// # Errors
+/// [`RlcError::NotAnObject`] for a non-object, [`RlcError::Canonicalization`] for a lane
+/// nested too deeply or holding a non-finite number.
+pub fn lane_digest(lane: &Value) -> Result<String, RlcError> {
+    let Value::Object(lane) = lane else {
+        return Err(RlcError::NotAnObject { what: "lane" });
+    };
+    Ok(digest::lane_digest_text(lane)?)
+}
+
+/// The extension digest as RLC 0.1 and the reference compute it: the lowercase hex SHA-256 of
+/// the extension without its `extension_digest` member, canonicalised with
+/// `json-sort-keys-utf8-v1` (the value of `extension_digest.value`).
+///
+/// # Errors
+/// As [`lane_digest`].
+pub fn extension_digest(extension: &Value) -> Result<String, RlcError> {
+    let Value::Object(extension) = extension else {
+        return Err(RlcError::NotAnObject { what: "extension" });
+    };
+    Ok(hex::encode(canonical::digest_without(
+        extension,
+        "extension_digest",
+    )?))
+}

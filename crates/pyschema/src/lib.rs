@@ -1,0 +1,246 @@
+//! JSON Schema validation with the semantics of Python's `jsonschema` as the published VCE 0.1
+//! and RLC 0.1 references run it, for the validators of those formats in `cairn-continuity`
+//! and `cairn-lanes`.
+//!
+//! Both references validate with Python `jsonschema` 4.24: `Draft202012Validator` with a
+//! `FormatChecker` (`jsonschema[format-nongpl]`). The `jsonschema` crate implements draft
+//! 2020-12 too, but two keywords of the published schemas mean something else there, and each
+//! difference changes decisions. [`compile`] therefore replaces them with Cairn's own:
+//!
+//! - `format`: only `date-time` is supported, with the reference's meaning
+//!   ([`is_python_date_time`]); any other format fails compilation, because its Python
+//!   checker would differ from the crate's in ways nobody has compared.
+//! - `pattern`: Python's `re.search`, whose `$` also matches just before one final line feed.
+//!   Only anchored runs of literals and character classes are supported (every pattern of both
+//!   formats is one); any other pattern fails compilation instead of being run with the
+//!   ECMA-262 semantics of the crate's regular expressions.
+//!
+//! Two more keywords, `required` and `minLength`, are replaced for speed only (same results;
+//! see the `fast` module).
+//!
+//! [`Schema::check`] turns the errors of a document into [`SchemaError`]s: a JSON path in the
+//! `$.a[0]["b c"]` form both formats' messages use, and a lowercase-led message cut to
+//! [`MESSAGE_MAX_CHARS`] with control characters escaped. [`Cut`] and [`push_cut`] are the same
+//! cutting for any user value a message quotes.
+//!
+//! The crate is pure: no I/O, no clock, and no panic on any document.
+
+mod date_time;
+mod error;
+mod fast;
+mod keyword;
+mod path;
+mod pattern;
+mod text;
+
+use std::fmt::{self, Write as _};
+
+use jsonschema::Validator;
+use serde_json::Value;
+
+use date_time::DateTimeFormat;
+use fast::{MinLength, Required};
+use keyword::factory;
+use pattern::PythonPattern;
+
+pub use date_time::is_python_date_time;
+pub use error::PySchemaError;
+pub use path::json_path;
+pub use text::{Cut, push_cut};
+
+/// The longest schema-error message a [`SchemaError`] carries, in characters (then `…`): the
+/// crate's messages quote whole instances, which a hostile document can make large.
+pub const MESSAGE_MAX_CHARS: usize = 300;
+
+/// A published schema compiled with the reference's keyword semantics; [`Schema::check`] is a
+/// pure function of the document, safe to call from many threads.
+pub struct Schema {
+    name: &'static str,
+    validator: Validator,
+}
+
+impl fmt::Debug for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Schema")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One error of a document against a [`Schema`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaError {
+    /// Where in the document, from the root given to [`Schema::check`]: `$.a[0]["b c"]`.
+    pub path: String,
+    /// What is wrong, lowercase-led, at most [`MESSAGE_MAX_CHARS`] characters and `…`, on one
+    /// line.
+    pub message: String,
+}
+
+/// Compiles the JSON Schema `text` (draft 2020-12) with the reference's keyword semantics;
+/// `name` names it in errors.
+///
+/// # Errors
+/// [`PySchemaError::Compile`] when `text` is not JSON, not a valid schema, or uses a `format`
+/// or a `pattern` whose Python meaning this crate cannot reproduce exactly.
+pub fn compile(name: &'static str, text: &str) -> Result<Schema, PySchemaError> {
+    let failed = |reason: String| PySchemaError::Compile {
+        schema: name,
+        reason,
+    };
+    let schema: Value = serde_json::from_str(text).map_err(|e| failed(e.to_string()))?;
+    let validator = jsonschema::draft202012::options()
+        .with_keyword("format", factory::<DateTimeFormat>)
+        .with_keyword("pattern", factory::<PythonPattern>)
+        .with_keyword("required", factory::<Required>)
+        .with_keyword("minLength", factory::<MinLength>)
+        .build(&schema)
+        .map_err(|e| failed(e.to_string()))?;
+    Ok(Schema { name, validator })
+}
+
+impl Schema {
+    /// The name given to [`compile`].
+    #[must_use]
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Whether `document` satisfies the schema.
+    #[must_use]
+    pub fn is_valid(&self, document: &Value) -> bool {
+        self.validator.is_valid(document)
+    }
+
+    /// Every error of `document`, in the order the validator finds them, with paths starting
+    /// at `root` (`$` for a top-level document); empty when the document is valid.
+    ///
+    /// `is_valid` runs first because it is much cheaper than collecting errors and almost
+    /// every document checked is valid.
+    #[must_use]
+    pub fn check(&self, document: &Value, root: &str) -> Vec<SchemaError> {
+        if self.validator.is_valid(document) {
+            return Vec::new();
+        }
+        let mut errors: Vec<SchemaError> = self
+            .validator
+            .iter_errors(document)
+            .map(|error| SchemaError {
+                path: json_path(root, document, error.instance_path.as_str()),
+                message: message(&error),
+            })
+            .collect();
+        if errors.is_empty() {
+            // INVARIANT: an invalid document always yields an error, so a caller deciding on
+            // the errors fails closed even if `is_valid` and `iter_errors` ever disagree.
+            errors.push(SchemaError {
+                path: root.to_owned(),
+                message: String::from("does not satisfy the schema"),
+            });
+        }
+        errors
+    }
+}
+
+/// The error's message, cut and lowercase-led (the crate's messages sometimes start with a
+/// capital; Cairn's never do).
+fn message(error: &jsonschema::ValidationError<'_>) -> String {
+    let mut text = String::new();
+    let mut cut = Cut::new(&mut text, MESSAGE_MAX_CHARS);
+    // An error here only means the text was cut, which `finish` marks.
+    let _ = write!(cut, "{error}");
+    cut.finish();
+    if let Some(first) = text.get_mut(..1) {
+        first.make_ascii_lowercase();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "test code")]
+
+    use super::*;
+    use serde_json::json;
+
+    const SCHEMA: &str = r#"{
+        "type": "object",
+        "required": ["id", "at"],
+        "additionalProperties": false,
+        "properties": {
+            "id": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+            "at": {"type": "string", "format": "date-time"},
+            "name": {"type": "string", "minLength": 2},
+            "items": {"type": "array", "items": {"type": "string"}}
+        }
+    }"#;
+
+    fn hex() -> String {
+        "0123456789abcdef".repeat(4)
+    }
+
+    #[test]
+    fn python_semantics_apply_to_whole_documents() {
+        let schema = compile("test", SCHEMA).unwrap();
+        let ok = json!({"id": format!("sha256:{}\n", hex()), "at": "2026-06-30t04:30:00z\n"});
+        assert!(schema.is_valid(&ok));
+        assert!(schema.check(&ok, "$").is_empty());
+        let leap = json!({"id": format!("sha256:{}", hex()), "at": "2026-06-30T23:59:60Z"});
+        let errors = schema.check(&leap, "$");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].path, "$.at");
+        assert_eq!(
+            errors[0].message,
+            "\"2026-06-30T23:59:60Z\" is not a \"date-time\""
+        );
+    }
+
+    #[test]
+    fn every_error_is_reported_with_its_path_and_a_lowercase_message() {
+        let schema = compile("test", SCHEMA).unwrap();
+        let doc = json!({"id": "x", "name": "é", "items": ["a", 3], "extra\nkey": 1});
+        let errors = schema.check(&doc, "restore");
+        let paths: Vec<&str> = errors.iter().map(|e| e.path.as_str()).collect();
+        assert!(paths.contains(&"restore"), "{errors:#?}");
+        assert!(paths.contains(&"restore.id"), "{errors:#?}");
+        assert!(paths.contains(&"restore.name"), "{errors:#?}");
+        assert!(paths.contains(&"restore.items[1]"), "{errors:#?}");
+        for error in &errors {
+            let first = error.message.chars().next().unwrap();
+            assert!(
+                !first.is_uppercase() && !error.message.contains('\n'),
+                "{error:?}"
+            );
+        }
+        let missing = errors
+            .iter()
+            .find(|e| e.message.contains("required"))
+            .unwrap();
+        assert_eq!(missing.message, "\"at\" is a required property");
+    }
+
+    #[test]
+    fn long_messages_are_cut() {
+        let schema = compile("test", r#"{"type": "string"}"#).unwrap();
+        let errors = schema.check(&json!(["x".repeat(1000)]), "$");
+        let message = &errors[0].message;
+        assert!(message.ends_with('…'));
+        assert_eq!(message.chars().count(), MESSAGE_MAX_CHARS + 1);
+    }
+
+    #[test]
+    fn what_python_would_judge_differently_does_not_compile() {
+        for schema in [
+            r#"{"pattern": "^a+$"}"#,
+            r#"{"pattern": "\\d"}"#,
+            r#"{"format": "email"}"#,
+            r#"{"format": 3}"#,
+            r#"{"required": "a"}"#,
+            r#"{"minLength": -1}"#,
+            "not json",
+        ] {
+            let error = compile("bad", schema).unwrap_err();
+            assert!(error.to_string().starts_with("cannot compile"), "{error}");
+        }
+    }
+}

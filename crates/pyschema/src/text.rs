@@ -1,0 +1,93 @@
+//! Quoting user text in messages: cut to a length, on one line. Both formats' messages quote
+//! values from the documents they judge, which a hostile document can make huge or fill with
+//! line breaks and terminal escapes.
+
+use std::fmt;
+
+/// A writer appending to a `String` at most `max_chars` characters, with control characters
+/// written as escapes (`\n`, `\u{1b}`) so that a message stays on one line; once full it
+/// refuses further text with [`fmt::Error`], so formatting a huge value costs no more than the
+/// limit. [`Cut::finish`] appends `…` when anything was left out.
+#[must_use = "call `finish` to mark a cut"]
+pub struct Cut<'a> {
+    out: &'a mut String,
+    left: usize,
+    cut: bool,
+}
+
+impl<'a> Cut<'a> {
+    /// A writer appending at most `max_chars` characters to `out`.
+    pub const fn new(out: &'a mut String, max_chars: usize) -> Self {
+        Self {
+            out,
+            left: max_chars,
+            cut: false,
+        }
+    }
+
+    /// Appends `…` when text was left out; returns whether it was.
+    pub fn finish(self) -> bool {
+        if self.cut {
+            self.out.push('…');
+        }
+        self.cut
+    }
+}
+
+impl fmt::Write for Cut<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for ch in s.chars() {
+            if self.left == 0 {
+                self.cut = true;
+                return Err(fmt::Error);
+            }
+            self.left -= 1;
+            if ch.is_control() {
+                self.out.extend(ch.escape_default());
+            } else {
+                self.out.push(ch);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Appends at most `max_chars` characters of `text` to `out` as [`Cut`] does, then `…` if
+/// anything was cut.
+pub fn push_cut(out: &mut String, text: &str, max_chars: usize) {
+    let mut cut = Cut::new(out, max_chars);
+    // An error only means the text was cut, which `finish` marks.
+    let _ = fmt::Write::write_str(&mut cut, text);
+    cut.finish();
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use super::*;
+
+    #[test]
+    fn text_is_cut_by_characters_and_kept_on_one_line() {
+        let mut out = String::from("> ");
+        push_cut(&mut out, "a\nb\u{1b}", 10);
+        assert_eq!(out, "> a\\nb\\u{1b}");
+
+        let mut out = String::new();
+        push_cut(&mut out, &"é".repeat(7), 5);
+        assert_eq!(out, "ééééé…");
+
+        let mut out = String::new();
+        push_cut(&mut out, "abcde", 5);
+        assert_eq!(out, "abcde", "exactly the limit is not cut");
+    }
+
+    #[test]
+    fn formatting_stops_at_the_limit() {
+        let mut out = String::new();
+        let mut cut = Cut::new(&mut out, 4);
+        assert!(write!(cut, "{}", serde_json::json!([1, 2, 3])).is_err());
+        assert!(cut.finish());
+        assert_eq!(out, "[1,2…");
+    }
+}
