@@ -160,6 +160,57 @@ impl ToolCatalog {
     }
 }
 
+impl ToolCatalog {
+    /// The same schema as [`ToolCatalog::cedar_schema`], in Cedar's JSON schema format: what
+    /// the gate loads, because Cedar reads it without its schema-text parser (a grammar whose
+    /// lexer is built afresh in every process — a hook process pays for it on every call).
+    #[must_use]
+    pub fn cedar_schema_json(&self) -> serde_json::Value {
+        use serde_json::{Map, Value, json};
+        let string = || json!({"type": "String"});
+        let mut actions = Map::new();
+        let mut action = |name: &str, decl: &ToolDecl| {
+            let args: Map<String, Value> = decl
+                .args
+                .iter()
+                .map(|(arg, ty)| {
+                    let ty = match ty {
+                        ArgType::String => "String",
+                        ArgType::Long => "Long",
+                        ArgType::Bool => "Boolean",
+                    };
+                    (arg.clone(), json!({"type": ty, "required": false}))
+                })
+                .collect();
+            actions.insert(
+                name.to_owned(),
+                json!({"appliesTo": {
+                    "principalTypes": ["Agent"],
+                    "resourceTypes": ["Tool"],
+                    "context": {"type": "Record", "attributes": {
+                        "tenant": string(), "run": string(), "task": string(),
+                        "lane": {"type": "String", "required": false},
+                        "args": {"type": "Record", "attributes": args},
+                    }},
+                }}),
+            );
+        };
+        action(UNDECLARED_TOOL_ACTION, &ToolDecl::default());
+        for (name, decl) in &self.tools {
+            action(name, decl);
+        }
+        json!({"": {
+            "entityTypes": {
+                "Agent": {},
+                "Tool": {"shape": {"type": "Record", "attributes": {
+                    "name": string(), "version": string(),
+                }}},
+            },
+            "actions": actions,
+        }})
+    }
+}
+
 fn write_action(out: &mut String, name: &str, decl: &ToolDecl) {
     let mut args = String::new();
     for (index, (arg, ty)) in decl.args.iter().enumerate() {
@@ -318,6 +369,63 @@ mod tests {
         assert_eq!(refund.arg("currency"), Some(ArgType::String));
         assert_eq!(catalog.tool("kb.search").unwrap().args().len(), 0);
         assert_eq!(catalog.tools().len(), 3);
+    }
+
+    /// The gate loads the JSON form; people read the text form. Both must be the same schema:
+    /// Cedar prints a schema back as JSON, and the two prints must agree.
+    #[test]
+    fn the_json_schema_is_the_text_schema() {
+        let catalog = ToolCatalog::from_json(
+            "tools.json",
+            r#"{"tools": {"payments.refund": {"args": {"amount": "Long", "currency": "String",
+                "urgent": "Bool"}}, "kb.search": {}}}"#,
+        )
+        .unwrap();
+        let (from_text, _) =
+            cedar_policy::Schema::from_cedarschema_str(&catalog.cedar_schema()).unwrap();
+        let from_json = cedar_policy::Schema::from_json_value(catalog.cedar_schema_json()).unwrap();
+        let actions = |schema: &cedar_policy::Schema| {
+            let mut names: Vec<String> = schema.actions().map(ToString::to_string).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(actions(&from_text), actions(&from_json));
+        // The text parser leaves primitive names unresolved (`EntityOrCommon` named `String`,
+        // `Long`, `Bool`) until the schema is built; resolve them as Cedar does.
+        fn resolved(value: serde_json::Value) -> serde_json::Value {
+            use serde_json::Value;
+            match value {
+                Value::Object(map) => {
+                    if map.get("type").and_then(Value::as_str) == Some("EntityOrCommon") {
+                        let name = match map.get("name").and_then(Value::as_str) {
+                            Some("Bool") => "Boolean".to_owned(),
+                            Some(other) => other.to_owned(),
+                            None => String::new(),
+                        };
+                        let mut out: serde_json::Map<String, Value> = map
+                            .into_iter()
+                            .filter(|(k, _)| k != "name" && k != "type")
+                            .map(|(k, v)| (k, resolved(v)))
+                            .collect();
+                        out.insert("type".to_owned(), Value::String(name));
+                        return Value::Object(out);
+                    }
+                    Value::Object(map.into_iter().map(|(k, v)| (k, resolved(v))).collect())
+                }
+                Value::Array(items) => Value::Array(items.into_iter().map(resolved).collect()),
+                other => other,
+            }
+        }
+        let fragment = |text: &str| {
+            let (fragment, _) = cedar_policy::SchemaFragment::from_cedarschema_str(text).unwrap();
+            resolved(fragment.to_json_value().unwrap())
+        };
+        let from_json_fragment =
+            cedar_policy::SchemaFragment::from_json_value(catalog.cedar_schema_json()).unwrap();
+        assert_eq!(
+            fragment(&catalog.cedar_schema()),
+            from_json_fragment.to_json_value().unwrap()
+        );
     }
 
     #[test]

@@ -80,8 +80,8 @@ pub(crate) fn load(
     check_duplicates(&mut policies, &mut errors);
 
     let schema_text = catalog.cedar_schema();
-    let schema = match Schema::from_cedarschema_str(&schema_text) {
-        Ok((schema, _warnings)) => schema,
+    let schema = match Schema::from_json_value(catalog.cedar_schema_json()) {
+        Ok(schema) => schema,
         Err(err) => {
             errors.push(PolicyLoadError::ToolCatalog {
                 file: "<generated schema>".to_owned(),
