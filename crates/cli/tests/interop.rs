@@ -83,6 +83,19 @@ fn check(dir: &Path, args: &[&str]) {
     assert_eq!(seen, codes, "{}: finding codes", dir.display());
 }
 
+/// Runs `one` on every case, on a few threads: each case is a process of its own, and a
+/// hundred of them in a row dominate the suite's time.
+fn each_case(dirs: Vec<PathBuf>, one: impl Fn(&Path) + Sync) {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+    let chunk = dirs.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for part in dirs.chunks(chunk) {
+            let one = &one;
+            scope.spawn(move || part.iter().for_each(|dir| one(dir)));
+        }
+    });
+}
+
 fn present(dir: &Path, name: &str) -> Option<String> {
     dir.join(name)
         .is_file()
@@ -93,27 +106,27 @@ fn present(dir: &Path, name: &str) -> Option<String> {
 fn every_vce_case_gives_the_same_decision_and_codes_through_the_binary() {
     let dirs = cases("../continuity/tests/vce_cases");
     assert!(dirs.len() >= 17, "only {} VCE cases", dirs.len());
-    for dir in dirs {
-        let envelope = present(&dir, "envelope.json").unwrap();
-        let restore = present(&dir, "restore.json");
+    each_case(dirs, |dir| {
+        let envelope = present(dir, "envelope.json").unwrap();
+        let restore = present(dir, "restore.json");
         let mut args = vec!["vce", "check", envelope.as_str()];
         if let Some(restore) = &restore {
             args.extend(["--restore", restore.as_str()]);
         }
-        check(&dir, &args);
-    }
+        check(dir, &args);
+    });
 }
 
 #[test]
 fn every_rlc_case_gives_the_same_decision_and_codes_through_the_binary() {
     let dirs = cases("../lanes/tests/rlc_cases");
     assert!(dirs.len() >= 21, "only {} RLC cases", dirs.len());
-    for dir in dirs {
-        let file = present(&dir, "fixture.json")
-            .or_else(|| present(&dir, "extension.json"))
+    each_case(dirs, |dir| {
+        let file = present(dir, "fixture.json")
+            .or_else(|| present(dir, "extension.json"))
             .unwrap_or_else(|| panic!("{}: no fixture.json or extension.json", dir.display()));
-        let restore = present(&dir, "restore.json");
-        let vce = present(&dir, "vce.json");
+        let restore = present(dir, "restore.json");
+        let vce = present(dir, "vce.json");
         let mut args = vec!["rlc", "check", file.as_str()];
         if let Some(restore) = &restore {
             args.extend(["--restore", restore.as_str()]);
@@ -121,8 +134,8 @@ fn every_rlc_case_gives_the_same_decision_and_codes_through_the_binary() {
         if let Some(vce) = &vce {
             args.extend(["--vce", vce.as_str()]);
         }
-        check(&dir, &args);
-    }
+        check(dir, &args);
+    });
 }
 
 fn interop(file: &str) -> PathBuf {
