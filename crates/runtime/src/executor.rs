@@ -244,10 +244,19 @@ impl Executor {
             ),
             (None, None) => (verdict.admission, verdict.reason),
         };
-        let call = &ToolCall {
-            tool: call.tool.clone(),
-            args: call.args,
-            lane,
+        // The record names the resolved lane; the call is copied only when that differs from
+        // the lane it named (with lanes configured and none named), keeping the common path
+        // free of allocations.
+        let resolved;
+        let call = if lane == call.lane {
+            call
+        } else {
+            resolved = ToolCall {
+                tool: call.tool.clone(),
+                args: call.args,
+                lane,
+            };
+            &resolved
         };
         let decision = admission.decision;
         // Only a denial needs the rule ids after the admission is moved into the record.
