@@ -13,9 +13,9 @@
 //! the previous key still verify. Only Unix is supported: the owner-only guarantee relies on
 //! Unix permission bits.
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Read as _, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::fs::{self, DirBuilder, File};
+use std::io::{self, Read as _};
+use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use rand_core::CryptoRngCore;
@@ -428,30 +428,13 @@ fn io_error(action: &'static str, path: &Path, source: io::Error) -> KeyringErro
 /// Creates `path` (failing if it exists) with permission bits `mode` from the first
 /// instant, writes `text` and a newline, and flushes it to disk.
 fn write_new_file(path: &Path, mode: u32, text: &str) -> Result<(), KeyringError> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .map_err(|source| io_error("create", path, source))?;
-    let written = file
-        .write_all(text.as_bytes())
-        .and_then(|()| file.write_all(b"\n"))
-        .and_then(|()| file.sync_all());
-    if let Err(source) = written {
-        // Do not leave a truncated key behind; the write error is the one worth reporting.
-        drop(file);
-        let _ = fs::remove_file(path);
-        return Err(io_error("write", path, source));
-    }
-    Ok(())
+    crate::files::write_new(path, mode, format!("{text}\n").as_bytes())
+        .map_err(|(action, source)| io_error(action, path, source))
 }
 
 /// Flushes a directory's entries (new and renamed files) to disk.
 fn sync_dir(dir: &Path) -> Result<(), KeyringError> {
-    File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(|source| io_error("sync", dir, source))
+    crate::files::sync_dir(dir).map_err(|source| io_error("sync", dir, source))
 }
 
 /// Reads a whole file of at most [`MAX_KEY_FILE_BYTES`] as UTF-8.

@@ -2,9 +2,9 @@
 //! `rename`, `fsync` of the folder), reads with a size limit, and the owner-only HMAC key
 //! file. It mirrors the helpers of `crate::keyring`, which are private to that module.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read as _, Write as _};
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::fs::{self, File};
+use std::io::{self, Read as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -102,18 +102,8 @@ pub(super) fn temp_path(path: &Path) -> PathBuf {
 /// Creates `path` (failing if it exists) with mode `mode` from the first instant, writes
 /// `bytes` and flushes them to disk; removes the file again if the write fails.
 pub(super) fn write_new(path: &Path, mode: u32, bytes: &[u8]) -> Result<(), DecisionFilesError> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)
-        .map_err(|source| io_error("create", path, source))?;
-    if let Err(source) = file.write_all(bytes).and_then(|()| file.sync_all()) {
-        drop(file);
-        let _ = fs::remove_file(path);
-        return Err(io_error("write", path, source));
-    }
-    Ok(())
+    crate::files::write_new(path, mode, bytes)
+        .map_err(|(action, source)| io_error(action, path, source))
 }
 
 pub(super) fn ensure_dir(dir: &Path) -> Result<(), DecisionFilesError> {
@@ -122,9 +112,7 @@ pub(super) fn ensure_dir(dir: &Path) -> Result<(), DecisionFilesError> {
 
 /// Flushes a folder's entries (new and renamed files) to disk.
 pub(super) fn sync_dir(dir: &Path) -> Result<(), DecisionFilesError> {
-    File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(|source| io_error("sync", dir, source))
+    crate::files::sync_dir(dir).map_err(|source| io_error("sync", dir, source))
 }
 
 /// Loads the key file, refusing it when group or others can access it.
