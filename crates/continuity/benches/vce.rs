@@ -38,6 +38,13 @@ fn vce(c: &mut Criterion) {
     group.bench_function("sha256_of_example_bytes", |b| {
         b.iter(|| Sha256::digest(black_box(ENVELOPE.as_bytes())));
     });
+    let map = envelope.as_object().unwrap();
+    group.bench_function("canonical_form_of_example", |b| {
+        b.iter(|| {
+            cairn_core::canonical::sort_keys_utf8_v1_without(black_box(map), "envelope_digest")
+                .unwrap()
+        });
+    });
     group.bench_function("decide_parsed_example_with_restore", |b| {
         b.iter(|| {
             validator

@@ -130,7 +130,8 @@ pub fn for_each_member<'a>(
 
 /// Whether every `serde_json` map iterates in key order, which holds unless the
 /// `preserve_order` feature is switched on somewhere in the build; found out once by trying.
-fn maps_iterate_in_key_order() -> bool {
+#[must_use]
+pub fn maps_iterate_in_key_order() -> bool {
     static SORTED: OnceLock<bool> = OnceLock::new();
     *SORTED.get_or_init(|| {
         let mut probe = Map::new();
@@ -151,16 +152,26 @@ fn check_depth(depth: usize) -> Result<(), CoreError> {
 }
 
 /// Writes a string as Python's `json` does with `ensure_ascii=False`.
+#[inline]
 pub fn write_string(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    if is_clean(bytes) {
+        // Most strings need no escape: one check the compiler vectorises, then one copy, with
+        // room made once for the string and its quotes.
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+    } else {
+        write_escaped(out, bytes);
+    }
+}
+
+/// [`write_string`] for a string with something to escape.
+#[cold]
+fn write_escaped(out: &mut Vec<u8>, mut rest: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
-    let mut rest = text.as_bytes();
-    if is_clean(rest) {
-        // Most strings need no escape: one check the compiler vectorises, then one copy.
-        out.extend_from_slice(rest);
-        out.push(b'"');
-        return;
-    }
     while let Some(at) = first_to_escape(rest) {
         let (run, tail) = rest.split_at_checked(at).unwrap_or((rest, &[]));
         out.extend_from_slice(run);
@@ -192,6 +203,7 @@ pub fn write_string(out: &mut Vec<u8>, text: &str) {
 
 /// No byte of `bytes` needs an escape: eight bytes at a time (the last word padded with a
 /// harmless byte), without branches or early exit.
+#[inline]
 fn is_clean(bytes: &[u8]) -> bool {
     let mut chunks = bytes.chunks_exact(8);
     let mut dirty = 0;
@@ -201,18 +213,24 @@ fn is_clean(bytes: &[u8]) -> bool {
     dirty | escape_flags(word(chunks.remainder())) == 0
 }
 
-/// Up to eight bytes as a little-endian word, padded with `a` (a byte never escaped). Built
-/// byte by byte: copying a slice of unknown length would call `memcpy` for every string.
+/// Up to eight bytes as one word in which every byte of `bytes` appears, and nothing else
+/// but `a` (a byte never escaped): eight bytes as they are, four to seven as two overlapping
+/// halves, fewer padded. Loads instead of a byte loop, which cost more than the check.
 fn word(bytes: &[u8]) -> u64 {
-    if let Ok(full) = <[u8; 8]>::try_from(bytes) {
-        return u64::from_le_bytes(full);
+    if let Some(full) = bytes.first_chunk::<8>() {
+        return u64::from_le_bytes(*full);
     }
-    let mut word = u64::from_le_bytes([b'a'; 8]);
-    for (index, &byte) in bytes.iter().take(8).enumerate() {
-        let shift = 8 * index;
-        word = (word & !(0xff << shift)) | (u64::from(byte) << shift);
+    if let (Some(low), Some(high)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
+        return u64::from(u32::from_le_bytes(*low)) | (u64::from(u32::from_le_bytes(*high)) << 32);
     }
-    word
+    const PAD: u8 = b'a';
+    let padded = match *bytes {
+        [a, b, c] => [a, b, c, PAD, PAD, PAD, PAD, PAD],
+        [a, b] => [a, b, PAD, PAD, PAD, PAD, PAD, PAD],
+        [a] => [a, PAD, PAD, PAD, PAD, PAD, PAD, PAD],
+        _ => [PAD; 8],
+    };
+    u64::from_le_bytes(padded)
 }
 
 /// Non-zero when some byte of `word` is below 0x20, `"` or `\`.

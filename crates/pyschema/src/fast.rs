@@ -27,6 +27,11 @@ impl Required {
         }
     }
 
+    /// Every listed name is a member of `map`.
+    pub(crate) fn has_all(&self, map: &Map<String, Value>) -> bool {
+        self.missing(map).next().is_none()
+    }
+
     fn missing<'s>(&'s self, map: &'s Map<String, Value>) -> impl Iterator<Item = &'s str> + 's {
         self.names
             .iter()
@@ -49,9 +54,7 @@ impl PyKeyword for Required {
     }
 
     fn is_valid(&self, instance: &Value) -> bool {
-        instance
-            .as_object()
-            .is_none_or(|map| self.missing(map).next().is_none())
+        instance.as_object().is_none_or(|map| self.has_all(map))
     }
 
     /// The `jsonschema` crate's wording, with every missing name.

@@ -31,6 +31,7 @@ mod fast;
 mod keyword;
 mod path;
 mod pattern;
+mod quick;
 mod text;
 
 use std::fmt::{self, Write as _};
@@ -42,6 +43,7 @@ use date_time::DateTimeFormat;
 use fast::{MinLength, Required};
 use keyword::factory;
 use pattern::PythonPattern;
+use quick::Quick;
 
 pub use date_time::is_python_date_time;
 pub use error::PySchemaError;
@@ -57,6 +59,9 @@ pub const MESSAGE_MAX_CHARS: usize = 300;
 pub struct Schema {
     name: &'static str,
     validator: Validator,
+    /// The same schema for valid documents only (see the `quick` module); `None` when the
+    /// schema uses a keyword that module does not compile.
+    quick: Option<Quick>,
 }
 
 impl fmt::Debug for Schema {
@@ -89,14 +94,23 @@ pub fn compile(name: &'static str, text: &str) -> Result<Schema, PySchemaError> 
         reason,
     };
     let schema: Value = serde_json::from_str(text).map_err(|e| failed(e.to_string()))?;
-    let validator = jsonschema::draft202012::options()
+    let validator = full_validator(&schema).map_err(failed)?;
+    Ok(Schema {
+        name,
+        validator,
+        quick: Quick::compile(&schema),
+    })
+}
+
+/// The `jsonschema` crate's validator of `schema` with this crate's keywords.
+fn full_validator(schema: &Value) -> Result<Validator, String> {
+    jsonschema::draft202012::options()
         .with_keyword("format", factory::<DateTimeFormat>)
         .with_keyword("pattern", factory::<PythonPattern>)
         .with_keyword("required", factory::<Required>)
         .with_keyword("minLength", factory::<MinLength>)
-        .build(&schema)
-        .map_err(|e| failed(e.to_string()))?;
-    Ok(Schema { name, validator })
+        .build(schema)
+        .map_err(|e| e.to_string())
 }
 
 impl Schema {
@@ -109,17 +123,20 @@ impl Schema {
     /// Whether `document` satisfies the schema.
     #[must_use]
     pub fn is_valid(&self, document: &Value) -> bool {
-        self.validator.is_valid(document)
+        self.quick
+            .as_ref()
+            .is_some_and(|quick| quick.is_valid(document))
+            || self.validator.is_valid(document)
     }
 
     /// Every error of `document`, in the order the validator finds them, with paths starting
     /// at `root` (`$` for a top-level document); empty when the document is valid.
     ///
-    /// `is_valid` runs first because it is much cheaper than collecting errors and almost
-    /// every document checked is valid.
+    /// [`Schema::is_valid`] runs first because it is much cheaper than collecting errors and
+    /// almost every document checked is valid.
     #[must_use]
     pub fn check(&self, document: &Value, root: &str) -> Vec<SchemaError> {
-        if self.validator.is_valid(document) {
+        if self.is_valid(document) {
             return Vec::new();
         }
         let mut errors: Vec<SchemaError> = self

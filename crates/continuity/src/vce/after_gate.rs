@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::Stage;
 use super::codes::{NEXT_ACTION_BLOCKED, NEXT_ACTION_INVALID, VERIFICATION_PENDING};
 use super::pyjson::{is_str, shown};
+use super::top::Top;
 
 /// The `pending_verification` statuses that mean the verification is not done.
 const OPEN_STATUSES: [&str; 4] = ["pending", "running", "blocked", "failed"];
@@ -17,8 +18,8 @@ const OPEN_STATUSES: [&str; 4] = ["pending", "running", "blocked", "failed"];
 /// REVIEW_REQUIRED there and BLOCKED here. The schema stage rules that input out
 /// (`next_action` is a required object whose `blocked_by` is an array), so the two agree on
 /// every input that reaches this stage.
-pub(super) fn check(envelope: &Value, stage: &mut Stage) {
-    if let Some(Value::Array(items)) = envelope.get("pending_verification") {
+pub(super) fn check(top: &Top<'_>, stage: &mut Stage) {
+    if let Some(Value::Array(items)) = top.pending_verification {
         for (position, item) in items.iter().enumerate() {
             let status = item.get("status");
             if item.is_object() && OPEN_STATUSES.iter().any(|s| is_str(status, s)) {
@@ -33,7 +34,7 @@ pub(super) fn check(envelope: &Value, stage: &mut Stage) {
             }
         }
     }
-    let Some(Value::Object(next_action)) = envelope.get("next_action") else {
+    let Some(Value::Object(next_action)) = top.next_action else {
         stage.block(NEXT_ACTION_INVALID, "`$.next_action` is not an object");
         return;
     };

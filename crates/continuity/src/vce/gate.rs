@@ -22,11 +22,12 @@ use super::codes::{
 };
 use super::pyjson::{is_str, py_eq, py_eq_value, shown, truthy};
 use super::semantic::Index;
+use super::top::Top;
 use super::{Stage, schema};
 
 /// Checks the restore results against the envelope's restore requirements.
 pub(super) fn check(
-    envelope: &Value,
+    top: &Top<'_>,
     restore: Option<&Value>,
     restore_schema: &Schema,
     index: &Index<'_>,
@@ -55,7 +56,7 @@ pub(super) fn check(
         return;
     };
     let claimed = results.get("envelope_id");
-    let expected = envelope.get("envelope_id");
+    let expected = top.envelope_id;
     if !py_eq(claimed, expected) {
         stage.block(
             RESTORE_ENVELOPE_MISMATCH,
@@ -66,7 +67,7 @@ pub(super) fn check(
             ),
         );
     }
-    let Some(Value::Object(requirements)) = envelope.get("restore_requirements") else {
+    let Some(Value::Object(requirements)) = top.restore_requirements else {
         stage.block(
             RESTORE_REQUIREMENTS_INVALID,
             "`$.restore_requirements` is not an object",

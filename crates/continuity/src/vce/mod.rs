@@ -30,6 +30,7 @@ mod gate;
 mod pyjson;
 mod schema;
 mod semantic;
+mod top;
 
 use std::fmt;
 
@@ -151,15 +152,16 @@ impl VceValidator {
         if let Some(report) = stage.report() {
             return report;
         }
-        let index = semantic::check(envelope, &mut stage);
+        let top = top::Top::of(envelope);
+        let index = semantic::check(&top, &mut stage);
         if let Some(report) = stage.report() {
             return report;
         }
-        gate::check(envelope, restore, &self.restore_schema, &index, &mut stage);
+        gate::check(&top, restore, &self.restore_schema, &index, &mut stage);
         if let Some(report) = stage.report() {
             return report;
         }
-        after_gate::check(envelope, &mut stage);
+        after_gate::check(&top, &mut stage);
         stage.report().unwrap_or(VceReport {
             decision: VceDecision::Resumable,
             findings: Vec::new(),

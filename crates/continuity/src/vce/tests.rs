@@ -14,6 +14,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use super::top::Top;
 use super::*;
 
 const EXAMPLE: &str = include_str!(
@@ -92,9 +93,10 @@ fn run_all(
 ) -> Vec<&'static str> {
     let mut stage = Stage::default();
     digest::check(envelope, &mut stage);
-    let index = semantic::check(envelope, &mut stage);
-    gate::check(envelope, restore, &anything(), &index, &mut stage);
-    after_gate::check(envelope, &mut stage);
+    let top = Top::of(envelope);
+    let index = semantic::check(&top, &mut stage);
+    gate::check(&top, restore, &anything(), &index, &mut stage);
+    after_gate::check(&top, &mut stage);
     let report = validator.check(envelope, restore);
     assert_eq!(
         report.decision == VceDecision::Resumable,
@@ -162,7 +164,7 @@ fn semantic_codes(change: impl FnOnce(&mut Value)) -> Vec<&'static str> {
     let mut envelope = example();
     change(&mut envelope);
     let mut stage = Stage::default();
-    semantic::check(&envelope, &mut stage);
+    semantic::check(&Top::of(&envelope), &mut stage);
     stage.findings.iter().map(|f| f.code).collect()
 }
 
@@ -290,8 +292,14 @@ fn pre_empted_digest_gate_and_after_gate_rules_fire_without_the_schema() {
     let mut results = restore();
     results["evidence_checks"][0]["method"] = json!("signature");
     let mut stage = Stage::default();
-    let index = semantic::check(&envelope, &mut stage);
-    gate::check(&envelope, Some(&results), &anything(), &index, &mut stage);
+    let index = semantic::check(&Top::of(&envelope), &mut stage);
+    gate::check(
+        &Top::of(&envelope),
+        Some(&results),
+        &anything(),
+        &index,
+        &mut stage,
+    );
     assert!(
         stage
             .findings
@@ -303,7 +311,7 @@ fn pre_empted_digest_gate_and_after_gate_rules_fire_without_the_schema() {
         let mut envelope = example();
         envelope["next_action"]["blocked_by"] = blocked_by;
         let mut stage = Stage::default();
-        after_gate::check(&envelope, &mut stage);
+        after_gate::check(&Top::of(&envelope), &mut stage);
         assert!(
             stage
                 .findings

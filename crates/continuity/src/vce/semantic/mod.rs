@@ -22,24 +22,7 @@ use super::codes::{
     RESTORE_NOT_FAIL_CLOSED, RESTORE_REQUIREMENTS_INVALID,
 };
 use super::pyjson::{is_str, py_eq, shown, truthy};
-
-/// The top-level fields of an envelope, sorted.
-const REQUIRED_TOP_LEVEL: [&str; 14] = [
-    "active_objective",
-    "artifact_refs",
-    "authority_model",
-    "created_at",
-    "envelope_digest",
-    "envelope_id",
-    "next_action",
-    "operational_tail",
-    "pending_verification",
-    "project",
-    "rejected_approaches",
-    "restore_requirements",
-    "schema_version",
-    "transition_reason",
-];
+use super::top::Top;
 
 /// Event types that claim something was executed and so need durable evidence.
 const EXECUTION_EVENT_TYPES: [&str; 4] = [
@@ -110,16 +93,14 @@ impl Authorities<'_> {
 
 /// Checks every semantic rule, adding each violation to `stage`, and returns the index the
 /// restore gate works from.
-pub(super) fn check<'a>(envelope: &'a Value, stage: &mut Stage) -> Index<'a> {
-    let top = envelope.as_object();
-    let field = |name: &str| top.and_then(|map| map.get(name));
-    for name in REQUIRED_TOP_LEVEL {
-        if field(name).is_none() {
+pub(super) fn check<'a>(top: &Top<'a>, stage: &mut Stage) -> Index<'a> {
+    for (name, value) in top.required() {
+        if value.is_none() {
             stage.block(MISSING_TOP_LEVEL_FIELD, format!("`$.{name}` is missing"));
         }
     }
-    let authorities = authority_model(field("authority_model"), stage);
-    let events: &[Value] = match field("operational_tail") {
+    let authorities = authority_model(top.authority_model, stage);
+    let events: &[Value] = match top.operational_tail {
         Some(Value::Array(events)) if !events.is_empty() => events,
         _ => {
             stage.block(
@@ -129,8 +110,8 @@ pub(super) fn check<'a>(envelope: &'a Value, stage: &mut Stage) -> Index<'a> {
             &[]
         }
     };
-    let mut artifacts = artifact_index(field("artifact_refs"), stage);
-    let checks = required_checks(field("restore_requirements"), stage);
+    let mut artifacts = artifact_index(top.artifact_refs, stage);
+    let checks = required_checks(top.restore_requirements, stage);
     note_checks(checks, &mut artifacts, stage);
     let mut index = Index {
         artifacts,
@@ -155,11 +136,7 @@ pub(super) fn check<'a>(envelope: &'a Value, stage: &mut Stage) -> Index<'a> {
             "`$.operational_tail` has no `constraint` event from an authoritative source, so no active constraint survives restoration",
         );
     }
-    events::rejected_and_pending(
-        field("rejected_approaches"),
-        field("pending_verification"),
-        stage,
-    );
+    events::rejected_and_pending(top.rejected_approaches, top.pending_verification, stage);
     index
 }
 

@@ -1,0 +1,563 @@
+//! A quick validity check that lets [`crate::Schema`] skip the `jsonschema` crate for the
+//! documents that matter most: the valid ones.
+//!
+//! The crate's validator walks keyword objects behind trait calls and looks every property
+//! name up by comparing it with each declared name in turn; for the published VCE 0.1
+//! envelope that was about a third of a whole decision. [`Quick`] compiles the same schema
+//! into a flat table of nodes and checks an instance in one pass: declared properties are
+//! searched from where the previous one was found (documents list them in schema order),
+//! comparing lengths before bytes.
+//!
+//! It only ever answers "surely valid" (`true`) or "not sure" (`false`), never "invalid":
+//! a `false` sends the document to the full validator, which decides and explains. So
+//! everything subtle answers `false` — a float where an integer is wanted, `uniqueItems` over
+//! values it cannot tell apart for certain, nesting deeper than [`MAX_DEPTH`] — and the
+//! soundness rule is one line: **`Quick` says valid only if the full validator does.** A test
+//! holds it to that over every conformance document of both formats and thousands of
+//! mutations of them.
+//!
+//! Only the keywords of the published schemas are compiled (see [`Builder::checks`]); a schema
+//! with any other keyword has no quick check, and every document goes to the full validator.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::date_time::DateTimeFormat;
+use crate::fast::{MinLength, Required};
+use crate::keyword::PyKeyword;
+use crate::pattern::PythonPattern;
+
+/// Deeper instances are left to the full validator.
+const MAX_DEPTH: usize = 64;
+
+/// `uniqueItems` over up to this many items compares them pairwise (no allocation); over
+/// more, only all-string arrays are judged here, by sorting.
+const PAIRWISE_LIMIT: usize = 64;
+
+type NodeId = usize;
+
+/// A schema compiled for [`Quick::is_valid`].
+pub(crate) struct Quick {
+    nodes: Vec<Node>,
+    root: NodeId,
+}
+
+/// One schema object, its keywords grouped by the kind of instance they judge, so that
+/// checking a value is one match on its kind. Kept small (the rarer parts boxed) so that a
+/// whole schema's nodes stay in the first-level cache.
+#[derive(Default)]
+struct Node {
+    /// The `false` schema.
+    never: bool,
+    /// `type`, as a set of [`Kind`] bits; `None` for any type.
+    types: Option<u8>,
+    /// `const` of a string, a boolean or `null` (which equal only themselves).
+    constant: Option<Box<Value>>,
+    /// `enum` of strings.
+    options: Option<Box<[String]>>,
+    /// `minLength`, `pattern` and `format`.
+    text: Box<[TextCheck]>,
+    /// `properties`, `additionalProperties` and `required`.
+    object: Option<Box<ObjectCheck>>,
+    /// `prefixItems`, `items`, `minItems`, `maxItems` and `uniqueItems`.
+    array: Option<Box<ArrayCheck>>,
+    /// `anyOf`.
+    any_of: Box<[NodeId]>,
+    /// `$ref`.
+    reference: Option<NodeId>,
+}
+
+/// A keyword that judges strings only.
+enum TextCheck {
+    MinLength(MinLength),
+    Pattern(PythonPattern),
+    DateTime(DateTimeFormat),
+}
+
+/// The object keywords of a node.
+#[derive(Default)]
+struct ObjectCheck {
+    /// `properties`, each marked when `required` names it (counted as the members are
+    /// walked, so no name is looked up twice).
+    known: Vec<Known>,
+    /// How many of `known` are required.
+    required: usize,
+    /// `required` names that are not among `known`.
+    other_required: Option<Required>,
+    /// `additionalProperties`.
+    additional: Additional,
+}
+
+/// A member named in `properties`.
+struct Known {
+    name: String,
+    /// [`head`] of `name`.
+    head: u64,
+    node: NodeId,
+    /// `required` names it too.
+    required: bool,
+}
+
+/// What `additionalProperties` asks of a member not in `properties`.
+#[derive(Default)]
+enum Additional {
+    #[default]
+    Any,
+    Never,
+    Schema(NodeId),
+}
+
+/// The array keywords of a node.
+#[derive(Default)]
+struct ArrayCheck {
+    prefix: Vec<NodeId>,
+    rest: Option<NodeId>,
+    min: usize,
+    max: Option<usize>,
+    unique: bool,
+}
+
+/// The bits of [`Node::types`].
+struct Kind;
+
+impl Kind {
+    const NULL: u8 = 1;
+    const BOOLEAN: u8 = 1 << 1;
+    const INTEGER: u8 = 1 << 2;
+    const NUMBER: u8 = 1 << 3;
+    const STRING: u8 = 1 << 4;
+    const ARRAY: u8 = 1 << 5;
+    const OBJECT: u8 = 1 << 6;
+
+    fn parse(name: &str) -> Option<u8> {
+        Some(match name {
+            "null" => Self::NULL,
+            "boolean" => Self::BOOLEAN,
+            "integer" => Self::INTEGER,
+            "number" => Self::NUMBER,
+            "string" => Self::STRING,
+            "array" => Self::ARRAY,
+            "object" => Self::OBJECT,
+            _ => return None,
+        })
+    }
+}
+
+impl Quick {
+    /// The quick check of `schema`, or `None` when it uses anything this module does not
+    /// compile.
+    pub(crate) fn compile(schema: &Value) -> Option<Self> {
+        let mut builder = Builder {
+            nodes: Vec::new(),
+            defs: schema.get("$defs").and_then(Value::as_object),
+            def_ids: HashMap::new(),
+        };
+        let root = builder.reserve();
+        builder.fill(root, schema, true)?;
+        Some(Self {
+            nodes: builder.nodes,
+            root,
+        })
+    }
+
+    /// `true` only if `instance` surely satisfies the schema; `false` when it may not.
+    pub(crate) fn is_valid(&self, instance: &Value) -> bool {
+        self.valid(self.root, instance, 0)
+    }
+
+    fn valid(&self, id: NodeId, instance: &Value, depth: usize) -> bool {
+        let Some(node) = self.nodes.get(id) else {
+            return false;
+        };
+        if node.never || depth > MAX_DEPTH {
+            return false;
+        }
+        if node.types.is_some_and(|kinds| !has_type(kinds, instance)) {
+            return false;
+        }
+        if let Some(want) = &node.constant {
+            let equal = match (&**want, instance) {
+                (Value::String(want), Value::String(text)) => same_text(want, text),
+                (want, _) => instance == want,
+            };
+            if !equal {
+                return false;
+            }
+        }
+        if let Some(options) = &node.options {
+            let listed = instance
+                .as_str()
+                .is_some_and(|text| options.iter().any(|option| same_text(option, text)));
+            if !listed {
+                return false;
+            }
+        }
+        let next = depth + 1;
+        let own = match instance {
+            Value::String(_) => node.text.iter().all(|check| match check {
+                TextCheck::MinLength(keyword) => keyword.is_valid(instance),
+                TextCheck::Pattern(keyword) => keyword.is_valid(instance),
+                TextCheck::DateTime(keyword) => keyword.is_valid(instance),
+            }),
+            Value::Object(map) => node
+                .object
+                .as_ref()
+                .is_none_or(|object| self.object_valid(object, map, next)),
+            Value::Array(items) => node
+                .array
+                .as_ref()
+                .is_none_or(|array| self.array_valid(array, items, next)),
+            Value::Null | Value::Bool(_) | Value::Number(_) => true,
+        };
+        own && (node.any_of.is_empty()
+            || node
+                .any_of
+                .iter()
+                .any(|&id| self.valid(id, instance, depth)))
+            && node
+                .reference
+                .is_none_or(|id| self.valid(id, instance, depth))
+    }
+
+    fn object_valid(&self, object: &ObjectCheck, map: &Map<String, Value>, depth: usize) -> bool {
+        let mut cursor = 0;
+        let mut required = 0;
+        for (key, value) in map {
+            let valid = match find(&object.known, key, &mut cursor) {
+                Some(property) => {
+                    required += usize::from(property.required);
+                    self.valid(property.node, value, depth)
+                }
+                None => match object.additional {
+                    Additional::Any => true,
+                    Additional::Never => false,
+                    Additional::Schema(id) => self.valid(id, value, depth),
+                },
+            };
+            if !valid {
+                return false;
+            }
+        }
+        required == object.required
+            && object
+                .other_required
+                .as_ref()
+                .is_none_or(|names| names.has_all(map))
+    }
+
+    fn array_valid(&self, array: &ArrayCheck, items: &[Value], depth: usize) -> bool {
+        items.len() >= array.min
+            && array.max.is_none_or(|max| items.len() <= max)
+            && items.iter().enumerate().all(|(position, item)| {
+                array
+                    .prefix
+                    .get(position)
+                    .copied()
+                    .or(array.rest)
+                    .is_none_or(|id| self.valid(id, item, depth))
+            })
+            && (!array.unique || surely_unique(items))
+    }
+}
+
+/// The declared property `key`, searching from `cursor` onwards and then from the start;
+/// `cursor` moves past a found property.
+fn find<'k>(known: &'k [Known], key: &str, cursor: &mut usize) -> Option<&'k Known> {
+    let start = (*cursor).min(known.len());
+    let (before, after) = known.split_at(start);
+    let key_head = head(key);
+    // Length and first eight bytes decide almost every comparison.
+    let same = |property: &&Known| {
+        property.head == key_head
+            && property.name.len() == key.len()
+            && same_tail(&property.name, key)
+    };
+    let (offset, found) = match after.iter().position(|p| same(&p)) {
+        Some(at) => (start + at, after.get(at)),
+        None => {
+            let at = before.iter().position(|p| same(&p))?;
+            (at, before.get(at))
+        }
+    };
+    *cursor = offset + 1;
+    found
+}
+
+/// The first eight bytes of `text` as one word (see [`word`]); texts of equal length and
+/// head agree in those bytes.
+fn head(text: &str) -> u64 {
+    word(text.as_bytes())
+}
+
+/// The first eight bytes as one word; for fewer bytes, a word that together with their
+/// number determines them (overlapping reads instead of a byte loop or a `memcpy` call).
+fn word(bytes: &[u8]) -> u64 {
+    if let Some(first) = bytes.first_chunk::<8>() {
+        return u64::from_le_bytes(*first);
+    }
+    if let (Some(low), Some(high)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
+        return u64::from(u32::from_le_bytes(*low)) | (u64::from(u32::from_le_bytes(*high)) << 32);
+    }
+    match *bytes {
+        [a, b, c] => u64::from_le_bytes([a, b, c, 0, 0, 0, 0, 0]),
+        [a, b] => u64::from_le_bytes([a, b, 0, 0, 0, 0, 0, 0]),
+        [a] => u64::from(a),
+        _ => 0,
+    }
+}
+
+/// The bytes of `a` and `b`, of equal length, after their first eight are equal; compared a
+/// word at a time, since a call into the C library's `memcmp` per name cost more than the
+/// comparison.
+fn same_tail(a: &str, b: &str) -> bool {
+    let (Some(a), Some(b)) = (a.as_bytes().get(8..), b.as_bytes().get(8..)) else {
+        return true;
+    };
+    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
+    x.by_ref().zip(y.by_ref()).all(|(p, q)| word(p) == word(q))
+        && word(x.remainder()) == word(y.remainder())
+}
+
+/// `a == b`, comparing lengths and first words before the rest.
+fn same_text(a: &str, b: &str) -> bool {
+    a.len() == b.len() && head(a) == head(b) && same_tail(a, b)
+}
+
+fn has_type(kinds: u8, instance: &Value) -> bool {
+    let kind = match instance {
+        Value::Null => Kind::NULL,
+        Value::Bool(_) => Kind::BOOLEAN,
+        Value::String(_) => Kind::STRING,
+        Value::Array(_) => Kind::ARRAY,
+        Value::Object(_) => Kind::OBJECT,
+        // A float with no fraction is an integer to the reference; leave it to the full
+        // validator rather than decide here.
+        Value::Number(number) => {
+            return kinds & Kind::NUMBER != 0
+                || (kinds & Kind::INTEGER != 0 && (number.is_i64() || number.is_u64()));
+        }
+    };
+    kinds & kind != 0
+}
+
+/// No two items can be equal under the reference's equality (`1 == 1.0`, `true != 1`, objects
+/// and arrays compared member by member); `false` when that is not certain.
+fn surely_unique(items: &[Value]) -> bool {
+    if items.len() > PAIRWISE_LIMIT {
+        // Only strings are sorted to find repeats; anything else is left to the full validator.
+        let texts: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+        return texts.is_some_and(|mut texts| {
+            texts.sort_unstable();
+            texts.windows(2).all(|pair| pair.first() != pair.get(1))
+        });
+    }
+    items.iter().enumerate().all(|(position, a)| {
+        items
+            .iter()
+            .skip(position + 1)
+            .all(|b| surely_differ(a, b, 0))
+    })
+}
+
+/// `a` and `b` are certainly not equal under the reference's equality.
+fn surely_differ(a: &Value, b: &Value, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => !same_text(x, y),
+        (Value::Bool(x), Value::Bool(y)) => x != y,
+        (Value::Null, Value::Null) => false,
+        // Integers compare exactly; anything with a float is left undecided.
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(x), Some(y)) => x != y,
+            _ => matches!((x.as_u64(), y.as_u64()), (Some(x), Some(y)) if x != y),
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() != y.len() || x.iter().zip(y).any(|(x, y)| surely_differ(x, y, depth + 1))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() != y.len()
+                || x.iter()
+                    .any(|(key, x)| y.get(key).is_none_or(|y| surely_differ(x, y, depth + 1)))
+        }
+        // Different kinds: a number never equals a boolean (the reference "unbools" them),
+        // a string or a container anything else.
+        _ => true,
+    }
+}
+
+/// Compiles schema nodes into [`Quick::nodes`]; `$ref`s into `$defs` share one node each.
+struct Builder<'s> {
+    nodes: Vec<Node>,
+    defs: Option<&'s Map<String, Value>>,
+    def_ids: HashMap<&'s str, NodeId>,
+}
+
+impl<'s> Builder<'s> {
+    fn reserve(&mut self) -> NodeId {
+        self.nodes.push(Node::default());
+        self.nodes.len() - 1
+    }
+
+    fn node(&mut self, schema: &'s Value) -> Option<NodeId> {
+        let id = self.reserve();
+        self.fill(id, schema, false)?;
+        Some(id)
+    }
+
+    fn nodes(&mut self, schemas: &'s Value) -> Option<Vec<NodeId>> {
+        schemas
+            .as_array()?
+            .iter()
+            .map(|schema| self.node(schema))
+            .collect()
+    }
+
+    fn fill(&mut self, id: NodeId, schema: &'s Value, root: bool) -> Option<()> {
+        let node = match schema {
+            Value::Bool(true) => Node::default(),
+            Value::Bool(false) => Node {
+                never: true,
+                ..Node::default()
+            },
+            Value::Object(map) => self.compile_node(map, root)?,
+            _ => return None,
+        };
+        *self.nodes.get_mut(id)? = node;
+        Some(())
+    }
+
+    /// The node for `#/$defs/NAME`, compiled on first use (a recursive definition finds its
+    /// own id already reserved).
+    fn reference(&mut self, target: &str) -> Option<NodeId> {
+        let name = target.strip_prefix("#/$defs/")?;
+        if name.contains(['/', '~', '%']) {
+            return None;
+        }
+        if let Some(&id) = self.def_ids.get(name) {
+            return Some(id);
+        }
+        let (name, schema) = self.defs?.get_key_value(name)?;
+        let id = self.reserve();
+        self.def_ids.insert(name.as_str(), id);
+        self.fill(id, schema, false)?;
+        Some(id)
+    }
+
+    /// One schema object; `None` for any keyword outside the published schemas' set, or a
+    /// value of a form this module does not compile.
+    fn compile_node(&mut self, map: &'s Map<String, Value>, root: bool) -> Option<Node> {
+        let mut node = Node::default();
+        let mut text = Vec::new();
+        let mut array: Option<ArrayCheck> = None;
+        let mut object = false;
+        for (keyword, value) in map {
+            match keyword.as_str() {
+                "title" | "description" | "$comment" | "examples" | "default" | "deprecated"
+                | "readOnly" | "writeOnly" => {}
+                "$schema" | "$id" | "$defs" if root => {}
+                "properties" | "additionalProperties" | "required" => object = true,
+                "prefixItems" => array.get_or_insert_default().prefix = self.nodes(value)?,
+                "items" => array.get_or_insert_default().rest = Some(self.node(value)?),
+                "minItems" => {
+                    array.get_or_insert_default().min = usize::try_from(value.as_u64()?).ok()?;
+                }
+                "maxItems" => {
+                    array.get_or_insert_default().max =
+                        Some(usize::try_from(value.as_u64()?).ok()?);
+                }
+                "uniqueItems" => array.get_or_insert_default().unique = value.as_bool()?,
+                "type" => node.types = Some(types(value)?),
+                "const" => match value {
+                    Value::String(_) | Value::Bool(_) | Value::Null => {
+                        node.constant = Some(Box::new(value.clone()));
+                    }
+                    _ => return None,
+                },
+                "enum" => node.options = Some(strings(value)?.into_boxed_slice()),
+                "minLength" => text.push(TextCheck::MinLength(MinLength::parse(value).ok()?)),
+                "pattern" => text.push(TextCheck::Pattern(PythonPattern::parse(value).ok()?)),
+                "format" => text.push(TextCheck::DateTime(DateTimeFormat::parse(value).ok()?)),
+                "anyOf" => node.any_of = self.nodes(value)?.into_boxed_slice(),
+                "$ref" => node.reference = Some(self.reference(value.as_str()?)?),
+                _ => return None,
+            }
+        }
+        node.text = text.into_boxed_slice();
+        node.array = array.map(Box::new);
+        if object {
+            node.object = Some(Box::new(self.object(map)?));
+        }
+        Some(node)
+    }
+
+    /// `properties`, `additionalProperties` and `required` of one schema object.
+    fn object(&mut self, map: &'s Map<String, Value>) -> Option<ObjectCheck> {
+        let mut required = match map.get("required") {
+            Some(names) => strings(names)?,
+            None => Vec::new(),
+        };
+        required.sort_unstable();
+        required.dedup();
+        let mut known = Vec::new();
+        if let Some(properties) = map.get("properties") {
+            for (name, schema) in properties.as_object()? {
+                let node = self.node(schema)?;
+                let at = required.iter().position(|r| r == name);
+                if let Some(at) = at {
+                    required.remove(at);
+                }
+                known.push(Known {
+                    name: name.clone(),
+                    head: head(name),
+                    node,
+                    required: at.is_some(),
+                });
+            }
+        }
+        let additional = match map.get("additionalProperties") {
+            None | Some(Value::Bool(true)) => Additional::Any,
+            Some(Value::Bool(false)) => Additional::Never,
+            Some(schema) => Additional::Schema(self.node(schema)?),
+        };
+        let other_required = if required.is_empty() {
+            None
+        } else {
+            Some(Required::parse(&Value::from(required)).ok()?)
+        };
+        // Members are looked for in the order maps iterate: by name, unless `serde_json`'s
+        // `preserve_order` is on, when documents usually follow the schema's order.
+        if cairn_core::sort_keys::maps_iterate_in_key_order() {
+            known.sort_by(|a, b| a.name.cmp(&b.name));
+        }
+        Some(ObjectCheck {
+            required: known.iter().filter(|k| k.required).count(),
+            known,
+            other_required,
+            additional,
+        })
+    }
+}
+
+fn types(value: &Value) -> Option<u8> {
+    match value {
+        Value::String(name) => Kind::parse(name),
+        Value::Array(names) => names
+            .iter()
+            .try_fold(0, |kinds, name| Some(kinds | Kind::parse(name.as_str()?)?)),
+        _ => None,
+    }
+}
+
+fn strings(value: &Value) -> Option<Vec<String>> {
+    value
+        .as_array()?
+        .iter()
+        .map(|item| item.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

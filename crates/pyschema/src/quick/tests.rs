@@ -1,0 +1,212 @@
+//! The soundness rule of [`Quick`]: it says valid only if the full validator does. Checked
+//! over every conformance document of VCE 0.1 and RLC 0.1 (their case folders, which include
+//! the published fixtures) and over mutations of valid ones at every place.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::Quick;
+use crate::full_validator;
+
+/// A published schema and the case files it judges.
+struct Format {
+    schema: &'static str,
+    cases: &'static str,
+    file: &'static str,
+}
+
+const FORMATS: [Format; 4] = [
+    Format {
+        schema: "continuity/schemas/vce-0.1/continuation-envelope.schema.json",
+        cases: "continuity/tests/vce_cases",
+        file: "envelope.json",
+    },
+    Format {
+        schema: "continuity/schemas/vce-0.1/restore-results.schema.json",
+        cases: "continuity/tests/vce_cases",
+        file: "restore.json",
+    },
+    Format {
+        schema: "lanes/schemas/rlc-0.1/responsibility-lane-envelope.schema.json",
+        cases: "lanes/tests/rlc_cases",
+        file: "extension.json",
+    },
+    Format {
+        schema: "lanes/schemas/rlc-0.1/responsibility-lane-restore-results.schema.json",
+        cases: "lanes/tests/rlc_cases",
+        file: "restore.json",
+    },
+];
+
+/// How many valid documents of each format are mutated.
+const MUTATED_PER_FORMAT: usize = 10;
+
+fn crates() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Every case document of `format`, by case name.
+fn documents(format: &Format) -> Vec<(String, Value)> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(crates().join(format.cases)).unwrap() {
+        let path = entry.unwrap().path().join(format.file);
+        if path.is_file() {
+            found.push((path.display().to_string(), read(&path)));
+        }
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+/// Values put in place of each value of a document.
+fn replacements() -> Vec<Value> {
+    vec![
+        json!(null),
+        json!(true),
+        json!(0),
+        json!(1),
+        json!(1.0),
+        json!(-1),
+        json!(""),
+        json!("x"),
+        json!("2026-06-30T04:30:00Z"),
+        json!("2026-06-30T23:59:60Z"),
+        json!(format!("sha256:{}", "0".repeat(64))),
+        json!([]),
+        json!(["a", "a"]),
+        json!([{}]),
+        json!({}),
+    ]
+}
+
+/// Every mutation of `value`: each place replaced, each member removed, an extra member added,
+/// each array's first item repeated and removed.
+fn mutations(value: &Value) -> Vec<Value> {
+    let mut out = Vec::new();
+    for replacement in replacements() {
+        out.push(replacement);
+    }
+    match value {
+        Value::Object(map) => {
+            for key in map.keys() {
+                let mut without = map.clone();
+                without.remove(key);
+                out.push(Value::Object(without));
+                for inner in mutations(&map[key]) {
+                    let mut changed = map.clone();
+                    changed.insert(key.clone(), inner);
+                    out.push(Value::Object(changed));
+                }
+            }
+            let mut extra = map.clone();
+            extra.insert(String::from("unexpected_member"), json!("x"));
+            out.push(Value::Object(extra));
+        }
+        Value::Array(items) => {
+            if let Some(first) = items.first() {
+                let mut repeated = items.clone();
+                repeated.push(first.clone());
+                out.push(Value::Array(repeated));
+                out.push(Value::Array(items.get(1..).unwrap_or_default().to_vec()));
+            }
+            for (position, item) in items.iter().enumerate() {
+                for inner in mutations(item) {
+                    let mut changed = items.clone();
+                    changed[position] = inner;
+                    out.push(Value::Array(changed));
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+#[test]
+fn quick_says_valid_only_when_the_full_validator_does() {
+    for format in &FORMATS {
+        let schema = read(&crates().join(format.schema));
+        let full = full_validator(&schema).unwrap();
+        let quick = Quick::compile(&schema)
+            .unwrap_or_else(|| panic!("{}: every published schema compiles", format.schema));
+        let documents = documents(format);
+        assert!(documents.len() > 15, "{}: cases found", format.cases);
+        let (mut valid, mut checked) = (0, 0);
+        for (name, document) in &documents {
+            let expected = full.is_valid(document);
+            // Every valid conformance document takes the quick path (that is its purpose).
+            assert_eq!(quick.is_valid(document), expected, "{name}");
+            valid += usize::from(expected);
+        }
+        assert!(
+            valid > 10,
+            "{}: valid documents among the cases",
+            format.cases
+        );
+        // Mutations of valid documents, at every place.
+        let valid_documents = documents.iter().filter(|(_, d)| full.is_valid(d));
+        for (name, document) in valid_documents.take(MUTATED_PER_FORMAT) {
+            for mutated in mutations(document) {
+                checked += 1;
+                if quick.is_valid(&mutated) {
+                    assert!(
+                        full.is_valid(&mutated),
+                        "{name}: quick accepted what the full validator rejects: {mutated}"
+                    );
+                }
+            }
+        }
+        assert!(checked > 1_000, "{}: {checked} mutations", format.schema);
+    }
+}
+
+#[test]
+fn keywords_outside_the_published_set_have_no_quick_check() {
+    for schema in [
+        json!({"maximum": 3}),
+        json!({"properties": {"a": {"oneOf": [true]}}}),
+        json!({"$ref": "https://example.com/schema"}),
+        json!({"items": {"$defs": {}}}),
+        json!({"const": 1}),
+        json!({"enum": ["a", 2]}),
+        json!({"pattern": "a+"}),
+    ] {
+        assert!(Quick::compile(&schema).is_none(), "{schema}");
+    }
+}
+
+#[test]
+fn what_only_the_full_validator_can_settle_is_left_to_it() {
+    let quick = |schema: Value| Quick::compile(&schema).unwrap();
+    // A float with no fraction may be an integer; the full validator decides.
+    assert!(!quick(json!({"type": "integer"})).is_valid(&json!(1.0)));
+    assert!(quick(json!({"type": "integer"})).is_valid(&json!(1)));
+    // Objects that differ only in numbers that may be equal.
+    let unique = quick(json!({"uniqueItems": true}));
+    assert!(!unique.is_valid(&json!([{"a": 1}, {"a": 1.0}])));
+    assert!(unique.is_valid(&json!([{"a": 1}, {"a": 2}])));
+    assert!(unique.is_valid(&json!([1, true])));
+    assert!(!unique.is_valid(&json!(["a", "a"])));
+    // Recursion deeper than the limit.
+    let nested =
+        quick(json!({"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}));
+    let mut deep = json!([]);
+    for _ in 0..100 {
+        deep = json!([deep]);
+    }
+    assert!(!nested.is_valid(&deep));
+    assert!(nested.is_valid(&json!([[[]]])));
+}
