@@ -9,6 +9,10 @@
 //! 200 timed calls are consecutive calls of one session, so the run grows from 20 to 220
 //! records as it would in a real session. Target: median ≤ 5 ms and ≤ 3× the bare start.
 //!
+//! Each call is measured twice, in two sessions: answered by the `cairn hook` process itself
+//! (`CAIRN_HOOK_RESIDENT=off`) and by the project's resident server (`cairn hooks serve`),
+//! interleaved with the bare start.
+//!
 //! Run: `cargo bench -p cairn-cli --bench hook` (set `CAIRN_BENCH_CALLS` to change the 200).
 
 #![allow(
@@ -48,9 +52,9 @@ fn version() -> Duration {
     elapsed
 }
 
-fn pre_tool_use(project: &Path, i: usize) -> Duration {
+fn pre_tool_use(project: &Path, mode: Mode, i: usize) -> Duration {
     let stdin = serde_json::json!({
-        "session_id": "bench-session",
+        "session_id": mode.session(),
         "transcript_path": "/home/dev/.claude/projects/bench/bench-session.jsonl",
         "cwd": project,
         "permission_mode": "default",
@@ -61,7 +65,11 @@ fn pre_tool_use(project: &Path, i: usize) -> Duration {
     })
     .to_string();
     let started = Instant::now();
-    let mut child = cairn()
+    let mut command = cairn();
+    if mode == Mode::Cold {
+        command.env("CAIRN_HOOK_RESIDENT", "off");
+    }
+    let mut child = command
         .args(["hook", "claude-code"])
         .current_dir(project)
         .stdin(Stdio::piped())
@@ -87,6 +95,43 @@ fn pre_tool_use(project: &Path, i: usize) -> Duration {
     elapsed
 }
 
+/// How a hook call is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// By the `cairn hook` process itself (`CAIRN_HOOK_RESIDENT=off`).
+    Cold,
+    /// By the project's resident server (`cairn hooks serve`).
+    Resident,
+}
+
+impl Mode {
+    const fn session(self) -> &'static str {
+        match self {
+            Self::Cold => "bench-cold",
+            Self::Resident => "bench-resident",
+        }
+    }
+}
+
+/// Starts `cairn hooks serve` for `project` and waits for its socket.
+fn serve(project: &Path) -> std::process::Child {
+    let child = cairn()
+        .args(["hooks", "serve", "--idle", "5m", "--dir"])
+        .arg(project)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = project.join(".cairn").join("hookd.sock");
+    let started = Instant::now();
+    while !socket.exists() {
+        assert!(started.elapsed() < Duration::from_secs(10), "no socket");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
@@ -108,51 +153,79 @@ fn main() {
         .output()
         .unwrap();
     assert!(init.status.success());
+    let mut server = serve(project);
     for i in 0..WARM_UP {
         version();
-        pre_tool_use(project, i);
+        pre_tool_use(project, Mode::Cold, i);
+        pre_tool_use(project, Mode::Resident, i);
     }
     let mut bare = Vec::with_capacity(calls);
-    let mut hook = Vec::with_capacity(calls);
+    let mut cold = Vec::with_capacity(calls);
+    let mut resident = Vec::with_capacity(calls);
     for i in 0..calls {
         bare.push(version());
-        hook.push(pre_tool_use(project, WARM_UP + i));
+        resident.push(pre_tool_use(project, Mode::Resident, WARM_UP + i));
+        cold.push(pre_tool_use(project, Mode::Cold, WARM_UP + i));
     }
-    let first: Vec<Duration> = hook.iter().take(calls / 4).copied().collect();
-    let last: Vec<Duration> = hook.iter().rev().take(calls / 4).copied().collect();
-    bare.sort();
-    hook.sort();
-    let (bare_median, hook_median) = (percentile(&bare, 50.0), percentile(&hook, 50.0));
-    let (bare_p99, hook_p99) = (percentile(&bare, 99.0), percentile(&hook, 99.0));
-    let mean = |v: &[Duration]| ms(v.iter().sum::<Duration>()) / v.len().max(1) as f64;
-    println!(
-        "cairn hook claude-code, PreToolUse round trip ({calls} calls, one session, sync store)"
-    );
-    println!("| what | median | p99 |");
-    println!("|---|---|---|");
-    println!(
-        "| `cairn hook claude-code` PreToolUse (allowed, recorded) | {:.2} ms | {:.2} ms |",
-        ms(hook_median),
-        ms(hook_p99)
-    );
-    println!(
-        "| `cairn --version` (bare process start) | {:.2} ms | {:.2} ms |",
-        ms(bare_median),
-        ms(bare_p99)
-    );
-    let ratio = hook_median.as_secs_f64() / bare_median.as_secs_f64();
-    println!(
-        "ratio of medians: {ratio:.2}x; target median <= 5 ms: {}; <= 3x bare start: {}",
-        if ms(hook_median) <= 5.0 {
-            "reached"
+    let _ = server.kill();
+    let _ = server.wait();
+    let quarter = |v: &[Duration], last: bool| -> f64 {
+        let part: Vec<Duration> = if last {
+            v.iter().rev().take(calls / 4).copied().collect()
         } else {
-            "missed"
-        },
-        if ratio <= 3.0 { "reached" } else { "missed" }
+            v.iter().take(calls / 4).copied().collect()
+        };
+        ms(part.iter().sum::<Duration>()) / part.len().max(1) as f64
+    };
+    let growth = format!(
+        "resident {:.2} -> {:.2} ms, by itself {:.2} -> {:.2} ms",
+        quarter(&resident, false),
+        quarter(&resident, true),
+        quarter(&cold, false),
+        quarter(&cold, true)
     );
+    for v in [&mut bare, &mut cold, &mut resident] {
+        v.sort();
+    }
+    let bare_median = percentile(&bare, 50.0);
     println!(
-        "mean of the first quarter {:.2} ms, of the last quarter {:.2} ms (the run grows by one record per call)",
-        mean(&first),
-        mean(&last)
+        "cairn hook claude-code, PreToolUse round trip ({calls} calls per mode, one session each, sync store)"
+    );
+    println!("| what | median | p99 | ratio of medians |");
+    println!("|---|---|---|---|");
+    for (what, v) in [
+        (
+            "`cairn hook claude-code` PreToolUse, resident server running",
+            &resident,
+        ),
+        (
+            "`cairn hook claude-code` PreToolUse, answered by itself",
+            &cold,
+        ),
+        ("`cairn --version` (bare process start)", &bare),
+    ] {
+        let median = percentile(v, 50.0);
+        println!(
+            "| {what} | {:.2} ms | {:.2} ms | {:.2}x |",
+            ms(median),
+            ms(percentile(v, 99.0)),
+            median.as_secs_f64() / bare_median.as_secs_f64()
+        );
+    }
+    for (what, v) in [("resident", &resident), ("by itself", &cold)] {
+        let median = percentile(v, 50.0);
+        let ratio = median.as_secs_f64() / bare_median.as_secs_f64();
+        println!(
+            "{what}: target median <= 5 ms: {}; <= 3x bare start: {}",
+            if ms(median) <= 5.0 {
+                "reached"
+            } else {
+                "missed"
+            },
+            if ratio <= 3.0 { "reached" } else { "missed" }
+        );
+    }
+    println!(
+        "mean of the first and the last quarter (the runs grow by one record per call): {growth}"
     );
 }

@@ -558,6 +558,21 @@ pub enum HooksCommand {
     Install(HooksTarget),
     /// Remove exactly the hooks `install` added.
     Uninstall(HooksTarget),
+    /// Answer the project's hook calls from one resident process (policies parsed and the
+    /// store opened once), until it has been idle for a while; `cairn hook` uses it when it
+    /// runs and answers by itself when it does not.
+    Serve(HooksServe),
+}
+
+/// `cairn hooks serve`.
+#[derive(Debug, Args)]
+pub struct HooksServe {
+    /// The project folder, or any folder inside it (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Exit after this long without a hook call (`90s`, `30m`, `2h`).
+    #[arg(long, value_name = "DURATION", default_value = "30m")]
+    pub idle: String,
 }
 
 /// Which hosts and which project `cairn hooks` works on.

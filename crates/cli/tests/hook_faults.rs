@@ -12,46 +12,21 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::path::Path;
-use std::process::Stdio;
 
 use common::{Output, command_in};
 use serde_json::json;
 
-/// A project made by `cairn init`.
 fn project() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    Output::of(command_in(dir.path()).args(["init", "--dir", dir.path().to_str().unwrap()]))
-        .expect(0);
-    dir
+    common::init_project()
 }
 
 fn hook(dir: &Path, host: &str, stdin: &serde_json::Value, fault: Option<&str>) -> Output {
     let mut command = command_in(dir);
-    command
-        .env_remove("CAIRN_FAULT")
-        .args(["hook", host])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
     if let Some(fault) = fault {
         command.env("CAIRN_FAULT", fault);
     }
-    let mut child = command.spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        args: format!("cairn hook {host} < {stdin}"),
-    }
+    common::hook(&mut command, host, &stdin.to_string())
 }
 
 fn pre_tool_use(dir: &Path, tool: &str) -> serde_json::Value {

@@ -116,22 +116,7 @@ fn run_step(case: &str, line: usize, step: &Value, project: &Path) {
             (None, Some(Value::String(raw))) => raw.clone(),
             _ => panic!("{case}:{line}: a step needs `stdin`, `stdin_raw` or `cli`"),
         };
-        command.args(["hook", host]).stdin(Stdio::piped());
-        command.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = command.spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(stdin.as_bytes())
-            .unwrap();
-        let output = child.wait_with_output().unwrap();
-        Output {
-            code: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-            args: format!("cairn hook {host} < {stdin}"),
-        }
+        common::hook(&mut command, host, &stdin)
     };
     let expect = step.get("expect").cloned().unwrap_or(Value::Null);
     let context = || {

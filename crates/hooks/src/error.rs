@@ -48,6 +48,14 @@ pub enum HookError {
         /// What is wrong.
         reason: String,
     },
+    /// The resident hook server cannot serve, or a client cannot get its answer.
+    #[error("the resident hook server at `{}`: {reason}", socket.display())]
+    Resident {
+        /// Its socket.
+        socket: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
     /// Another hook process of the same session held its lock for too long.
     #[error("the session `{session}` is locked by another hook process (waited {waited_ms} ms)")]
     Locked {
@@ -104,6 +112,7 @@ impl ErrorCode for HookError {
             Self::Config { .. } => "hook_config_invalid",
             Self::State { .. } => "hook_state_invalid",
             Self::Locked { .. } => "hook_session_locked",
+            Self::Resident { .. } => "hook_resident_failed",
             Self::Io { .. } => "hook_io",
             Self::Settings { .. } => "settings_malformed",
             Self::Runtime(e) => e.code(),

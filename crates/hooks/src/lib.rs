@@ -18,6 +18,8 @@
 //!   failures are unknown side effects, `Stop` versus `SessionEnd`, the session facts).
 //! - [`config`]: `.cairn/hooks.json`, including which tools are consequential.
 //! - [`context`]: the context re-injected after a compaction.
+//! - `resident`: the resident hook server (`cairn hooks serve`) and the client side that
+//!   `cairn hook` tries first, so a warm process answers instead of a cold one.
 //!
 //! # Architecture invariants
 //!
@@ -46,6 +48,8 @@ pub mod host;
 pub mod input;
 pub mod install;
 pub mod project;
+#[cfg(unix)]
+pub mod resident;
 pub mod session;
 mod tools;
 

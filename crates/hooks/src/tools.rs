@@ -51,10 +51,9 @@ impl crate::engine::Session<'_> {
         let needs_rows = lanes.is_some()
             || self.state.unresolved_hint != Some(false)
             || self.state.boundary.phase == crate::session::Phase::Compacted;
-        let tools = self.project.tools();
-        let policy = cairn_runtime::project::load_gate(&self.project.policies(), tools.as_deref())?;
+        let policy = self.policy_gate()?;
         let gate = Arc::new(HookGate::new(
-            Arc::new(policy),
+            policy,
             self.config.tools.clone(),
             self.env.fault,
         ));

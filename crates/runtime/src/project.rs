@@ -97,6 +97,74 @@ pub fn load_gate(policies: &Path, tools: Option<&Path>) -> Result<PolicyGate, Ru
     Ok(PolicyGate::load(&sources, &catalog)?)
 }
 
+/// A policy gate kept between calls by a long-lived process (the resident hook server), so
+/// that Cedar parses and validates a policy set once, not once per tool call.
+///
+/// Every [`GateCache::load`] still reads the policy files and the catalog from disk and
+/// compares their digest with the cached one, so an edited policy takes effect on the very
+/// next call, exactly as it would in a fresh process; only an unchanged set is reused.
+#[derive(Debug, Default)]
+pub struct GateCache {
+    cached: std::sync::Mutex<Option<(cairn_core::Digest, std::sync::Arc<PolicyGate>)>>,
+}
+
+impl GateCache {
+    /// The gate for the policy set at `policies` and the catalog at `tools`: the cached one
+    /// when the files are byte for byte the ones it was built from, else a fresh
+    /// [`load_gate`] (which then replaces it).
+    ///
+    /// # Errors
+    /// As [`load_gate`]; a failed load leaves nothing cached.
+    pub fn load(
+        &self,
+        policies: &Path,
+        tools: Option<&Path>,
+    ) -> Result<std::sync::Arc<PolicyGate>, RuntimeError> {
+        let sources = read_policy_sources(policies)?;
+        let catalog_text = tools.map(read_text).transpose()?;
+        let key = sources_digest(&sources, tools, catalog_text.as_deref());
+        let mut cached = self
+            .cached
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((digest, gate)) = cached.as_ref()
+            && *digest == key
+        {
+            return Ok(std::sync::Arc::clone(gate));
+        }
+        *cached = None;
+        let catalog = match (tools, catalog_text) {
+            (Some(path), Some(text)) => ToolCatalog::from_json(&path.display().to_string(), &text)?,
+            _ => ToolCatalog::default(),
+        };
+        let gate = std::sync::Arc::new(PolicyGate::load(&sources, &catalog)?);
+        *cached = Some((key, std::sync::Arc::clone(&gate)));
+        Ok(gate)
+    }
+}
+
+/// A digest of everything a gate is built from: each source's name and text and the
+/// catalog's path and text, each length-prefixed so no two inputs share a preimage.
+fn sources_digest(
+    sources: &[PolicySource],
+    tools: Option<&Path>,
+    catalog: Option<&str>,
+) -> cairn_core::Digest {
+    let mut preimage = Vec::new();
+    let mut field = |bytes: &[u8]| {
+        preimage.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        preimage.extend_from_slice(bytes);
+    };
+    for source in sources {
+        field(source.name.as_bytes());
+        field(source.text.as_bytes());
+    }
+    let tools = tools.map(|p| p.display().to_string()).unwrap_or_default();
+    field(tools.as_bytes());
+    field(catalog.unwrap_or_default().as_bytes());
+    cairn_core::Digest::of(&preimage)
+}
+
 /// The lanes declared at `path`, when the file exists.
 ///
 /// # Errors
@@ -146,5 +214,59 @@ impl Gate for PolicyGate {
                 reason: "unrecordable_rule_id",
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[test]
+    fn the_gate_cache_reuses_an_unchanged_set_and_reloads_an_edited_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let policies = dir.path().join("policies");
+        std::fs::create_dir(&policies).unwrap();
+        let file = policies.join("a.cedar");
+        std::fs::write(
+            &file,
+            "@id(\"all\")\npermit(principal, action, resource);\n",
+        )
+        .unwrap();
+        let cache = GateCache::default();
+        let first = cache.load(&policies, None).unwrap();
+        let same = cache.load(&policies, None).unwrap();
+        assert!(Arc::ptr_eq(&first, &same), "an unchanged set is reused");
+
+        std::fs::write(
+            &file,
+            "@id(\"none\")\nforbid(principal, action, resource);\n",
+        )
+        .unwrap();
+        let edited = cache.load(&policies, None).unwrap();
+        assert!(!Arc::ptr_eq(&first, &edited));
+        assert_ne!(first.version(), edited.version());
+        assert_eq!(
+            edited.version(),
+            load_gate(&policies, None).unwrap().version()
+        );
+
+        // A set that no longer loads is an error, and nothing stale is served after it.
+        std::fs::write(&file, "forbid(principal, action, resource").unwrap();
+        assert!(cache.load(&policies, None).is_err());
+        std::fs::write(
+            &file,
+            "@id(\"none\")\nforbid(principal, action, resource);\n",
+        )
+        .unwrap();
+        let back = cache.load(&policies, None).unwrap();
+        assert!(
+            !Arc::ptr_eq(&edited, &back),
+            "the failed load dropped the cached gate"
+        );
+        assert_eq!(back.version(), edited.version());
     }
 }

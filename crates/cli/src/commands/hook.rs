@@ -7,6 +7,10 @@
 //! other, and on a timeout. So `main` hands this command its stdin and lets it write its own
 //! output, bypassing the CLI's output and exit-code mapping.
 //!
+//! When the project runs a resident hook server (`cairn hooks serve`), the call is answered
+//! there (see `cairn_hooks::resident`); a process with `--store`, `--keys`, `CAIRN_FAULT` or
+//! `CAIRN_HOOK_RESIDENT=off` always answers by itself.
+//!
 //! `CAIRN_FAULT=gate-panic` makes the gate panic (a test-only fault switch, see
 //! `cairn_hooks::gate`): it can only turn a decision into a deny.
 
@@ -34,6 +38,27 @@ impl StoreOpener for SqliteStores {
         // a checkpoint, a deletion and a re-creation of the log (fsyncs) on every call.
         store.tune_for_short_lived_process()?;
         Ok(Arc::new(store))
+    }
+}
+
+/// The embedded SQLite store for a long-lived process: each store is opened once and kept.
+#[derive(Default)]
+pub struct KeptSqliteStores {
+    open: std::sync::Mutex<std::collections::HashMap<PathBuf, Arc<dyn Store>>>,
+}
+
+impl StoreOpener for KeptSqliteStores {
+    fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
+        let mut open = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(store) = open.get(path) {
+            return Ok(Arc::clone(store));
+        }
+        let store = SqliteStores.open(path)?;
+        open.insert(path.to_path_buf(), Arc::clone(&store));
+        Ok(store)
     }
 }
 
@@ -74,16 +99,29 @@ fn answer(ctx: &Context, args: &HookArgs) -> u8 {
         HookHost::ClaudeCode => Host::ClaudeCode,
         HookHost::Codex => Host::Codex,
     };
+    let stdin = cairn_hooks::input::read_limited(std::io::stdin().lock());
+    let fault = std::env::var("CAIRN_FAULT")
+        .ok()
+        .and_then(|value| Fault::parse(&value));
+    #[cfg(unix)]
+    if let Ok(bytes) = &stdin
+        && ctx.explicit_store.is_none()
+        && ctx.explicit_keys.is_none()
+        && fault.is_none()
+        && std::env::var("CAIRN_HOOK_RESIDENT").map_or(true, |v| v != "off")
+        && let Some(answer) = cairn_hooks::resident::ask(host, bytes)
+    {
+        return emit(&answer);
+    }
     let environment = Environment {
         clock: Arc::new(SystemClock),
         stores: Arc::new(SqliteStores),
         store_path: ctx.explicit_store.as_ref().map(PathBuf::from),
         keys_dir: ctx.explicit_keys.clone(),
-        fault: std::env::var("CAIRN_FAULT")
-            .ok()
-            .and_then(|value| Fault::parse(&value)),
+        fault,
+        gates: None,
     };
-    let answer = match cairn_hooks::input::read_limited(std::io::stdin().lock()) {
+    let answer = match stdin {
         Ok(bytes) => cairn_hooks::handle(host, &bytes, &environment),
         Err(error) => Answer::fail_closed(format!(
             "Cairn denied this call: its hook input could not be read (error[{}]: {error}). Nothing was run or recorded.",

@@ -12,7 +12,7 @@ use cairn_hooks::install::{self, Change};
 use cairn_hooks::{HookError, Host};
 use serde_json::json;
 
-use crate::args::{HooksCommand, HooksTarget};
+use crate::args::{HooksCommand, HooksServe, HooksTarget};
 use crate::commands::init;
 use crate::context::{Context, PROJECT_DIR};
 use crate::failure::Failure;
@@ -20,14 +20,79 @@ use crate::output::Outcome;
 
 /// What `.cairn/.gitignore` keeps out of version control: the store, private keys and the
 /// per-session state.
-const GITIGNORE: &str = "# Written by `cairn hooks install`: the ledger, private keys and session state stay local.\ncairn.db\ncairn.db-*\nkeys/\nsessions/\n";
+const GITIGNORE: &str = "# Written by `cairn hooks install`: the ledger, private keys and session state stay local.\ncairn.db\ncairn.db-*\nkeys/\nsessions/\nhookd.sock*\n";
 
 /// Runs `cairn hooks …`.
-pub fn run(_ctx: &Context, command: HooksCommand) -> Result<Outcome, Failure> {
+pub fn run(ctx: &Context, command: HooksCommand) -> Result<Outcome, Failure> {
     match command {
         HooksCommand::Install(target) => install_hooks(&target),
         HooksCommand::Uninstall(target) => uninstall_hooks(&target),
+        HooksCommand::Serve(args) => serve(ctx, &args),
     }
+}
+
+/// `cairn hooks serve`: blocks until the server exits (idle, or its socket removed).
+#[cfg(unix)]
+fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
+    let start = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            Failure::invalid("invalid_input", format!("the current directory: {e}"))
+        })?,
+    };
+    let Some(project) = cairn_hooks::project::Project::find(&start) else {
+        return Err(Failure::invalid(
+            "no_project",
+            format!(
+                "no `.cairn/` folder at or above `{}` (run `cairn hooks install` or `cairn init` first)",
+                start.display()
+            ),
+        ));
+    };
+    // `cairn hook` hands a call to the server only when it has no store or key directory of
+    // its own, so the server must use the project's, as that process would.
+    if ctx.explicit_store.is_some() || ctx.explicit_keys.is_some() {
+        return Err(Failure::invalid(
+            "invalid_input",
+            "`cairn hooks serve` always uses the project's own store and keys: drop `--store`/`--keys` (and `CAIRN_STORE`/`CAIRN_KEYS`)",
+        ));
+    }
+    let environment = cairn_hooks::Environment {
+        clock: std::sync::Arc::new(cairn_core::SystemClock),
+        stores: std::sync::Arc::new(crate::commands::hook::KeptSqliteStores::default()),
+        store_path: None,
+        keys_dir: None,
+        fault: None,
+        gates: Some(std::sync::Arc::new(
+            cairn_runtime::project::GateCache::default(),
+        )),
+    };
+    let idle = crate::input::parse_duration("--idle", &args.idle)?;
+    let idle = std::time::Duration::try_from(idle)
+        .unwrap_or_default()
+        .max(std::time::Duration::from_secs(1));
+    eprintln!(
+        "cairn: answering the hook calls of `{}` at `{}` (exits after {} without a call)",
+        project.root().display(),
+        cairn_hooks::resident::socket_path(&project).display(),
+        args.idle
+    );
+    cairn_hooks::resident::serve(&project, environment, idle)
+        .map_err(|e| Failure::invalid(e.code(), e.to_string()))?;
+    Ok(Outcome {
+        json: json!({"served": true}),
+        human: String::new(),
+        exit: 0,
+        silent: true,
+    })
+}
+
+#[cfg(not(unix))]
+fn serve(_ctx: &Context, _args: &HooksServe) -> Result<Outcome, Failure> {
+    Err(Failure::invalid(
+        "unsupported",
+        "the resident hook server needs Unix domain sockets",
+    ))
 }
 
 fn hosts(target: &HooksTarget) -> Vec<Host> {

@@ -35,8 +35,42 @@ pub fn command_in(dir: &Path) -> Command {
         .env_remove("CAIRN_STORE")
         .env_remove("CAIRN_KEYS")
         .env_remove("CAIRN_LOG")
+        .env_remove("CAIRN_FAULT")
+        .env_remove("CAIRN_HOOK_RESIDENT")
         .stdin(Stdio::null());
     command
+}
+
+/// A project made by `cairn init` in a new temporary folder.
+pub fn init_project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    Output::of(command_in(dir.path()).args(["init", "--dir", dir.path().to_str().unwrap()]))
+        .expect(0);
+    dir
+}
+
+/// Runs `command` as `cairn hook HOST` with `stdin` as the host's hook JSON.
+pub fn hook(command: &mut Command, host: &str, stdin: &str) -> Output {
+    use std::io::Write as _;
+    command
+        .args(["hook", host])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        args: format!("cairn hook {host} < {stdin}"),
+    }
 }
 
 /// What one run of the binary produced.

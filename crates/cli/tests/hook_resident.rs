@@ -1,0 +1,199 @@
+//! The resident hook server (`cairn hooks serve`): `cairn hook` hands its call to it when it
+//! runs, gets the same answers a fresh process would give (an edited policy takes effect on
+//! the next call), and answers by itself when the server is gone, even if its socket is left.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+
+mod common;
+
+use std::io::{Read as _, Write as _};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Output, command_in};
+use serde_json::json;
+
+fn project() -> tempfile::TempDir {
+    common::init_project()
+}
+
+fn socket(dir: &Path) -> PathBuf {
+    dir.join(".cairn").join("hookd.sock")
+}
+
+/// Starts the server and waits for its socket.
+fn serve(dir: &Path, idle: &str) -> Child {
+    let child = command_in(dir)
+        .args(["hooks", "serve", "--idle", idle, "--dir"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !socket(dir).exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the server made no socket"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// One `PreToolUse` of `Bash` through `cairn hook claude-code`.
+fn pre_tool_use(dir: &Path, i: usize) -> Output {
+    let stdin = json!({
+        "session_id": "resident-session", "cwd": dir, "hook_event_name": "PreToolUse",
+        "permission_mode": "default", "tool_name": "Bash",
+        "tool_input": {"command": format!("echo {i}")}, "tool_use_id": format!("toolu_{i}"),
+        "transcript_path": "/tmp/t.jsonl",
+    })
+    .to_string();
+    common::hook(&mut command_in(dir), "claude-code", &stdin)
+}
+
+fn records(dir: &Path) -> u64 {
+    let out = Output::of(command_in(dir).args(["--json", "runs", "list"]));
+    out.expect(0);
+    let runs = out.json();
+    let run = runs
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list: {runs}"))
+        .iter()
+        .find(|r| r["run_id"] == "cc-resident-session")
+        .unwrap_or_else(|| panic!("no run in {runs}"));
+    run["records"].as_u64().unwrap()
+}
+
+fn denied(out: &Output) -> bool {
+    out.code == 0 && out.stdout.contains("\"permissionDecision\":\"deny\"")
+}
+
+#[test]
+fn the_server_answers_as_a_fresh_process_would_and_follows_policy_edits() {
+    let dir = project();
+    let mut server = serve(dir.path(), "10m");
+    let allowed = pre_tool_use(dir.path(), 1);
+    assert_eq!(
+        (allowed.code, allowed.stdout.as_str()),
+        (0, ""),
+        "{allowed:?}"
+    );
+    assert_eq!(records(dir.path()), 1);
+
+    // A policy added while the server runs takes effect on the next call.
+    let stop = dir.path().join(".cairn/policies/zz-stop.cedar");
+    std::fs::write(
+        &stop,
+        "@id(\"test.stop-all\")\nforbid(principal, action, resource);\n",
+    )
+    .unwrap();
+    let refused = pre_tool_use(dir.path(), 2);
+    assert!(denied(&refused), "{refused:?}");
+    assert!(refused.stdout.contains("test.stop-all"), "{refused:?}");
+    std::fs::remove_file(&stop).unwrap();
+    let again = pre_tool_use(dir.path(), 3);
+    assert_eq!((again.code, again.stdout.as_str()), (0, ""), "{again:?}");
+
+    assert_eq!(
+        records(dir.path()),
+        3,
+        "one intent record per call, denied or not"
+    );
+    Output::of(command_in(dir.path()).args(["ledger", "verify", "--all"])).expect(0);
+
+    // A second server for the same project refuses to start.
+    let second = Output::of(
+        command_in(dir.path())
+            .args(["hooks", "serve", "--dir"])
+            .arg(dir.path()),
+    );
+    assert_ne!(second.code, 0, "{second:?}");
+    assert!(second.stderr.contains("already answers"), "{second:?}");
+
+    // A request that is not the protocol is refused and the server keeps serving.
+    let mut junk = UnixStream::connect(socket(dir.path())).unwrap();
+    junk.write_all(b"not a header\n{}").unwrap();
+    junk.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut reply = String::new();
+    junk.read_to_string(&mut reply).unwrap();
+    let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    assert_eq!(reply["exit"], 2, "{reply}");
+    assert_eq!(reply["denies"], true, "{reply}");
+    let after = pre_tool_use(dir.path(), 4);
+    assert_eq!(after.code, 0, "{after:?}");
+    assert_eq!(records(dir.path()), 4);
+
+    // Killed without a chance to clean up: the socket stays, and calls are answered by the
+    // hook process itself.
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(socket(dir.path()).exists());
+    let alone = pre_tool_use(dir.path(), 5);
+    assert_eq!((alone.code, alone.stdout.as_str()), (0, ""), "{alone:?}");
+    assert_eq!(records(dir.path()), 5);
+
+    // A new server replaces the stale socket.
+    let mut server = serve(dir.path(), "10m");
+    assert_eq!(pre_tool_use(dir.path(), 6).code, 0);
+    assert_eq!(records(dir.path()), 6);
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+#[test]
+fn an_idle_server_exits_and_removes_its_socket() {
+    let dir = project();
+    let mut server = serve(dir.path(), "1s");
+    assert_eq!(pre_tool_use(dir.path(), 1).code, 0);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the server did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    assert!(!socket(dir.path()).exists());
+}
+
+#[test]
+fn serving_needs_a_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Output::of(
+        command_in(dir.path())
+            .args(["hooks", "serve", "--dir"])
+            .arg(dir.path()),
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("no `.cairn/` folder"), "{out:?}");
+}
+
+#[test]
+fn the_server_uses_only_the_projects_own_store() {
+    let dir = project();
+    let out = Output::of(
+        command_in(dir.path())
+            .args(["hooks", "serve", "--store"])
+            .arg(dir.path().join("other.db"))
+            .arg("--dir")
+            .arg(dir.path()),
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stderr.contains("project's own store"), "{out:?}");
+    assert!(!socket(dir.path()).exists());
+}
