@@ -197,3 +197,31 @@ fn the_server_uses_only_the_projects_own_store() {
     assert!(out.stderr.contains("project's own store"), "{out:?}");
     assert!(!socket(dir.path()).exists());
 }
+
+#[test]
+fn a_project_can_ask_for_the_server_to_start_by_itself() {
+    let dir = project();
+    std::fs::write(
+        dir.path().join(".cairn/hooks.json"),
+        r#"{"schema_version": "cairn.hooks/v1", "resident_server": true}"#,
+    )
+    .unwrap();
+    // No server yet: the call is answered by its own process, which starts one.
+    let first = pre_tool_use(dir.path(), 1);
+    assert_eq!((first.code, first.stdout.as_str()), (0, ""), "{first:?}");
+    let started = Instant::now();
+    while UnixStream::connect(socket(dir.path())).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no server started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for i in 2..5 {
+        assert_eq!(pre_tool_use(dir.path(), i).code, 0);
+    }
+    assert_eq!(records(dir.path()), 4);
+    // Removing the socket stops the server.
+    std::fs::remove_file(socket(dir.path())).unwrap();
+    assert_eq!(pre_tool_use(dir.path(), 5).code, 0);
+}

@@ -11,7 +11,8 @@
 //!  "consequential_tools": ["mcp__*"],
 //!  "explicit_allow": false,
 //!  "content_retention_hours": 168,
-//!  "decision_window_minutes": 10}
+//!  "decision_window_minutes": 10,
+//!  "resident_server": false}
 //! ```
 //!
 //! Every field but `schema_version` is optional; unknown fields are refused (a misspelt
@@ -100,6 +101,8 @@ struct RawConfig {
     content_retention_hours: Option<u32>,
     #[serde(default)]
     decision_window_minutes: Option<u32>,
+    #[serde(default)]
+    resident_server: bool,
 }
 
 /// Tool name patterns: exact, or a prefix ending in `*`.
@@ -159,6 +162,9 @@ pub struct HookConfig {
     /// How long after a compaction a decision may take to be re-observed (default 10 min,
     /// as `cairn decisions compare` and `cairn status`).
     pub decision_window: SignedDuration,
+    /// Start the resident hook server (`cairn hooks serve`) in the background when a hook
+    /// call finds none running (default off).
+    pub resident_server: bool,
 }
 
 impl Default for HookConfig {
@@ -174,6 +180,7 @@ impl Default for HookConfig {
             explicit_allow: false,
             content_retention: Some(SignedDuration::from_hours(24 * 7)),
             decision_window: SignedDuration::from_mins(10),
+            resident_server: false,
         }
     }
 }
@@ -296,6 +303,7 @@ impl HookConfig {
         }
         config.tools.consequential.extend(raw.consequential_tools);
         config.explicit_allow = raw.explicit_allow;
+        config.resident_server = raw.resident_server;
         if let Some(hours) = raw.content_retention_hours {
             config.content_retention =
                 (hours > 0).then(|| SignedDuration::from_hours(i64::from(hours)));

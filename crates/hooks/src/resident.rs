@@ -93,7 +93,25 @@ pub fn socket_path(project: &Project) -> PathBuf {
 pub fn ask(host: Host, stdin: &[u8]) -> Option<Answer> {
     let peek: Peek = serde_json::from_slice(stdin).ok()?;
     let project = Project::find(Path::new(peek.cwd.as_deref()?))?;
-    let socket = socket_path(&project);
+    ask_project(&project, &peek, host, stdin)
+}
+
+/// The project of the hook call `stdin` (the nearest `.cairn/` at or above its `cwd`), if
+/// the call can be read that far.
+#[must_use]
+pub fn project_of(stdin: &[u8]) -> Option<Project> {
+    let peek: Peek = serde_json::from_slice(stdin).ok()?;
+    Project::find(Path::new(peek.cwd.as_deref()?))
+}
+
+/// Whether a server answers at `project`'s socket.
+#[must_use]
+pub fn is_serving(project: &Project) -> bool {
+    UnixStream::connect(socket_path(project)).is_ok()
+}
+
+fn ask_project(project: &Project, peek: &Peek, host: Host, stdin: &[u8]) -> Option<Answer> {
+    let socket = socket_path(project);
     let stream = UnixStream::connect(&socket).ok()?;
     // From here on the server may act on the call: no fallback.
     Some(exchange(stream, host, stdin).unwrap_or_else(|reason| {
@@ -160,18 +178,23 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
     if socket.exists() {
         std::fs::remove_file(&socket).map_err(|e| failed(e.to_string()))?;
     }
-    // Bound under a private name, made owner-only, then moved into place: no client ever
-    // reaches a socket others could use.
+    // Bound under a private name, made owner-only, then linked into place — a link, unlike a
+    // rename, never replaces the socket of a server that started at the same moment: no
+    // client ever reaches a socket others could use, and only one server wins.
     let staging = project
         .dir()
         .join(format!("{SOCKET_FILE}.{}", std::process::id()));
     let _ = std::fs::remove_file(&staging);
     let listener = UnixListener::bind(&staging).map_err(|e| failed(e.to_string()))?;
     let placed = std::fs::set_permissions(&staging, std::fs::Permissions::from_mode(0o600))
-        .and_then(|()| std::fs::rename(&staging, &socket));
-    if let Err(e) = placed {
-        let _ = std::fs::remove_file(&staging);
-        return Err(failed(e.to_string()));
+        .and_then(|()| std::fs::hard_link(&staging, &socket));
+    let _ = std::fs::remove_file(&staging);
+    match placed {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(failed("another server already answers there".to_owned()));
+        }
+        Err(e) => return Err(failed(e.to_string())),
     }
     let activity = Arc::new(Mutex::new(Instant::now()));
     watch(socket.clone(), Arc::clone(&activity), idle);

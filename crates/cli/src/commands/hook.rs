@@ -104,11 +104,13 @@ fn answer(ctx: &Context, args: &HookArgs) -> u8 {
         .ok()
         .and_then(|value| Fault::parse(&value));
     #[cfg(unix)]
-    if let Ok(bytes) = &stdin
-        && ctx.explicit_store.is_none()
+    let resident = ctx.explicit_store.is_none()
         && ctx.explicit_keys.is_none()
         && fault.is_none()
-        && std::env::var("CAIRN_HOOK_RESIDENT").map_or(true, |v| v != "off")
+        && std::env::var("CAIRN_HOOK_RESIDENT").map_or(true, |v| v != "off");
+    #[cfg(unix)]
+    if resident
+        && let Ok(bytes) = &stdin
         && let Some(answer) = cairn_hooks::resident::ask(host, bytes)
     {
         return emit(&answer);
@@ -122,13 +124,50 @@ fn answer(ctx: &Context, args: &HookArgs) -> u8 {
         gates: None,
     };
     let answer = match stdin {
-        Ok(bytes) => cairn_hooks::handle(host, &bytes, &environment),
+        Ok(bytes) => {
+            let answer = cairn_hooks::handle(host, &bytes, &environment);
+            #[cfg(unix)]
+            if resident {
+                start_server_if_configured(&bytes);
+            }
+            answer
+        }
         Err(error) => Answer::fail_closed(format!(
             "Cairn denied this call: its hook input could not be read (error[{}]: {error}). Nothing was run or recorded.",
             error.code()
         )),
     };
     emit(&answer)
+}
+
+/// Starts `cairn hooks serve` for the call's project, in the background and detached from
+/// this process (its own process group, no inherited stdio, so the host waits for nothing),
+/// when the project's `.cairn/hooks.json` asks for it and no server answers. Best effort:
+/// the call has been answered already, and a server that cannot start only means the next
+/// call is answered by its own process too.
+#[cfg(unix)]
+fn start_server_if_configured(stdin: &[u8]) {
+    use std::os::unix::process::CommandExt as _;
+    let Some(project) = cairn_hooks::resident::project_of(stdin) else {
+        return;
+    };
+    let wanted = cairn_hooks::config::HookConfig::load(&project).is_ok_and(|c| c.resident_server);
+    if !wanted || cairn_hooks::resident::is_serving(&project) {
+        return;
+    }
+    let Ok(program) = std::env::current_exe() else {
+        return;
+    };
+    let _ = std::process::Command::new(program)
+        .args(["hooks", "serve", "--dir"])
+        .arg(project.root())
+        .env_remove("CAIRN_STORE")
+        .env_remove("CAIRN_KEYS")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn();
 }
 
 /// Writes the answer; a refusal whose JSON cannot be written exits 2 instead, so that it
