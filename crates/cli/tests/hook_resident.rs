@@ -225,3 +225,34 @@ fn a_project_can_ask_for_the_server_to_start_by_itself() {
     std::fs::remove_file(socket(dir.path())).unwrap();
     assert_eq!(pre_tool_use(dir.path(), 5).code, 0);
 }
+
+#[test]
+fn a_server_that_takes_the_call_and_answers_nothing_denies_it() {
+    let dir = project();
+    // Something accepts at the socket and hangs up without an answer.
+    let listener = std::os::unix::net::UnixListener::bind(socket(dir.path())).unwrap();
+    let server = std::thread::spawn(move || {
+        for _ in 0..2 {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = Vec::new();
+            let _ = stream.read_to_end(&mut request);
+        }
+    });
+    let refused = pre_tool_use(dir.path(), 1);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains("hook_resident_failed"),
+        "{refused:?}"
+    );
+    let compact = json!({
+        "session_id": "resident-session", "cwd": dir.path(), "hook_event_name": "PreCompact",
+        "trigger": "auto", "transcript_path": "/tmp/t.jsonl",
+    })
+    .to_string();
+    let compaction = common::hook(&mut command_in(dir.path()), "claude-code", &compact);
+    assert_eq!(
+        compaction.code, 0,
+        "a compaction is never blocked: {compaction:?}"
+    );
+    server.join().unwrap();
+}

@@ -294,6 +294,25 @@ fn tool_use(map: &RawMap, event: &str, input_required: bool) -> Result<ToolUse, 
     Ok(ToolUse { name, input, id })
 }
 
+/// The events [`parse_event`] acts on by name.
+const HANDLED_EVENTS: [&str; 9] = [
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+    "PreCompact",
+    "PostCompact",
+    "SessionStart",
+    "Stop",
+    "SessionEnd",
+];
+
+/// Whether `name` is an event Cairn handles or deliberately ignores (not `Event::Unknown`).
+#[must_use]
+pub fn is_known_event(name: &str) -> bool {
+    HANDLED_EVENTS.contains(&name) || IGNORED_EVENTS.contains(&name)
+}
+
 fn parse_event(map: &RawMap, name: &str) -> Result<Event, HookError> {
     let event_name = Some(name);
     let text = |field_name: &str| -> Result<Option<String>, HookError> {
@@ -398,6 +417,24 @@ mod tests {
         )
         .unwrap();
         assert!(input.session_id.starts_with("transcript-"));
+    }
+
+    #[test]
+    fn the_known_events_are_exactly_the_ones_not_parsed_as_unknown() {
+        let map: RawMap = serde_json::from_str(
+            r#"{"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t"}"#,
+        )
+        .unwrap();
+        for name in HANDLED_EVENTS.iter().chain(IGNORED_EVENTS.iter()) {
+            let event = parse_event(&map, name).unwrap();
+            assert!(!matches!(event, Event::Unknown { .. }), "{name}");
+            assert!(is_known_event(name), "{name}");
+        }
+        assert!(!is_known_event("PreToolUseV2"));
+        assert!(matches!(
+            parse_event(&map, "PreToolUseV2").unwrap(),
+            Event::Unknown { .. }
+        ));
     }
 
     #[test]

@@ -78,6 +78,31 @@ impl From<&Answer> for Reply {
 struct Peek {
     cwd: Option<String>,
     hook_event_name: Option<String>,
+    tool_name: Option<serde::de::IgnoredAny>,
+    tool_input: Option<serde::de::IgnoredAny>,
+    tool_response: Option<serde::de::IgnoredAny>,
+}
+
+impl Peek {
+    fn read(stdin: &[u8]) -> Option<(Self, Project)> {
+        let peek: Self = serde_json::from_slice(stdin).ok()?;
+        let project = Project::find(Path::new(peek.cwd.as_deref()?))?;
+        Some((peek, project))
+    }
+
+    /// Whether a failure must block the call, as the engine decides: a `PreToolUse`, an
+    /// event it does not know that carries a tool call about to run, or no event name.
+    fn blocks_on_failure(&self) -> bool {
+        match self.hook_event_name.as_deref() {
+            Some("PreToolUse") | None => true,
+            Some(name) if crate::input::is_known_event(name) => false,
+            Some(_) => {
+                self.tool_name.is_some()
+                    && self.tool_input.is_some()
+                    && self.tool_response.is_none()
+            }
+        }
+    }
 }
 
 /// The socket of `project`'s resident server.
@@ -91,33 +116,14 @@ pub fn socket_path(project: &Project) -> PathBuf {
 /// itself). Never panics.
 #[must_use]
 pub fn ask(host: Host, stdin: &[u8]) -> Option<Answer> {
-    let peek: Peek = serde_json::from_slice(stdin).ok()?;
-    let project = Project::find(Path::new(peek.cwd.as_deref()?))?;
-    ask_project(&project, &peek, host, stdin)
-}
-
-/// The project of the hook call `stdin` (the nearest `.cairn/` at or above its `cwd`), if
-/// the call can be read that far.
-#[must_use]
-pub fn project_of(stdin: &[u8]) -> Option<Project> {
-    let peek: Peek = serde_json::from_slice(stdin).ok()?;
-    Project::find(Path::new(peek.cwd.as_deref()?))
-}
-
-/// Whether a server answers at `project`'s socket.
-#[must_use]
-pub fn is_serving(project: &Project) -> bool {
-    UnixStream::connect(socket_path(project)).is_ok()
-}
-
-fn ask_project(project: &Project, peek: &Peek, host: Host, stdin: &[u8]) -> Option<Answer> {
-    let socket = socket_path(project);
+    let (peek, project) = Peek::read(stdin)?;
+    let socket = socket_path(&project);
     let stream = UnixStream::connect(&socket).ok()?;
     // From here on the server may act on the call: no fallback.
     Some(exchange(stream, host, stdin).unwrap_or_else(|reason| {
         let error = HookError::Resident { socket, reason };
         let line = format!("{error} (error[{}])", cairn_core::ErrorCode::code(&error));
-        if peek.hook_event_name.as_deref() == Some("PreToolUse") {
+        if peek.blocks_on_failure() {
             Answer::fail_closed(format!(
                 "Cairn denied this call because it could not decide it safely ({line}). It may have been recorded; nothing was run."
             ))
@@ -125,6 +131,19 @@ fn ask_project(project: &Project, peek: &Peek, host: Host, stdin: &[u8]) -> Opti
             Answer::note(format!("cairn: {line}"))
         }
     }))
+}
+
+/// The project of the hook call `stdin` (the nearest `.cairn/` at or above its `cwd`), if
+/// the call can be read that far.
+#[must_use]
+pub fn project_of(stdin: &[u8]) -> Option<Project> {
+    Peek::read(stdin).map(|(_, project)| project)
+}
+
+/// Whether a server answers at `project`'s socket.
+#[must_use]
+pub fn is_serving(project: &Project) -> bool {
+    UnixStream::connect(socket_path(project)).is_ok()
 }
 
 fn exchange(mut stream: UnixStream, host: Host, stdin: &[u8]) -> Result<Answer, String> {
