@@ -67,14 +67,22 @@ fn parse_hex32(text: &str) -> Result<[u8; 32], &'static str> {
     if text.len() != 64 {
         return Err("expected 64 hex digits");
     }
-    if !text
-        .bytes()
-        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
-        return Err("expected lowercase hex digits");
-    }
+    // One pass that checks and decodes: only `0-9a-f` (lowercase) is a digit here.
+    let nibble = |b: u8| match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    };
     let mut out = [0u8; 32];
-    hex::decode_to_slice(text, &mut out).map_err(|_| "expected lowercase hex digits")?;
+    for (byte, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
+        let (Some(&high), Some(&low)) = (pair.first(), pair.get(1)) else {
+            return Err("expected 64 hex digits");
+        };
+        match (nibble(high), nibble(low)) {
+            (Some(high), Some(low)) => *byte = (high << 4) | low,
+            _ => return Err("expected lowercase hex digits"),
+        }
+    }
     Ok(out)
 }
 

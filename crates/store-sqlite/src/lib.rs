@@ -512,8 +512,10 @@ impl Store for SqliteStore {
             )
             .map_err(backend)?;
         let rows = stmt
+            // Borrowed, not copied into a `String` per row: a hook resumes its run on every
+            // tool call, and this reads the whole run.
             .query_map(params![tenant.as_str(), run.as_str()], |row| {
-                parse_col::<Digest>(&row.get::<_, String>(0)?)
+                parse_col::<Digest>(row.get_ref(0)?.as_str()?)
             })
             .map_err(backend)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(backend)
