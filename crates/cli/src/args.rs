@@ -59,7 +59,8 @@ pub enum Command {
     /// Answer one hook call of Claude Code or Codex: reads the host's hook JSON on stdin and
     /// answers in the host's format (run by the host; see `cairn hooks install`).
     Hook(HookArgs),
-    /// Install or remove Cairn's hooks in a Claude Code or Codex project.
+    /// Install or remove Cairn's hooks in a Claude Code or Codex project, or answer them from
+    /// one resident process (`serve`).
     #[command(subcommand)]
     Hooks(HooksCommand),
     /// Validate a VCE 0.1 continuation envelope as the published reference does (exit 0
