@@ -215,8 +215,9 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
         }
         Err(e) => return Err(failed(e.to_string())),
     }
+    let ours = identity(&socket).ok_or_else(|| failed("the socket vanished".to_owned()))?;
     let activity = Arc::new(Mutex::new(Instant::now()));
-    watch(socket.clone(), Arc::clone(&activity), idle);
+    watch(socket.clone(), ours, Arc::clone(&activity), idle);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let mut last = activity.lock().unwrap_or_else(PoisonError::into_inner);
@@ -226,15 +227,25 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
     Ok(())
 }
 
-/// Ends the process when no call has come for `idle` or the socket is gone; waits for the
-/// call being answered, if any (it holds `activity`).
-fn watch(socket: PathBuf, activity: Arc<Mutex<Instant>>, idle: Duration) {
+/// The file behind `path` (device and inode), to tell this server's socket from one a later
+/// server put at the same path.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|meta| (meta.dev(), meta.ino()))
+}
+
+/// Ends the process when no call has come for `idle`, or when `socket` is no longer the one
+/// this server made (removed, or replaced by another server's); waits for the call being
+/// answered, if any (it holds `activity`). Only its own socket is ever removed.
+fn watch(socket: PathBuf, ours: (u64, u64), activity: Arc<Mutex<Instant>>, idle: Duration) {
     let tick = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(tick);
             let last = activity.lock().unwrap_or_else(PoisonError::into_inner);
-            if !socket.exists() {
+            if identity(&socket) != Some(ours) {
                 std::process::exit(0);
             }
             if last.elapsed() >= idle {
