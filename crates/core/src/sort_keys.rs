@@ -213,10 +213,17 @@ fn is_clean(bytes: &[u8]) -> bool {
     dirty | escape_flags(word(chunks.remainder())) == 0
 }
 
-/// Up to eight bytes as one word in which every byte of `bytes` appears, and nothing else
-/// but `a` (a byte never escaped): eight bytes as they are, four to seven as two overlapping
-/// halves, fewer padded. Loads instead of a byte loop, which cost more than the check.
-fn word(bytes: &[u8]) -> u64 {
+/// The first eight bytes of `bytes` as one word (all of them when there are fewer), in
+/// which every such byte appears and nothing else but `a`: eight bytes as they are, four to
+/// seven as two overlapping halves, fewer padded with `a`. Loads instead of a byte loop,
+/// which cost more than the work done on the word.
+///
+/// Two uses rely on it: the writer's escape check (`a` is never escaped, and a byte seen
+/// twice changes nothing), and `cairn-pyschema`'s name comparisons (for slices of equal
+/// length up to eight bytes, equal words mean equal bytes).
+#[must_use]
+#[inline]
+pub fn word(bytes: &[u8]) -> u64 {
     if let Some(full) = bytes.first_chunk::<8>() {
         return u64::from_le_bytes(*full);
     }

@@ -28,8 +28,8 @@ pub const MAX_CONTEXT_CHARS: usize = 10_000;
 /// The exit code that blocks a `PreToolUse`.
 pub const EXIT_BLOCK: u8 = 2;
 
-/// A hook's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A hook's answer (serialised as is between `cairn hook` and the resident server).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Answer {
     /// What goes to stdout (a JSON object), if anything.
     pub stdout: Option<String>,

@@ -46,9 +46,9 @@ pub struct Environment {
     pub keys_dir: Option<PathBuf>,
     /// A test-only fault to inject (see [`Fault`]).
     pub fault: Option<Fault>,
-    /// The policy gate kept between calls, in a long-lived process (see
-    /// [`crate::resident`]); `None` loads it on every call.
-    pub gates: Option<Arc<cairn_runtime::project::GateCache>>,
+    /// Where the policy gate is loaded through: kept between calls in a long-lived process
+    /// (see [`crate::resident`]), a fresh one in a process that answers one call.
+    pub gates: Arc<cairn_runtime::project::GateCache>,
 }
 
 impl std::fmt::Debug for Environment {
@@ -415,13 +415,11 @@ impl<'a> Session<'a> {
     /// The project's policy gate.
     pub(crate) fn policy_gate(&self) -> Result<Arc<dyn Gate>, HookError> {
         let tools = self.project.tools();
-        let policies = self.project.policies();
-        if let Some(gates) = &self.env.gates {
-            let gate: Arc<dyn Gate> = gates.load(&policies, tools.as_deref())?;
-            return Ok(gate);
-        }
-        let gate = cairn_runtime::project::load_gate(&policies, tools.as_deref())?;
-        Ok(Arc::new(gate))
+        let gate: Arc<dyn Gate> = self
+            .env
+            .gates
+            .load(&self.project.policies(), tools.as_deref())?;
+        Ok(gate)
     }
 
     /// The current instant.

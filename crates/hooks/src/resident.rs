@@ -17,8 +17,8 @@
 //! `PreToolUse` is denied with exit 2, every other event answers exit 0 with a note.
 //!
 //! The protocol: the client writes one JSON line `{"version": 1, "host": "claude-code"}`, then
-//! the hook's stdin bytes, and shuts its side down; the server answers one JSON object
-//! `{"exit", "stdout", "stderr", "denies"}` and closes.
+//! the hook's stdin bytes, and shuts its side down; the server answers with the [`Answer`]
+//! as one JSON object (`{"stdout", "stderr", "exit", "denies"}`) and closes.
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
@@ -51,26 +51,6 @@ const ANSWER_MAX_BYTES: u64 = 4 << 20;
 struct Request {
     version: u32,
     host: String,
-}
-
-/// The server's answer, as sent.
-#[derive(Debug, Serialize, Deserialize)]
-struct Reply {
-    exit: u8,
-    stdout: Option<String>,
-    stderr: Option<String>,
-    denies: bool,
-}
-
-impl From<&Answer> for Reply {
-    fn from(answer: &Answer) -> Self {
-        Self {
-            exit: answer.exit,
-            stdout: answer.stdout.clone(),
-            stderr: answer.stderr.clone(),
-            denies: answer.denies,
-        }
-    }
 }
 
 /// What the client needs of the payload to find the server and to answer a failure.
@@ -168,14 +148,7 @@ fn exchange(mut stream: UnixStream, host: Host, stdin: &[u8]) -> Result<Answer, 
         .take(ANSWER_MAX_BYTES)
         .read_to_end(&mut reply)
         .map_err(|e| format!("no answer: {e}"))?;
-    let reply: Reply =
-        serde_json::from_slice(&reply).map_err(|e| format!("unreadable answer: {e}"))?;
-    Ok(Answer {
-        stdout: reply.stdout,
-        stderr: reply.stderr,
-        exit: reply.exit,
-        denies: reply.denies,
-    })
+    serde_json::from_slice(&reply).map_err(|e| format!("unreadable answer: {e}"))
 }
 
 /// Serves `project`'s hook calls with `env` until no call has come for `idle`, or the
@@ -272,7 +245,7 @@ fn answer_one(stream: UnixStream, env: &Environment) {
         )),
     };
     let mut writer = writer;
-    if let Ok(reply) = serde_json::to_vec(&Reply::from(&answer)) {
+    if let Ok(reply) = serde_json::to_vec(&answer) {
         let _ = writer.write_all(&reply);
     }
 }

@@ -77,12 +77,18 @@ pub fn read_policy_sources(path: &Path) -> Result<Vec<PolicySource>, RuntimeErro
 /// # Errors
 /// [`RuntimeError::Io`] or the catalog's own parse error.
 pub fn read_tool_catalog(path: Option<&Path>) -> Result<ToolCatalog, RuntimeError> {
-    match path {
-        None => Ok(ToolCatalog::default()),
-        Some(path) => {
-            let text = read_text(path)?;
-            Ok(ToolCatalog::from_json(&path.display().to_string(), &text)?)
-        }
+    let text = path.map(read_text).transpose()?;
+    parse_tool_catalog(path, text.as_deref())
+}
+
+/// The catalog `text` read from `path` (both `None`: the empty catalog).
+fn parse_tool_catalog(
+    path: Option<&Path>,
+    text: Option<&str>,
+) -> Result<ToolCatalog, RuntimeError> {
+    match (path, text) {
+        (Some(path), Some(text)) => Ok(ToolCatalog::from_json(&path.display().to_string(), text)?),
+        _ => Ok(ToolCatalog::default()),
     }
 }
 
@@ -97,8 +103,9 @@ pub fn load_gate(policies: &Path, tools: Option<&Path>) -> Result<PolicyGate, Ru
     Ok(PolicyGate::load(&sources, &catalog)?)
 }
 
-/// A policy gate kept between calls by a long-lived process (the resident hook server), so
-/// that Cedar parses and validates a policy set once, not once per tool call.
+/// A policy gate kept between calls, so that a long-lived process (the resident hook server)
+/// has Cedar parse and validate a policy set once, not once per tool call; a short-lived one
+/// simply loads through an empty cache.
 ///
 /// Every [`GateCache::load`] still reads the policy files and the catalog from disk and
 /// compares their digest with the cached one, so an edited policy takes effect on the very
@@ -133,10 +140,7 @@ impl GateCache {
             return Ok(std::sync::Arc::clone(gate));
         }
         *cached = None;
-        let catalog = match (tools, catalog_text) {
-            (Some(path), Some(text)) => ToolCatalog::from_json(&path.display().to_string(), &text)?,
-            _ => ToolCatalog::default(),
-        };
+        let catalog = parse_tool_catalog(tools, catalog_text.as_deref())?;
         let gate = std::sync::Arc::new(PolicyGate::load(&sources, &catalog)?);
         *cached = Some((key, std::sync::Arc::clone(&gate)));
         Ok(gate)

@@ -121,7 +121,7 @@ fn answer(ctx: &Context, args: &HookArgs) -> u8 {
         store_path: ctx.explicit_store.as_ref().map(PathBuf::from),
         keys_dir: ctx.explicit_keys.clone(),
         fault,
-        gates: None,
+        gates: Arc::default(),
     };
     let answer = match stdin {
         Ok(bytes) => {

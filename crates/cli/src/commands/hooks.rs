@@ -63,9 +63,7 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
         store_path: None,
         keys_dir: None,
         fault: None,
-        gates: Some(std::sync::Arc::new(
-            cairn_runtime::project::GateCache::default(),
-        )),
+        gates: std::sync::Arc::default(),
     };
     let idle = crate::input::parse_duration("--idle", &args.idle)?;
     let idle = std::time::Duration::try_from(idle)

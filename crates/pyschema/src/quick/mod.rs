@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 
+use cairn_core::sort_keys::word;
 use serde_json::{Map, Value};
 
 use crate::date_time::DateTimeFormat;
@@ -288,23 +289,6 @@ fn find<'k>(known: &'k [Known], key: &str, cursor: &mut usize) -> Option<&'k Kno
 /// head agree in those bytes.
 fn head(text: &str) -> u64 {
     word(text.as_bytes())
-}
-
-/// The first eight bytes as one word; for fewer bytes, a word that together with their
-/// number determines them (overlapping reads instead of a byte loop or a `memcpy` call).
-fn word(bytes: &[u8]) -> u64 {
-    if let Some(first) = bytes.first_chunk::<8>() {
-        return u64::from_le_bytes(*first);
-    }
-    if let (Some(low), Some(high)) = (bytes.first_chunk::<4>(), bytes.last_chunk::<4>()) {
-        return u64::from(u32::from_le_bytes(*low)) | (u64::from(u32::from_le_bytes(*high)) << 32);
-    }
-    match *bytes {
-        [a, b, c] => u64::from_le_bytes([a, b, c, 0, 0, 0, 0, 0]),
-        [a, b] => u64::from_le_bytes([a, b, 0, 0, 0, 0, 0, 0]),
-        [a] => u64::from(a),
-        _ => 0,
-    }
 }
 
 /// The bytes of `a` and `b`, of equal length, after their first eight are equal; compared a
