@@ -43,7 +43,7 @@ use date_time::DateTimeFormat;
 use fast::{MinLength, Required};
 use keyword::factory;
 use pattern::PythonPattern;
-use quick::Quick;
+use quick::{Quick, SortKeys};
 
 pub use date_time::is_python_date_time;
 pub use error::PySchemaError;
@@ -139,6 +139,46 @@ impl Schema {
         if self.is_valid(document) {
             return Vec::new();
         }
+        self.errors(document, root)
+    }
+
+    /// [`Schema::check`], and for a valid document also its `json-sort-keys-utf8-v1` form
+    /// (see `cairn_core::canonical`) without its top-level member `skip`, when it could be
+    /// written in the same walk: the bytes are exactly those of
+    /// `cairn_core::canonical::sort_keys_utf8_v1_without`. `None` means only "not written
+    /// here" (the document is invalid, took the full validator, has a number that cannot be
+    /// written, or maps keep insertion order in this build); the caller then writes it itself
+    /// and learns why it failed, if it does.
+    #[must_use]
+    pub fn check_writing_sort_keys(
+        &self,
+        document: &Value,
+        root: &str,
+        skip: Option<&str>,
+    ) -> (Vec<SchemaError>, Option<Vec<u8>>) {
+        if let Some(quick) = &self.quick {
+            if cairn_core::sort_keys::maps_iterate_in_key_order() {
+                let mut sink = SortKeys {
+                    // Enough for typical envelopes (a few KiB) to be written without growing.
+                    out: Vec::with_capacity(8 * 1024),
+                    skip,
+                    failed: false,
+                };
+                if quick.is_valid_into(document, &mut sink) {
+                    return (Vec::new(), (!sink.failed).then_some(sink.out));
+                }
+            } else if quick.is_valid(document) {
+                return (Vec::new(), None);
+            }
+        }
+        if self.validator.is_valid(document) {
+            return (Vec::new(), None);
+        }
+        (self.errors(document, root), None)
+    }
+
+    /// Every error of `document`, which the full validator found invalid.
+    fn errors(&self, document: &Value, root: &str) -> Vec<SchemaError> {
         let mut errors: Vec<SchemaError> = self
             .validator
             .iter_errors(document)

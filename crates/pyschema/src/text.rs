@@ -36,6 +36,16 @@ impl<'a> Cut<'a> {
 
 impl fmt::Write for Cut<'_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
+        // Printable ASCII, the usual case, is one byte per character and needs no escape: the
+        // run of it that fits goes in at once.
+        let plain = s
+            .bytes()
+            .take(self.left)
+            .take_while(|byte| (0x20..0x7f).contains(byte))
+            .count();
+        let (run, s) = s.split_at_checked(plain).unwrap_or(("", s));
+        self.out.push_str(run);
+        self.left -= run.len();
         for ch in s.chars() {
             if self.left == 0 {
                 self.cut = true;
@@ -76,6 +86,14 @@ mod tests {
         let mut out = String::new();
         push_cut(&mut out, &"é".repeat(7), 5);
         assert_eq!(out, "ééééé…");
+
+        let mut out = String::new();
+        push_cut(&mut out, "abc\ndef", 5);
+        assert_eq!(out, "abc\\nd…", "an escape counts as one character");
+
+        let mut out = String::new();
+        push_cut(&mut out, "ab\u{7f}é d", 5);
+        assert_eq!(out, "ab\\u{7f}é …");
 
         let mut out = String::new();
         push_cut(&mut out, "abcde", 5);

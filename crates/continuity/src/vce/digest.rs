@@ -19,10 +19,12 @@ use super::codes::{
 use super::pyjson::{is_str, shown};
 
 /// The field that carries the digest and is left out of it.
-const DIGEST_FIELD: &str = "envelope_digest";
+pub(super) const DIGEST_FIELD: &str = "envelope_digest";
 
-/// Checks `envelope_digest` against the envelope, adding every finding to `stage`.
-pub(super) fn check(envelope: &Value, stage: &mut Stage) {
+/// Checks `envelope_digest` against the envelope, adding every finding to `stage`;
+/// `canonical` is the envelope's canonical form without [`DIGEST_FIELD`] when the schema stage
+/// already wrote it.
+pub(super) fn check(envelope: &Value, canonical: Option<Vec<u8>>, stage: &mut Stage) {
     let Some(map) = envelope.as_object() else {
         stage.block(
             ENVELOPE_DIGEST_UNCOMPUTABLE,
@@ -52,8 +54,9 @@ pub(super) fn check(envelope: &Value, stage: &mut Stage) {
             );
         }
     }
-    let computed = match digest_without_field(map) {
-        Ok(hex) => hex,
+    let canonical = canonical.map_or_else(|| canonical_without_field(map), Ok);
+    let computed = match canonical {
+        Ok(canonical) => to_hex(&Sha256::digest(&canonical)),
         Err(error) => {
             stage.block(
                 ENVELOPE_DIGEST_UNCOMPUTABLE,
@@ -76,11 +79,16 @@ pub(super) fn check(envelope: &Value, stage: &mut Stage) {
     }
 }
 
+/// The `json-sort-keys-utf8-v1` form of `map` without [`DIGEST_FIELD`].
+fn canonical_without_field(map: &Map<String, Value>) -> Result<Vec<u8>, CoreError> {
+    cairn_core::canonical::sort_keys_utf8_v1_without(map, DIGEST_FIELD)
+}
+
 /// The bare lowercase hex SHA-256 of `map` without [`DIGEST_FIELD`], canonicalised with
 /// `json-sort-keys-utf8-v1`.
+#[cfg(test)]
 pub(super) fn digest_without_field(map: &Map<String, Value>) -> Result<[u8; 64], CoreError> {
-    let canonical = cairn_core::canonical::sort_keys_utf8_v1_without(map, DIGEST_FIELD)?;
-    Ok(to_hex(&Sha256::digest(&canonical)))
+    canonical_without_field(map).map(|canonical| to_hex(&Sha256::digest(&canonical)))
 }
 
 fn to_hex(bytes: &[u8]) -> [u8; 64] {

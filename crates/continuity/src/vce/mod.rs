@@ -144,11 +144,17 @@ impl VceValidator {
             root: "$",
             code: codes::SCHEMA_INVALID,
         };
-        schema::check(&self.envelope_schema, envelope, subject, &mut stage);
+        let canonical = schema::check_writing_sort_keys(
+            &self.envelope_schema,
+            envelope,
+            subject,
+            digest::DIGEST_FIELD,
+            &mut stage,
+        );
         if let Some(report) = stage.report() {
             return report;
         }
-        digest::check(envelope, &mut stage);
+        digest::check(envelope, canonical, &mut stage);
         if let Some(report) = stage.report() {
             return report;
         }

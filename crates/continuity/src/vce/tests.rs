@@ -92,7 +92,7 @@ fn run_all(
     restore: Option<&Value>,
 ) -> Vec<&'static str> {
     let mut stage = Stage::default();
-    digest::check(envelope, &mut stage);
+    digest::check(envelope, None, &mut stage);
     let top = Top::of(envelope);
     let index = semantic::check(&top, &mut stage);
     gate::check(&top, restore, &anything(), &index, &mut stage);
@@ -269,7 +269,7 @@ fn pre_empted_digest_gate_and_after_gate_rules_fire_without_the_schema() {
     let mut stage = Stage::default();
     let mut envelope = example();
     envelope["envelope_digest"]["algorithm"] = json!("md5");
-    digest::check(&envelope, &mut stage);
+    digest::check(&envelope, None, &mut stage);
     assert_eq!(stage.findings[0].code, codes::ENVELOPE_DIGEST_UNSUPPORTED);
 
     let mut deep = json!(null);
@@ -278,7 +278,7 @@ fn pre_empted_digest_gate_and_after_gate_rules_fire_without_the_schema() {
     }
     envelope["project"] = deep;
     let mut stage = Stage::default();
-    digest::check(&envelope, &mut stage);
+    digest::check(&envelope, None, &mut stage);
     assert!(
         stage
             .findings

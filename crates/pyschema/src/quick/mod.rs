@@ -29,6 +29,11 @@ use crate::fast::{MinLength, Required};
 use crate::keyword::PyKeyword;
 use crate::pattern::PythonPattern;
 
+mod sink;
+
+use sink::Nothing;
+pub(crate) use sink::{Sink, SortKeys};
+
 /// Deeper instances are left to the full validator.
 const MAX_DEPTH: usize = 64;
 
@@ -54,9 +59,9 @@ struct Node {
     /// `type`, as a set of [`Kind`] bits; `None` for any type.
     types: Option<u8>,
     /// `const` of a string, a boolean or `null` (which equal only themselves).
-    constant: Option<Box<Value>>,
+    constant: Option<Box<Literal<Value>>>,
     /// `enum` of strings.
-    options: Option<Box<[String]>>,
+    options: Option<Box<[Literal<String>]>>,
     /// `minLength`, `pattern` and `format`.
     text: Box<[TextCheck]>,
     /// `properties`, `additionalProperties` and `required`.
@@ -67,6 +72,24 @@ struct Node {
     any_of: Box<[NodeId]>,
     /// `$ref`.
     reference: Option<NodeId>,
+}
+
+/// A value named by the schema (`const`, `enum`), with its `json-sort-keys-utf8-v1` form
+/// for [`SortKeys`], which an instance equal to it writes instead of escaping itself again.
+struct Literal<T> {
+    value: T,
+    written: Box<[u8]>,
+}
+
+impl<T> Literal<T> {
+    fn new(value: T, of: &Value) -> Option<Self> {
+        let mut written = Vec::new();
+        cairn_core::sort_keys::write_value(&mut written, of, 0).ok()?;
+        Some(Self {
+            value,
+            written: written.into_boxed_slice(),
+        })
+    }
 }
 
 /// A keyword that judges strings only.
@@ -93,6 +116,9 @@ struct ObjectCheck {
 /// A member named in `properties`.
 struct Known {
     name: String,
+    /// `,"name":` as `json-sort-keys-utf8-v1` writes it before the member's value, for
+    /// [`SortKeys`] (the leading comma left out before an object's first member).
+    written: Box<[u8]>,
     /// [`head`] of `name`.
     head: u64,
     node: NodeId,
@@ -164,10 +190,20 @@ impl Quick {
 
     /// `true` only if `instance` surely satisfies the schema; `false` when it may not.
     pub(crate) fn is_valid(&self, instance: &Value) -> bool {
-        self.valid(self.root, instance, 0)
+        self.valid(self.root, instance, 0, &mut Nothing)
     }
 
-    fn valid(&self, id: NodeId, instance: &Value, depth: usize) -> bool {
+    /// [`Quick::is_valid`], handing `instance` to `sink` as it is walked; what `sink` got is
+    /// complete only when the answer is `true`.
+    pub(crate) fn is_valid_into(&self, instance: &Value, sink: &mut impl Sink) -> bool {
+        self.valid(self.root, instance, 0, sink)
+    }
+
+    /// Checks `instance` against node `id`, handing it to `sink` exactly once: through this
+    /// node's own object or array keywords when they walk its members, else through its
+    /// `$ref`, else whole. `anyOf` branches (and a `$ref` beside walking keywords) are only
+    /// checked.
+    fn valid<S: Sink>(&self, id: NodeId, instance: &Value, depth: usize, sink: &mut S) -> bool {
         let Some(node) = self.nodes.get(id) else {
             return false;
         };
@@ -177,69 +213,114 @@ impl Quick {
         if node.types.is_some_and(|kinds| !has_type(kinds, instance)) {
             return false;
         }
+        // The written form of the schema's own literal the instance equals, if any.
+        let mut literal = None;
         if let Some(want) = &node.constant {
-            let equal = match (&**want, instance) {
+            let equal = match (&want.value, instance) {
                 (Value::String(want), Value::String(text)) => same_text(want, text),
                 (want, _) => instance == want,
             };
             if !equal {
                 return false;
             }
+            literal = Some(&*want.written);
         }
         if let Some(options) = &node.options {
             let listed = instance
                 .as_str()
-                .is_some_and(|text| options.iter().any(|option| same_text(option, text)));
-            if !listed {
+                .and_then(|text| options.iter().find(|option| same_text(&option.value, text)));
+            let Some(option) = listed else {
                 return false;
-            }
+            };
+            literal = Some(&*option.written);
         }
         let next = depth + 1;
-        let own = match instance {
-            Value::String(_) => node.text.iter().all(|check| match check {
-                TextCheck::MinLength(keyword) => keyword.is_valid(instance),
-                TextCheck::Pattern(keyword) => keyword.is_valid(instance),
-                TextCheck::DateTime(keyword) => keyword.is_valid(instance),
-            }),
-            Value::Object(map) => node
-                .object
-                .as_ref()
-                .is_none_or(|object| self.object_valid(object, map, next)),
-            Value::Array(items) => node
-                .array
-                .as_ref()
-                .is_none_or(|array| self.array_valid(array, items, next)),
-            Value::Null | Value::Bool(_) | Value::Number(_) => true,
+        let (own, walked) = match instance {
+            Value::String(_) => (
+                node.text.iter().all(|check| match check {
+                    TextCheck::MinLength(keyword) => keyword.is_valid(instance),
+                    TextCheck::Pattern(keyword) => keyword.is_valid(instance),
+                    TextCheck::DateTime(keyword) => keyword.is_valid(instance),
+                }),
+                false,
+            ),
+            Value::Object(map) => match &node.object {
+                Some(object) => (self.object_valid(object, map, next, sink), true),
+                None => (true, false),
+            },
+            Value::Array(items) => match &node.array {
+                Some(array) => (self.array_valid(array, items, next, sink), true),
+                None => (true, false),
+            },
+            Value::Null | Value::Bool(_) | Value::Number(_) => (true, false),
         };
-        own && (node.any_of.is_empty()
-            || node
+        if !own {
+            return false;
+        }
+        if !node.any_of.is_empty()
+            && !node
                 .any_of
                 .iter()
-                .any(|&id| self.valid(id, instance, depth)))
-            && node
-                .reference
-                .is_none_or(|id| self.valid(id, instance, depth))
+                .any(|&id| self.valid(id, instance, depth, &mut Nothing))
+        {
+            return false;
+        }
+        match node.reference {
+            Some(id) if !walked => self.valid(id, instance, depth, sink),
+            Some(id) => self.valid(id, instance, depth, &mut Nothing),
+            None => {
+                if !walked {
+                    match literal {
+                        Some(written) => sink.literal(written),
+                        None => sink.whole(instance, depth),
+                    }
+                }
+                true
+            }
+        }
     }
 
-    fn object_valid(&self, object: &ObjectCheck, map: &Map<String, Value>, depth: usize) -> bool {
+    fn object_valid<S: Sink>(
+        &self,
+        object: &ObjectCheck,
+        map: &Map<String, Value>,
+        depth: usize,
+        sink: &mut S,
+    ) -> bool {
+        sink.open_object();
         let mut cursor = 0;
         let mut required = 0;
+        let mut first = true;
         for (key, value) in map {
-            let valid = match find(&object.known, key, &mut cursor) {
+            let (node, written) = match find(&object.known, key, &mut cursor) {
                 Some(property) => {
                     required += usize::from(property.required);
-                    self.valid(property.node, value, depth)
+                    (Some(property.node), Some(&*property.written))
                 }
                 None => match object.additional {
-                    Additional::Any => true,
-                    Additional::Never => false,
-                    Additional::Schema(id) => self.valid(id, value, depth),
+                    Additional::Any => (None, None),
+                    Additional::Never => return false,
+                    Additional::Schema(id) => (Some(id), None),
                 },
+            };
+            let valid = if sink.skips(key, depth) {
+                node.is_none_or(|id| self.valid(id, value, depth, &mut Nothing))
+            } else {
+                sink.member(first, key, written);
+                first = false;
+                match node {
+                    Some(id) => self.valid(id, value, depth, sink),
+                    None => {
+                        sink.whole(value, depth);
+                        true
+                    }
+                }
             };
             if !valid {
                 return false;
             }
         }
+        sink.close_object();
         required == object.required
             && object
                 .other_required
@@ -247,18 +328,32 @@ impl Quick {
                 .is_none_or(|names| names.has_all(map))
     }
 
-    fn array_valid(&self, array: &ArrayCheck, items: &[Value], depth: usize) -> bool {
-        items.len() >= array.min
-            && array.max.is_none_or(|max| items.len() <= max)
-            && items.iter().enumerate().all(|(position, item)| {
-                array
-                    .prefix
-                    .get(position)
-                    .copied()
-                    .or(array.rest)
-                    .is_none_or(|id| self.valid(id, item, depth))
-            })
-            && (!array.unique || surely_unique(items))
+    fn array_valid<S: Sink>(
+        &self,
+        array: &ArrayCheck,
+        items: &[Value],
+        depth: usize,
+        sink: &mut S,
+    ) -> bool {
+        if items.len() < array.min || array.max.is_some_and(|max| items.len() > max) {
+            return false;
+        }
+        sink.open_array();
+        for (position, item) in items.iter().enumerate() {
+            sink.item(position == 0);
+            let valid = match array.prefix.get(position).copied().or(array.rest) {
+                Some(id) => self.valid(id, item, depth, sink),
+                None => {
+                    sink.whole(item, depth);
+                    true
+                }
+            };
+            if !valid {
+                return false;
+            }
+        }
+        sink.close_array();
+        !array.unique || surely_unique(items)
     }
 }
 
@@ -294,6 +389,7 @@ fn head(text: &str) -> u64 {
 /// The bytes of `a` and `b`, of equal length, after their first eight are equal; compared a
 /// word at a time, since a call into the C library's `memcmp` per name cost more than the
 /// comparison.
+#[inline]
 fn same_tail(a: &str, b: &str) -> bool {
     let (Some(a), Some(b)) = (a.as_bytes().get(8..), b.as_bytes().get(8..)) else {
         return true;
@@ -456,11 +552,20 @@ impl<'s> Builder<'s> {
                 "type" => node.types = Some(types(value)?),
                 "const" => match value {
                     Value::String(_) | Value::Bool(_) | Value::Null => {
-                        node.constant = Some(Box::new(value.clone()));
+                        node.constant = Some(Box::new(Literal::new(value.clone(), value)?));
                     }
                     _ => return None,
                 },
-                "enum" => node.options = Some(strings(value)?.into_boxed_slice()),
+                "enum" => {
+                    let options = strings(value)?
+                        .into_iter()
+                        .map(|text| {
+                            let of = Value::String(text.clone());
+                            Literal::new(text, &of)
+                        })
+                        .collect::<Option<Box<[_]>>>()?;
+                    node.options = Some(options);
+                }
                 "minLength" => text.push(TextCheck::MinLength(MinLength::parse(value).ok()?)),
                 "pattern" => text.push(TextCheck::Pattern(PythonPattern::parse(value).ok()?)),
                 "format" => text.push(TextCheck::DateTime(DateTimeFormat::parse(value).ok()?)),
@@ -493,8 +598,12 @@ impl<'s> Builder<'s> {
                 if let Some(at) = at {
                     required.remove(at);
                 }
+                let mut written = vec![b','];
+                cairn_core::sort_keys::write_string(&mut written, name);
+                written.push(b':');
                 known.push(Known {
                     name: name.clone(),
+                    written: written.into_boxed_slice(),
                     head: head(name),
                     node,
                     required: at.is_some(),

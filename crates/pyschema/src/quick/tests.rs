@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::Quick;
+use super::{Quick, SortKeys};
 use crate::full_validator;
 
 /// A published schema and the case files it judges.
@@ -209,4 +209,109 @@ fn what_only_the_full_validator_can_settle_is_left_to_it() {
     }
     assert!(!nested.is_valid(&deep));
     assert!(nested.is_valid(&json!([[[]]])));
+}
+
+/// `value` with every object's members inserted in key order, so that its maps iterate in
+/// key order whether or not `serde_json`'s `preserve_order` feature is on in this build.
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            Value::Object(
+                members
+                    .into_iter()
+                    .map(|(key, value)| (key.clone(), sorted(value)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
+}
+
+/// What [`SortKeys`] must have written for `document` without its top-level member `skip`.
+fn expected_sort_keys(document: &Value, skip: &str) -> Vec<u8> {
+    match document {
+        Value::Object(map) => cairn_core::canonical::sort_keys_utf8_v1_without(map, skip).unwrap(),
+        other => cairn_core::canonical::sort_keys_utf8_v1(other).unwrap(),
+    }
+}
+
+#[test]
+fn the_walk_that_accepts_a_document_writes_its_sort_keys_form() {
+    let mut written = 0;
+    for format in &FORMATS {
+        let schema = read(&crates().join(format.schema));
+        let quick = Quick::compile(&schema).unwrap();
+        let valid: Vec<Value> = documents(format)
+            .iter()
+            .map(|(_, document)| sorted(document))
+            .filter(|document| quick.is_valid(document))
+            .collect();
+        let mut candidates = valid.clone();
+        for document in valid.iter().take(3) {
+            candidates.extend(mutations(document).iter().map(sorted));
+        }
+        for document in &candidates {
+            // The top-level digest field of each format, a key no document has, and a nested
+            // key (left out only at the top).
+            for skip in [
+                "envelope_digest",
+                "extension_digest",
+                "absent",
+                "provenance",
+            ] {
+                let mut sink = SortKeys {
+                    out: Vec::new(),
+                    skip: Some(skip),
+                    failed: false,
+                };
+                let valid = quick.is_valid_into(document, &mut sink);
+                assert_eq!(valid, quick.is_valid(document), "{document}");
+                if valid {
+                    assert!(!sink.failed, "{document}");
+                    assert_eq!(
+                        String::from_utf8(sink.out).unwrap(),
+                        String::from_utf8(expected_sort_keys(document, skip)).unwrap(),
+                        "skipping {skip}"
+                    );
+                    written += 1;
+                }
+            }
+        }
+    }
+    assert!(written > 1_000, "{written} documents written");
+}
+
+#[test]
+fn values_the_schema_does_not_walk_are_written_whole() {
+    // `anyOf` branches and unlisted members are only checked; the value is written once,
+    // escapes, numbers and all, whichever node accepted it.
+    let quick = Quick::compile(&json!({
+        "type": "object",
+        "properties": {
+            "a": {"anyOf": [{"type": "object"}, {"type": "array"}]},
+            "b": {"$ref": "#/$defs/b"},
+            "c": {"enum": ["x\"y", "z"]},
+            "d": {"const": null}
+        },
+        "$defs": {"b": {"type": "array", "items": {"type": "number"}}}
+    }))
+    .unwrap();
+    let document = sorted(&json!({
+        "a": {"k\n": [1.5, -0.0, 1e300], "\u{1F600}": "é\u{1}"},
+        "b": [3, 2.5e-7],
+        "c": "x\"y",
+        "d": null,
+        "e": {"nested": {"deeper": [true, false]}},
+        "skip": {"gone": 1}
+    }));
+    let mut sink = SortKeys {
+        out: Vec::new(),
+        skip: Some("skip"),
+        failed: false,
+    };
+    assert!(quick.is_valid_into(&document, &mut sink));
+    assert_eq!(sink.out, expected_sort_keys(&document, "skip"));
 }

@@ -81,13 +81,15 @@ pub(super) fn check_event<'a>(
             );
             continue;
         };
-        let shown_ref = shown(Some(reference));
+        // Only a finding quotes it, and most references have none.
+        let shown_ref = || shown(Some(reference));
         if !truthy(artifact.row.get("digest")) && !truthy(artifact.row.get("receipt_ref")) {
             stage.block(
                 EVIDENCE_ARTIFACT_WITHOUT_ANCHOR,
                 format!(
-                    "{} names `{shown_ref}`, which has neither a `digest` nor a `receipt_ref`",
-                    at()
+                    "{} names `{}`, which has neither a `digest` nor a `receipt_ref`",
+                    at(),
+                    shown_ref()
                 ),
             );
         }
@@ -95,16 +97,18 @@ pub(super) fn check_event<'a>(
             stage.block(
                 EVIDENCE_ARTIFACT_UNCHECKED,
                 format!(
-                    "{} names `{shown_ref}`, which has no required evidence check in `$.restore_requirements.required_evidence_checks`",
-                    at()
+                    "{} names `{}`, which has no required evidence check in `$.restore_requirements.required_evidence_checks`",
+                    at(),
+                    shown_ref()
                 ),
             );
         } else if !artifact.durably_checked {
             stage.block(
                 EVIDENCE_ARTIFACT_EXISTENCE_ONLY,
                 format!(
-                    "{} names `{shown_ref}`, whose required checks are existence checks only; it needs a `digest` or `receipt` check",
-                    at()
+                    "{} names `{}`, whose required checks are existence checks only; it needs a `digest` or `receipt` check",
+                    at(),
+                    shown_ref()
                 ),
             );
         }
