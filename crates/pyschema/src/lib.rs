@@ -146,9 +146,8 @@ impl Schema {
     /// (see `cairn_core::canonical`) without its top-level member `skip`, when it could be
     /// written in the same walk: the bytes are exactly those of
     /// `cairn_core::canonical::sort_keys_utf8_v1_without`. `None` means only "not written
-    /// here" (the document is invalid, took the full validator, has a number that cannot be
-    /// written, or maps keep insertion order in this build); the caller then writes it itself
-    /// and learns why it failed, if it does.
+    /// here" (the document is invalid, took the full validator, or has a number that cannot
+    /// be written); the caller then writes it itself and learns why it failed, if it does.
     #[must_use]
     pub fn check_writing_sort_keys(
         &self,
@@ -157,18 +156,14 @@ impl Schema {
         skip: Option<&str>,
     ) -> (Vec<SchemaError>, Option<Vec<u8>>) {
         if let Some(quick) = &self.quick {
-            if cairn_core::sort_keys::maps_iterate_in_key_order() {
-                let mut sink = SortKeys {
-                    // Enough for typical envelopes (a few KiB) to be written without growing.
-                    out: Vec::with_capacity(8 * 1024),
-                    skip,
-                    failed: false,
-                };
-                if quick.is_valid_into(document, &mut sink) {
-                    return (Vec::new(), (!sink.failed).then_some(sink.out));
-                }
-            } else if quick.is_valid(document) {
-                return (Vec::new(), None);
+            let mut sink = SortKeys {
+                // Enough for typical envelopes (a few KiB) to be written without growing.
+                out: Vec::with_capacity(8 * 1024),
+                skip,
+                failed: false,
+            };
+            if quick.is_valid_into(document, &mut sink) {
+                return (Vec::new(), (!sink.failed).then_some(sink.out));
             }
         }
         if self.validator.is_valid(document) {

@@ -287,11 +287,35 @@ impl Quick {
         depth: usize,
         sink: &mut S,
     ) -> bool {
+        // A sink that writes members in key order gets them so: maps iterate in that order
+        // unless `serde_json`'s `preserve_order` feature is on, and then only documents
+        // written that way do. Validity does not depend on the order members are seen in.
+        let in_order = !S::IN_KEY_ORDER
+            || cairn_core::sort_keys::maps_iterate_in_key_order()
+            || map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b);
+        if in_order {
+            self.members_valid(object, map, map.iter(), depth, sink)
+        } else {
+            let mut members: Vec<(&String, &Value)> = map.iter().collect();
+            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            self.members_valid(object, map, members.into_iter(), depth, sink)
+        }
+    }
+
+    /// [`Quick::object_valid`] over the members of `map` in the order `members` gives them.
+    fn members_valid<'v, S: Sink>(
+        &self,
+        object: &ObjectCheck,
+        map: &Map<String, Value>,
+        members: impl Iterator<Item = (&'v String, &'v Value)>,
+        depth: usize,
+        sink: &mut S,
+    ) -> bool {
         sink.open_object();
         let mut cursor = 0;
         let mut required = 0;
         let mut first = true;
-        for (key, value) in map {
+        for (key, value) in members {
             let (node, written) = match find(&object.known, key, &mut cursor) {
                 Some(property) => {
                     required += usize::from(property.required);

@@ -6,14 +6,17 @@
 //! The walk calls the sink exactly once per value of the instance, in document order: a
 //! container whose members its schema node walks is opened, its members or items announced,
 //! and closed; any other value (a scalar, or a container no node walks) is handed over whole.
-//! Maps iterate in key order only when `serde_json`'s `preserve_order` feature is off, so
-//! [`SortKeys`] is only offered then (see [`crate::Schema::check_writing_sort_keys`]).
+//! A sink that needs members in key order says so ([`Sink::IN_KEY_ORDER`]), and the walk
+//! sorts the members of an object whose map does not iterate in that order.
 
 use cairn_core::sort_keys::{write_string, write_value};
 use serde_json::{Map, Value};
 
 /// Receives the instance as the walk visits it.
 pub(crate) trait Sink {
+    /// Whether object members must come in key order (code-point order of their names).
+    const IN_KEY_ORDER: bool;
+
     /// Whether the member `key` of an object at nesting `depth` (its members' depth) is left
     /// out of what is written; its value is still checked.
     fn skips(&self, key: &str, depth: usize) -> bool;
@@ -38,6 +41,8 @@ pub(crate) trait Sink {
 pub(crate) struct Nothing;
 
 impl Sink for Nothing {
+    const IN_KEY_ORDER: bool = false;
+
     #[inline(always)]
     fn skips(&self, _: &str, _: usize) -> bool {
         false
@@ -62,8 +67,7 @@ impl Sink for Nothing {
 
 /// Writes the instance's `json-sort-keys-utf8-v1` form without its top-level member `skip`,
 /// with the writer of `cairn_core::sort_keys` (so the bytes are those of
-/// `cairn_core::canonical::sort_keys_utf8_v1_without`). Only correct when maps iterate in
-/// key order.
+/// `cairn_core::canonical::sort_keys_utf8_v1_without`).
 pub(crate) struct SortKeys<'a> {
     pub(crate) out: Vec<u8>,
     pub(crate) skip: Option<&'a str>,
@@ -73,6 +77,8 @@ pub(crate) struct SortKeys<'a> {
 }
 
 impl Sink for SortKeys<'_> {
+    const IN_KEY_ORDER: bool = true;
+
     #[inline]
     fn skips(&self, key: &str, depth: usize) -> bool {
         depth == 1 && self.skip == Some(key)

@@ -211,21 +211,27 @@ fn what_only_the_full_validator_can_settle_is_left_to_it() {
     assert!(nested.is_valid(&json!([[[]]])));
 }
 
-/// `value` with every object's members inserted in key order, so that its maps iterate in
-/// key order whether or not `serde_json`'s `preserve_order` feature is on in this build.
-fn sorted(value: &Value) -> Value {
+/// `value` with every object's members inserted in key order, or in reverse key order: when
+/// `serde_json`'s `preserve_order` feature is on in this build, maps then iterate in that
+/// order, and the walk must put reversed members in order itself.
+fn reordered(value: &Value, reverse: bool) -> Value {
     match value {
         Value::Object(map) => {
             let mut members: Vec<(&String, &Value)> = map.iter().collect();
             members.sort_by(|a, b| a.0.cmp(b.0));
+            if reverse {
+                members.reverse();
+            }
             Value::Object(
                 members
                     .into_iter()
-                    .map(|(key, value)| (key.clone(), sorted(value)))
+                    .map(|(key, value)| (key.clone(), reordered(value, reverse)))
                     .collect(),
             )
         }
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|item| reordered(item, reverse)).collect())
+        }
         other => other.clone(),
     }
 }
@@ -245,13 +251,17 @@ fn the_walk_that_accepts_a_document_writes_its_sort_keys_form() {
         let schema = read(&crates().join(format.schema));
         let quick = Quick::compile(&schema).unwrap();
         let valid: Vec<Value> = documents(format)
-            .iter()
-            .map(|(_, document)| sorted(document))
+            .into_iter()
+            .map(|(_, document)| document)
             .filter(|document| quick.is_valid(document))
             .collect();
         let mut candidates = valid.clone();
         for document in valid.iter().take(3) {
-            candidates.extend(mutations(document).iter().map(sorted));
+            candidates.extend(mutations(document));
+        }
+        for document in valid.iter().take(5) {
+            candidates.push(reordered(document, false));
+            candidates.push(reordered(document, true));
         }
         for document in &candidates {
             // The top-level digest field of each format, a key no document has, and a nested
@@ -299,14 +309,17 @@ fn values_the_schema_does_not_walk_are_written_whole() {
         "$defs": {"b": {"type": "array", "items": {"type": "number"}}}
     }))
     .unwrap();
-    let document = sorted(&json!({
-        "a": {"k\n": [1.5, -0.0, 1e300], "\u{1F600}": "é\u{1}"},
-        "b": [3, 2.5e-7],
-        "c": "x\"y",
-        "d": null,
-        "e": {"nested": {"deeper": [true, false]}},
-        "skip": {"gone": 1}
-    }));
+    let document = reordered(
+        &json!({
+            "a": {"k\n": [1.5, -0.0, 1e300], "\u{1F600}": "é\u{1}"},
+            "b": [3, 2.5e-7],
+            "c": "x\"y",
+            "d": null,
+            "e": {"nested": {"deeper": [true, false]}},
+            "skip": {"gone": 1}
+        }),
+        true,
+    );
     let mut sink = SortKeys {
         out: Vec::new(),
         skip: Some("skip"),
