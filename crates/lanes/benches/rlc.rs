@@ -3,6 +3,10 @@
 //! cross-checks, parse + decide from text, and a same-run baseline of one SHA-256 over the
 //! fixture's bytes so figures from different machines can be compared.
 //!
+//! After criterion's figures it prints the best of 50 timed batches of decisions and of
+//! hashes, interleaved: on a shared machine a busy or migrated core only ever adds time, so the
+//! fastest batch is the steadiest estimate of what one core does when it is ours.
+//!
 //! `cargo bench -p cairn-lanes --bench rlc -- --noplot`
 
 #![allow(
@@ -21,6 +25,9 @@ use cairn_lanes::rlc::{RlcDecision, RlcValidator, split_document};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
+
+#[path = "../../continuity/benches/support/best_of.rs"]
+mod best_of;
 
 /// The accepted fixture, taken from the conformance case that holds it verbatim.
 fn fixture_text() -> String {
@@ -75,6 +82,15 @@ fn bench(c: &mut Criterion) {
         b.iter(|| Sha256::digest(black_box(text.as_bytes())));
     });
     group.finish();
+
+    best_of::report(
+        "rlc-accepted.json",
+        "the fixture",
+        best_of::best_of_batches(
+            || validator.check(black_box(extension), black_box(restore), None),
+            || Sha256::digest(black_box(text.as_bytes())),
+        ),
+    );
 }
 
 criterion_group!(benches, bench);
