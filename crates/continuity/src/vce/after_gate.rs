@@ -1,12 +1,17 @@
 //! Stage 5: after the restore gate has passed, the task's own open work keeps the envelope at
 //! REVIEW_REQUIRED: verification still pending, or a next action that is blocked.
 
+use std::fmt::Write as _;
+
 use serde_json::Value;
 
 use super::Stage;
 use super::codes::{NEXT_ACTION_BLOCKED, NEXT_ACTION_INVALID, VERIFICATION_PENDING};
-use super::pyjson::{is_str, shown};
+use super::pyjson::{is_str, push_shown, shown};
 use super::top::Top;
+
+/// Room for a message quoting one or two short values, so that it is written without growing.
+const MESSAGE_CAPACITY: usize = 160;
 
 /// The `pending_verification` statuses that mean the verification is not done.
 const OPEN_STATUSES: [&str; 4] = ["pending", "running", "blocked", "failed"];
@@ -23,14 +28,14 @@ pub(super) fn check(top: &Top<'_>, stage: &mut Stage) {
         for (position, item) in items.iter().enumerate() {
             let status = item.get("status");
             if item.is_object() && OPEN_STATUSES.iter().any(|s| is_str(status, s)) {
-                stage.review(
-                    VERIFICATION_PENDING,
-                    format!(
-                        "`$.pending_verification[{position}]` (`{}`) is `{}`: the task's verification is not done",
-                        shown(item.get("verification_id")),
-                        shown(status)
-                    ),
-                );
+                // Built in place: these two findings are the usual ones of a valid envelope.
+                let mut message = String::with_capacity(MESSAGE_CAPACITY);
+                let _ = write!(message, "`$.pending_verification[{position}]` (`");
+                push_shown(&mut message, item.get("verification_id"));
+                message.push_str("`) is `");
+                push_shown(&mut message, status);
+                message.push_str("`: the task's verification is not done");
+                stage.review(VERIFICATION_PENDING, message);
             }
         }
     }
@@ -41,13 +46,13 @@ pub(super) fn check(top: &Top<'_>, stage: &mut Stage) {
     match next_action.get("blocked_by") {
         None => {}
         Some(Value::Array(blockers)) if blockers.is_empty() => {}
-        Some(blockers @ Value::Array(_)) => stage.review(
-            NEXT_ACTION_BLOCKED,
-            format!(
-                "`$.next_action.blocked_by` is `{}`: the next action waits on them",
-                shown(Some(blockers))
-            ),
-        ),
+        Some(blockers @ Value::Array(_)) => {
+            let mut message = String::with_capacity(MESSAGE_CAPACITY);
+            message.push_str("`$.next_action.blocked_by` is `");
+            push_shown(&mut message, Some(blockers));
+            message.push_str("`: the next action waits on them");
+            stage.review(NEXT_ACTION_BLOCKED, message);
+        }
         Some(other) => stage.block(
             NEXT_ACTION_INVALID,
             format!(

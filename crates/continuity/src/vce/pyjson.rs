@@ -114,15 +114,45 @@ pub(super) fn is_str(value: Option<&Value>, text: &str) -> bool {
 /// one line (see [`Cut`]).
 pub(super) fn shown(value: Option<&Value>) -> String {
     let mut out = String::new();
-    let mut cut = Cut::new(&mut out, SHOWN_MAX);
+    push_shown(&mut out, value);
+    out
+}
+
+/// Appends [`shown`]`(value)` to `out`.
+pub(super) fn push_shown(out: &mut String, value: Option<&Value>) {
+    let mut cut = Cut::new(out, SHOWN_MAX);
     // An error only means the text was cut, which `finish` marks.
     let _ = match value {
         None => cut.write_str("<missing>"),
         Some(Value::String(s)) => cut.write_str(s),
+        Some(Value::Array(items)) if items.iter().all(is_plain_str) => {
+            // Compact JSON without the serializer: each item needs no escape.
+            write_plain_strings(&mut cut, items)
+        }
         Some(other) => write!(cut, "{other}"),
     };
     cut.finish();
-    out
+}
+
+/// A string JSON writes as it is between quotes.
+fn is_plain_str(value: &Value) -> bool {
+    value
+        .as_str()
+        .is_some_and(|s| !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\'))
+}
+
+/// `["a","b"]` for items that are all [`is_plain_str`].
+fn write_plain_strings(cut: &mut Cut<'_>, items: &[Value]) -> std::fmt::Result {
+    cut.write_str("[")?;
+    for (position, item) in items.iter().enumerate() {
+        if position > 0 {
+            cut.write_str(",")?;
+        }
+        cut.write_str("\"")?;
+        cut.write_str(item.as_str().unwrap_or_default())?;
+        cut.write_str("\"")?;
+    }
+    cut.write_str("]")
 }
 
 #[cfg(test)]
@@ -182,5 +212,20 @@ mod tests {
         assert_eq!(shown(Some(&json!([1, 2]))), "[1,2]");
         assert_eq!(shown(Some(&json!("a\nb"))), "a\\nb");
         assert_eq!(shown(None), "<missing>");
+        // Arrays of plain strings skip the serializer and read the same.
+        for value in [
+            json!(["a", "b c", "é"]),
+            json!([]),
+            json!(["a\"b", "c"]),
+            json!(["a\nb"]),
+            json!(["x", 1]),
+            json!([["x"]]),
+        ] {
+            assert_eq!(shown(Some(&value)), value.to_string(), "{value}");
+        }
+        let long = json!(vec!["abcdefghij"; 20]);
+        let text = shown(Some(&long));
+        assert!(text.ends_with('…') && text.chars().count() == SHOWN_MAX + 1);
+        assert!(long.to_string().starts_with(text.trim_end_matches('…')));
     }
 }

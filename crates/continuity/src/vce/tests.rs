@@ -422,3 +422,17 @@ proptest! {
         run_all(&validator, &envelope, None);
     }
 }
+
+#[test]
+fn the_example_reports_its_open_work_in_plain_words() {
+    let validator = VceValidator::new().unwrap();
+    let report = validator.check(&example(), Some(&restore()));
+    let messages: Vec<&str> = report.findings.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "`$.pending_verification[0]` (`verify-tests`) is `pending`: the task's verification is not done",
+            "`$.next_action.blocked_by` is `[\"verify-tests\"]`: the next action waits on them",
+        ]
+    );
+}
