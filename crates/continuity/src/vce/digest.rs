@@ -6,7 +6,9 @@
 //! `envelope_digest`, serialised as `json-sort-keys-utf8-v1` (SPEC C-3).
 //!
 //! The digest is computed without copying the envelope: the canonical writer leaves the
-//! top-level `envelope_digest` out as it goes.
+//! top-level `envelope_digest` out as it goes. Usually the schema stage's walk has already
+//! written that form (`cairn_pyschema::Schema::check_writing_sort_keys`), and this stage only
+//! hashes it.
 
 use cairn_core::CoreError;
 use serde_json::{Map, Value};

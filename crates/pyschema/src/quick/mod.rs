@@ -16,8 +16,12 @@
 //! holds it to that over every conformance document of both formats and thousands of
 //! mutations of them.
 //!
-//! Only the keywords of the published schemas are compiled (see [`Builder::checks`]); a schema
+//! Only the keywords of the published schemas are compiled (see [`Builder::compile_node`]); a schema
 //! with any other keyword has no quick check, and every document goes to the full validator.
+//!
+//! The walk hands the instance to a [`Sink`] as it goes (see the `sink` module): nothing for a
+//! plain check, or its `json-sort-keys-utf8-v1` form ([`SortKeys`]) for a caller that also
+//! digests the document, which then walks it once instead of twice.
 
 use std::collections::HashMap;
 
