@@ -107,25 +107,62 @@ pub fn for_each_member<'a>(
     map: &'a Map<String, Value>,
     mut visit: impl FnMut(&'a str, &'a Value) -> Result<(), CoreError>,
 ) -> Result<(), CoreError> {
-    // INVARIANT: members in code-point order. `String`'s order is byte order, which is
-    // code-point order; a map that keeps insertion order is checked and sorted when needed.
-    let in_order = maps_iterate_in_key_order()
+    for (key, value) in members_in_key_order(map) {
+        visit(key, value)?;
+    }
+    Ok(())
+}
+
+/// The members of `map` in code-point (UTF-8 byte) order: the map's own iterator when it
+/// already yields them so (always, unless `serde_json`'s `preserve_order` feature is on),
+/// else the members collected and sorted.
+#[must_use]
+pub fn members_in_key_order(map: &Map<String, Value>) -> MembersInKeyOrder<'_> {
+    if iterates_in_key_order(map) {
+        MembersInKeyOrder::Map(map.iter())
+    } else {
+        sorted_members(map)
+    }
+}
+
+/// The members of `map` collected and sorted into code-point order, for a caller that knows
+/// the map's own order is not that ([`iterates_in_key_order`]).
+#[must_use]
+pub fn sorted_members(map: &Map<String, Value>) -> MembersInKeyOrder<'_> {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    MembersInKeyOrder::Sorted(entries.into_iter())
+}
+
+/// Whether `map`'s own iterator yields its members in code-point order.
+#[must_use]
+pub fn iterates_in_key_order(map: &Map<String, Value>) -> bool {
+    // INVARIANT: `String`'s order is byte order, which is code-point order; a map that keeps
+    // insertion order is checked.
+    maps_iterate_in_key_order()
         || map
             .keys()
             .zip(map.keys().skip(1))
-            .all(|(a, b)| a.as_bytes() < b.as_bytes());
-    if in_order {
-        for (key, value) in map {
-            visit(key, value)?;
-        }
-    } else {
-        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-        entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        for (key, value) in entries {
-            visit(key, value)?;
+            .all(|(a, b)| a.as_bytes() < b.as_bytes())
+}
+
+/// The iterator of [`members_in_key_order`].
+pub enum MembersInKeyOrder<'a> {
+    /// The map's own order, which is key order.
+    Map(serde_json::map::Iter<'a>),
+    /// The members, sorted.
+    Sorted(std::vec::IntoIter<(&'a String, &'a Value)>),
+}
+
+impl<'a> Iterator for MembersInKeyOrder<'a> {
+    type Item = (&'a String, &'a Value);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Self::Map(members) => members.next(),
+            Self::Sorted(members) => members.next(),
         }
     }
-    Ok(())
 }
 
 /// Whether every `serde_json` map iterates in key order, which holds unless the
@@ -254,7 +291,10 @@ fn escape_flags(word: u64) -> u64 {
     below(word, 0x20) | below(quote, 1) | below(backslash, 1)
 }
 
-fn needs_escape(byte: u8) -> bool {
+/// Whether `json-sort-keys-utf8-v1` (and any JSON writer) escapes `byte` inside a string:
+/// `"`, `\` and U+0000–U+001F.
+#[must_use]
+pub fn needs_escape(byte: u8) -> bool {
     byte < 0x20 || byte == b'"' || byte == b'\\'
 }
 

@@ -138,7 +138,7 @@ pub(super) fn push_shown(out: &mut String, value: Option<&Value>) {
 fn is_plain_str(value: &Value) -> bool {
     value
         .as_str()
-        .is_some_and(|s| !s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\'))
+        .is_some_and(|s| !s.bytes().any(cairn_core::sort_keys::needs_escape))
 }
 
 /// `["a","b"]` for items that are all [`is_plain_str`].

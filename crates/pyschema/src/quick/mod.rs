@@ -291,18 +291,13 @@ impl Quick {
         depth: usize,
         sink: &mut S,
     ) -> bool {
-        // A sink that writes members in key order gets them so: maps iterate in that order
-        // unless `serde_json`'s `preserve_order` feature is on, and then only documents
-        // written that way do. Validity does not depend on the order members are seen in.
-        let in_order = !S::IN_KEY_ORDER
-            || cairn_core::sort_keys::maps_iterate_in_key_order()
-            || map.keys().zip(map.keys().skip(1)).all(|(a, b)| a < b);
-        if in_order {
+        // A sink that writes members in key order gets them so (sorted when the map keeps
+        // insertion order); validity does not depend on the order members are seen in.
+        if !S::IN_KEY_ORDER || cairn_core::sort_keys::iterates_in_key_order(map) {
             self.members_valid(object, map, map.iter(), depth, sink)
         } else {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            self.members_valid(object, map, members.into_iter(), depth, sink)
+            let members = cairn_core::sort_keys::sorted_members(map);
+            self.members_valid(object, map, members, depth, sink)
         }
     }
 

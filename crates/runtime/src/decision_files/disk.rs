@@ -1,6 +1,7 @@
 //! The file system side of the decision files: atomic writes (temporary file, `fsync`,
 //! `rename`, `fsync` of the folder), reads with a size limit, and the owner-only HMAC key
-//! file. It mirrors the helpers of `crate::keyring`, which are private to that module.
+//! file. Creating a file with its mode and flushing a folder are `crate::files`, shared with
+//! the keyring.
 
 use std::fs::{self, File};
 use std::io::{self, Read as _};
