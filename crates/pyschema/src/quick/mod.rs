@@ -125,6 +125,8 @@ struct Known {
     written: Box<[u8]>,
     /// [`head`] of `name`.
     head: u64,
+    /// Where `name` comes among the declared names in key order.
+    rank: usize,
     node: NodeId,
     /// `required` names it too.
     required: bool,
@@ -291,31 +293,46 @@ impl Quick {
         depth: usize,
         sink: &mut S,
     ) -> bool {
-        // A sink that writes members in key order gets them so (sorted when the map keeps
-        // insertion order); validity does not depend on the order members are seen in.
-        if !S::IN_KEY_ORDER || cairn_core::sort_keys::iterates_in_key_order(map) {
-            self.members_valid(object, map, map.iter(), depth, sink)
-        } else {
-            let members = cairn_core::sort_keys::sorted_members(map);
-            self.members_valid(object, map, members, depth, sink)
+        // A sink that writes members in key order gets them so; validity does not depend on
+        // the order members are seen in. Maps iterate in key order unless `serde_json`'s
+        // `preserve_order` is on: then each member is looked up in the map's own order (which
+        // usually follows the schema's, so the search cursor hits) and the members are put in
+        // key order by the rank of their property, an integer; a map with undeclared members
+        // (or more than `RANKED_LIMIT`) is sorted by name.
+        if !S::IN_KEY_ORDER || cairn_core::sort_keys::maps_iterate_in_key_order() {
+            let mut cursor = 0;
+            let members = map
+                .iter()
+                .map(|(key, value)| (key, value, find(&object.known, key, &mut cursor)));
+            return self.members_valid(object, map, members, depth, sink);
         }
+        let ranked = declared_in_key_order(object, map, |members| {
+            self.members_valid(object, map, members, depth, sink)
+        });
+        if let Some(valid) = ranked {
+            return valid;
+        }
+        let mut cursor = 0;
+        let members = cairn_core::sort_keys::sorted_members(map)
+            .map(|(key, value)| (key, value, find(&object.known, key, &mut cursor)));
+        self.members_valid(object, map, members, depth, sink)
     }
 
-    /// [`Quick::object_valid`] over the members of `map` in the order `members` gives them.
-    fn members_valid<'v, S: Sink>(
+    /// [`Quick::object_valid`] over the members of `map` in the order `members` gives them,
+    /// each with its declared property, if any.
+    fn members_valid<'v, 'k, S: Sink>(
         &self,
-        object: &ObjectCheck,
+        object: &'k ObjectCheck,
         map: &Map<String, Value>,
-        members: impl Iterator<Item = (&'v String, &'v Value)>,
+        members: impl Iterator<Item = Member<'v, 'k>>,
         depth: usize,
         sink: &mut S,
     ) -> bool {
         sink.open_object();
-        let mut cursor = 0;
         let mut required = 0;
         let mut first = true;
-        for (key, value) in members {
-            let (node, written) = match find(&object.known, key, &mut cursor) {
+        for (key, value, property) in members {
+            let (node, written) = match property {
                 Some(property) => {
                     required += usize::from(property.required);
                     (Some(property.node), Some(&*property.written))
@@ -378,6 +395,36 @@ impl Quick {
         sink.close_array();
         !array.unique || surely_unique(items)
     }
+}
+
+/// A member of an instance object with the property that declares it, if any.
+type Member<'v, 'k> = (&'v String, &'v Value, Option<&'k Known>);
+
+/// The most members [`Quick::object_valid`] puts in key order by rank, without allocating.
+const RANKED_LIMIT: usize = 24;
+
+static NO_NAME: String = String::new();
+static NO_VALUE: Value = Value::Null;
+
+/// Calls `walk` with the members of `map` in key order when every one is a declared property
+/// and there are at most [`RANKED_LIMIT`] of them (ordered by [`Known::rank`]); `None` when
+/// not.
+fn declared_in_key_order<'v, 'k>(
+    object: &'k ObjectCheck,
+    map: &'v Map<String, Value>,
+    walk: impl FnOnce(&mut dyn Iterator<Item = Member<'v, 'k>>) -> bool,
+) -> Option<bool> {
+    if map.len() > RANKED_LIMIT {
+        return None;
+    }
+    let mut members: [Member<'v, 'k>; RANKED_LIMIT] = [(&NO_NAME, &NO_VALUE, None); RANKED_LIMIT];
+    let mut cursor = 0;
+    for (slot, (key, value)) in members.iter_mut().zip(map) {
+        *slot = (key, value, Some(find(&object.known, key, &mut cursor)?));
+    }
+    let members = members.get_mut(..map.len())?;
+    members.sort_unstable_by_key(|(_, _, property)| property.map_or(0, |p| p.rank));
+    Some(walk(&mut members.iter().copied()))
 }
 
 /// The declared property `key`, searching from `cursor` onwards and then from the start;
@@ -628,6 +675,7 @@ impl<'s> Builder<'s> {
                     name: name.clone(),
                     written: written.into_boxed_slice(),
                     head: head(name),
+                    rank: 0,
                     node,
                     required: at.is_some(),
                 });
@@ -643,10 +691,15 @@ impl<'s> Builder<'s> {
         } else {
             Some(Required::parse(&Value::from(required)).ok()?)
         };
+        let mut names: Vec<String> = known.iter().map(|k| k.name.clone()).collect();
+        names.sort_unstable();
+        for property in &mut known {
+            property.rank = names.binary_search(&property.name).unwrap_or_default();
+        }
         // Members are looked for in the order maps iterate: by name, unless `serde_json`'s
         // `preserve_order` is on, when documents usually follow the schema's order.
         if cairn_core::sort_keys::maps_iterate_in_key_order() {
-            known.sort_by(|a, b| a.name.cmp(&b.name));
+            known.sort_by_key(|property| property.rank);
         }
         Some(ObjectCheck {
             required: known.iter().filter(|k| k.required).count(),

@@ -328,3 +328,38 @@ fn values_the_schema_does_not_walk_are_written_whole() {
     assert!(quick.is_valid_into(&document, &mut sink));
     assert_eq!(sink.out, expected_sort_keys(&document, "skip"));
 }
+
+#[test]
+fn objects_with_many_declared_members_are_written_in_key_order() {
+    // More members than are put in key order by rank without allocating, declared in one
+    // order and listed in another (with `preserve_order` on, maps keep the listed order).
+    let names: Vec<String> = (0..40).map(|n| format!("m{:02}", (n * 7) % 40)).collect();
+    let properties: serde_json::Map<String, Value> = names
+        .iter()
+        .map(|name| (name.clone(), json!({"type": "integer"})))
+        .collect();
+    let quick = Quick::compile(&json!({
+        "type": "object",
+        "properties": properties,
+        "required": ["m33"],
+        "additionalProperties": false
+    }))
+    .unwrap();
+    for size in [super::RANKED_LIMIT, super::RANKED_LIMIT + 1, 40] {
+        let members: serde_json::Map<String, Value> = names
+            .iter()
+            .rev()
+            .take(size)
+            .enumerate()
+            .map(|(value, name)| (name.clone(), json!(value)))
+            .collect();
+        let document = Value::Object(members);
+        let mut sink = SortKeys {
+            out: Vec::new(),
+            skip: None,
+            failed: false,
+        };
+        assert!(quick.is_valid_into(&document, &mut sink), "{size} members");
+        assert_eq!(sink.out, expected_sort_keys(&document, "absent"), "{size}");
+    }
+}
