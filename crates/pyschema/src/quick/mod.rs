@@ -295,8 +295,8 @@ impl Quick {
     ) -> bool {
         // A sink that writes members in key order gets them so; validity does not depend on
         // the order members are seen in. Maps iterate in key order unless `serde_json`'s
-        // `preserve_order` is on: then each member is looked up in the map's own order (which
-        // usually follows the schema's, so the search cursor hits) and the members are put in
+        // `preserve_order` is on: then each member is looked up in the map's own order (the
+        // search cursor hits at once where that follows the schema's) and the members are put in
         // key order by the rank of their property, an integer; a map with undeclared members
         // (or more than `RANKED_LIMIT`) is sorted by name.
         if !S::IN_KEY_ORDER || cairn_core::sort_keys::maps_iterate_in_key_order() {
@@ -403,6 +403,7 @@ type Member<'v, 'k> = (&'v String, &'v Value, Option<&'k Known>);
 /// The most members [`Quick::object_valid`] puts in key order by rank, without allocating.
 const RANKED_LIMIT: usize = 24;
 
+/// What fills the slots of [`declared_in_key_order`]'s array that no member takes.
 static NO_NAME: String = String::new();
 static NO_VALUE: Value = Value::Null;
 
