@@ -43,12 +43,34 @@ use date_time::DateTimeFormat;
 use fast::{MinLength, Required};
 use keyword::factory;
 use pattern::PythonPattern;
-use quick::{Quick, SortKeys};
+pub use quick::{MarkedItem, SortKeysMarks};
+use quick::{Marking, Quick, Sink, SortKeys};
 
 pub use date_time::is_python_date_time;
 pub use error::PySchemaError;
 pub use path::json_path;
 pub use text::{Cut, push_cut};
+
+/// The `json-sort-keys-utf8-v1` form a schema walk wrote, with the marked items
+/// ([`Schema::check_writing_sort_keys_marked`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SortKeysForm {
+    /// The document's form without the skipped top-level member.
+    pub bytes: Vec<u8>,
+    /// One entry per item of the marked array, in order (empty when the document has no such
+    /// array, or the walk wrote it whole).
+    pub items: Vec<Option<MarkedItem>>,
+}
+
+/// A [`SortKeys`] sink leaving out the top-level member `skip`.
+fn sort_keys(skip: Option<&str>) -> SortKeys<'_> {
+    SortKeys {
+        // Enough for typical envelopes and extensions (a few KiB) to be written without growing.
+        out: Vec::with_capacity(8 * 1024),
+        skip,
+        failed: false,
+    }
+}
 
 /// The longest schema-error message a [`SchemaError`] carries, in characters (then `…`): the
 /// crate's messages quote whole instances, which a hostile document can make large.
@@ -155,16 +177,49 @@ impl Schema {
         root: &str,
         skip: Option<&str>,
     ) -> (Vec<SchemaError>, Option<Vec<u8>>) {
-        if let Some(quick) = &self.quick {
-            let mut sink = SortKeys {
-                // Enough for typical envelopes (a few KiB) to be written without growing.
-                out: Vec::with_capacity(8 * 1024),
-                skip,
-                failed: false,
-            };
-            if quick.is_valid_into(document, &mut sink) {
-                return (Vec::new(), (!sink.failed).then_some(sink.out));
-            }
+        let (errors, sink) = self.check_into(document, root, sort_keys(skip));
+        (
+            errors,
+            sink.and_then(|sink| (!sink.failed).then_some(sink.out)),
+        )
+    }
+
+    /// [`Schema::check_writing_sort_keys`], also noting where the items of one top-level
+    /// array member lie in the bytes, and one member inside each (see [`SortKeysMarks`]):
+    /// RLC 0.1 digests each lane without its `lane_digest` from the bytes of the extension
+    /// that holds it. An item without a mark (`None` in [`SortKeysForm::items`]) is one the
+    /// walk did not write member by member; the caller writes that one itself.
+    #[must_use]
+    pub fn check_writing_sort_keys_marked(
+        &self,
+        document: &Value,
+        root: &str,
+        skip: Option<&str>,
+        marks: SortKeysMarks<'_>,
+    ) -> (Vec<SchemaError>, Option<SortKeysForm>) {
+        let sink = Marking::new(sort_keys(skip), marks);
+        let (errors, sink) = self.check_into(document, root, sink);
+        let form = sink.and_then(|sink| {
+            (!sink.inner.failed).then_some(SortKeysForm {
+                bytes: sink.inner.out,
+                items: sink.items,
+            })
+        });
+        (errors, form)
+    }
+
+    /// [`Schema::check`] through the quick walk into `sink`, which is returned when that walk
+    /// accepted the document (what it got is then complete).
+    fn check_into<S: Sink>(
+        &self,
+        document: &Value,
+        root: &str,
+        mut sink: S,
+    ) -> (Vec<SchemaError>, Option<S>) {
+        if let Some(quick) = &self.quick
+            && quick.is_valid_into(document, &mut sink)
+        {
+            return (Vec::new(), Some(sink));
         }
         if self.validator.is_valid(document) {
             return (Vec::new(), None);

@@ -4,17 +4,18 @@
 //! The extension is written once: each lane's canonical form *without* `lane_digest` is the
 //! lane's bytes inside the extension's canonical form minus the `lane_digest` member, so the
 //! writer notes where each lane and that member lie and the lane digests hash two slices of the
-//! same buffer instead of writing the lanes again.
-
-use std::ops::Range;
+//! same buffer instead of writing the lanes again. Usually the schema stage's walk has already
+//! written the extension with those marks ([`MARKS`], [`ExtensionBytes::from_form`]);
+//! [`ExtensionBytes::write`] writes it here when it has not.
 
 use cairn_core::CoreError;
 use cairn_core::sort_keys::{for_each_member, write_object, write_string, write_value};
+use cairn_pyschema::{MarkedItem, SortKeysForm, SortKeysMarks};
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
 /// The member the extension digest leaves out.
-const EXTENSION_DIGEST: &str = "extension_digest";
+pub(crate) const EXTENSION_DIGEST: &str = "extension_digest";
 /// The member a lane digest leaves out.
 const LANE_DIGEST: &str = "lane_digest";
 
@@ -27,22 +28,30 @@ pub(crate) fn digest_without(
     Ok(Sha256::digest(&bytes).into())
 }
 
-/// Where one lane lies in [`ExtensionBytes::bytes`].
-struct LaneSpan {
-    /// The lane object's bytes.
-    whole: Range<usize>,
-    /// The bytes of its `lane_digest` member with one adjoining comma, if it has that member.
-    cut: Option<Range<usize>>,
-}
-
 /// The canonical form of an extension without `extension_digest`, with the position of each
 /// lane of `responsibility_lanes` (`None` for items that are not objects).
 pub(crate) struct ExtensionBytes {
     bytes: Vec<u8>,
-    lanes: Vec<Option<LaneSpan>>,
+    /// Where each lane lies in `bytes`, and its `lane_digest` member with one adjoining comma.
+    lanes: Vec<Option<MarkedItem>>,
 }
 
+/// What the extension schema's walk is asked to note as it writes the extension
+/// ([`cairn_pyschema::Schema::check_writing_sort_keys_marked`]).
+pub(crate) const MARKS: SortKeysMarks<'static> = SortKeysMarks {
+    array: "responsibility_lanes",
+    member: LANE_DIGEST,
+};
+
 impl ExtensionBytes {
+    /// The form the schema walk wrote, with [`MARKS`] noted.
+    pub(crate) fn from_form(form: SortKeysForm) -> Self {
+        Self {
+            bytes: form.bytes,
+            lanes: form.items,
+        }
+    }
+
     /// Writes `extension` once.
     pub(crate) fn write(extension: &Map<String, Value>) -> Result<Self, CoreError> {
         let mut bytes = Vec::with_capacity(4096);
@@ -95,7 +104,7 @@ impl ExtensionBytes {
 fn write_lanes(
     out: &mut Vec<u8>,
     items: &[Value],
-    lanes: &mut Vec<Option<LaneSpan>>,
+    lanes: &mut Vec<Option<MarkedItem>>,
 ) -> Result<(), CoreError> {
     out.push(b'[');
     for (index, item) in items.iter().enumerate() {
@@ -106,7 +115,7 @@ fn write_lanes(
             Value::Object(lane) => {
                 let start = out.len();
                 let cut = write_object(out, lane, None, Some(LANE_DIGEST), 2)?;
-                lanes.push(Some(LaneSpan {
+                lanes.push(Some(MarkedItem {
                     whole: start..out.len(),
                     cut,
                 }));

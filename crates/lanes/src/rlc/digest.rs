@@ -36,8 +36,13 @@ fn declares(declared: Option<&Value>, prefix: &str, digest: &[u8; 32]) -> bool {
 
 /// Stage 2: the extension digest (with the metadata shape the reference demands) and every
 /// lane digest, including lanes whose id repeats. Appends a finding per mismatch.
-pub(crate) fn check(extension: &Map<String, Value>, findings: &mut Vec<CodedFinding>) {
-    let written = match ExtensionBytes::write(extension) {
+/// `written` is the extension's canonical form when the schema stage already wrote it.
+pub(crate) fn check(
+    extension: &Map<String, Value>,
+    written: Option<ExtensionBytes>,
+    findings: &mut Vec<CodedFinding>,
+) {
+    let written = match written.map_or_else(|| ExtensionBytes::write(extension), Ok) {
         Ok(written) => Some(written),
         Err(e) => {
             findings.push(CodedFinding::new(

@@ -189,13 +189,9 @@ impl RlcValidator {
         vce: Option<&Value>,
     ) -> RlcReport {
         let mut findings = Vec::new();
-        if !schema::check(
-            &self.extension_schema,
-            extension,
-            codes::SCHEMA_INVALID,
-            "$",
-            &mut findings,
-        ) {
+        let (valid, written) =
+            schema::check_extension(&self.extension_schema, extension, &mut findings);
+        if !valid {
             return RlcReport::from_findings(findings);
         }
         let Value::Object(extension) = extension else {
@@ -206,7 +202,7 @@ impl RlcValidator {
             ));
             return RlcReport::from_findings(findings);
         };
-        digest::check(extension, &mut findings);
+        digest::check(extension, written, &mut findings);
         if !findings.is_empty() {
             return RlcReport::from_findings(findings);
         }

@@ -3,10 +3,11 @@
 //! fails them.
 
 use cairn_core::CodedFinding;
-use cairn_pyschema::Schema;
+use cairn_pyschema::{Schema, SchemaError};
 use serde_json::Value;
 
-use super::RlcError;
+use super::canonical::{EXTENSION_DIGEST, ExtensionBytes, MARKS};
+use super::{RlcError, codes};
 
 /// `responsibility-lane-envelope.schema.json`, as published.
 pub const ENVELOPE_SCHEMA_TEXT: &str =
@@ -32,7 +33,30 @@ pub(crate) fn check(
     root: &str,
     findings: &mut Vec<CodedFinding>,
 ) -> bool {
-    let mut errors = schema.check(instance, root);
+    report(schema.check(instance, root), code, findings)
+}
+
+/// [`check`] for the extension, also returning its canonical form without `extension_digest`
+/// with each lane's place in it, when the schema walk wrote them on the way, so that the digest
+/// stage need not walk the extension again.
+pub(crate) fn check_extension(
+    schema: &Schema,
+    extension: &Value,
+    findings: &mut Vec<CodedFinding>,
+) -> (bool, Option<ExtensionBytes>) {
+    let (errors, form) =
+        schema.check_writing_sort_keys_marked(extension, "$", Some(EXTENSION_DIGEST), MARKS);
+    let valid = report(errors, codes::SCHEMA_INVALID, findings);
+    (valid, form.map(ExtensionBytes::from_form))
+}
+
+/// Appends one finding per error, ordered by field path as the reference orders them; whether
+/// there was none.
+fn report(
+    mut errors: Vec<SchemaError>,
+    code: &'static str,
+    findings: &mut Vec<CodedFinding>,
+) -> bool {
     if errors.is_empty() {
         return true;
     }

@@ -1,13 +1,16 @@
 //! What the quick walk writes as it goes: nothing ([`Nothing`]), or the document's
 //! `json-sort-keys-utf8-v1` form ([`SortKeys`]), so that a caller who needs both the schema
 //! check and the canonical bytes (every VCE 0.1 decision digests its envelope) walks the
-//! document once instead of twice.
+//! document once instead of twice; [`Marking`] also notes where the items of one top-level
+//! array lie in those bytes (every RLC 0.1 decision digests each lane as well).
 //!
 //! The walk calls the sink exactly once per value of the instance, in document order: a
 //! container whose members its schema node walks is opened, its members or items announced,
 //! and closed; any other value (a scalar, or a container no node walks) is handed over whole.
 //! A sink that needs members in key order says so ([`Sink::IN_KEY_ORDER`]), and the walk
 //! sorts the members of an object whose map does not iterate in that order.
+
+use std::ops::Range;
 
 use cairn_core::sort_keys::{write_string, write_value};
 use serde_json::{Map, Value};
@@ -147,4 +150,149 @@ fn whole_root(
     skip: Option<&str>,
 ) -> Result<(), cairn_core::CoreError> {
     cairn_core::sort_keys::write_object(out, map, skip, None, 0).map(|_| ())
+}
+
+/// Where to note positions as the walk writes a document's canonical form: each item of its
+/// top-level array member `array`, and inside each object item the member `member`.
+#[derive(Debug, Clone, Copy)]
+pub struct SortKeysMarks<'a> {
+    /// The top-level member whose array items are marked.
+    pub array: &'a str,
+    /// The member marked inside each object item.
+    pub member: &'a str,
+}
+
+/// Where one item of the marked array lies in the written bytes: the whole item, and its
+/// member [`SortKeysMarks::member`] with one adjoining comma (the one before it, or, when it
+/// comes first, the one after it), so that removing `cut` from `whole` gives the item's form
+/// without that member — the ranges `cairn_core::sort_keys::write_object` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkedItem {
+    /// The item's bytes.
+    pub whole: Range<usize>,
+    /// Its marked member with one adjoining comma, if it has that member.
+    pub cut: Option<Range<usize>>,
+}
+
+/// [`SortKeys`] that also notes the positions [`SortKeysMarks`] asks for. An item the walk
+/// hands over whole (not an object, or an object no schema node walks) gets no mark.
+pub(crate) struct Marking<'a, 'm> {
+    pub(crate) inner: SortKeys<'a>,
+    marks: SortKeysMarks<'m>,
+    /// Containers open around what is written next: 1 among the root's members.
+    level: usize,
+    /// The root member being written is the marked array.
+    in_marked_member: bool,
+    /// Among the marked array's items.
+    marking: bool,
+    pub(crate) items: Vec<Option<MarkedItem>>,
+    item_start: usize,
+    /// The marked member of the current item: where it starts, and whether it came first
+    /// (so that the comma after it belongs to the cut), until the next member or the end of
+    /// the item closes it.
+    open_cut: Option<(usize, bool)>,
+    cut: Option<Range<usize>>,
+}
+
+impl<'a, 'm> Marking<'a, 'm> {
+    pub(crate) fn new(inner: SortKeys<'a>, marks: SortKeysMarks<'m>) -> Self {
+        Self {
+            inner,
+            marks,
+            level: 0,
+            in_marked_member: false,
+            marking: false,
+            items: Vec::new(),
+            item_start: 0,
+            open_cut: None,
+            cut: None,
+        }
+    }
+
+    /// Inside an object item of the marked array.
+    fn in_item(&self) -> bool {
+        self.marking && self.level == 3
+    }
+
+    /// Closes the open cut at the current end of the bytes, taking the comma written next
+    /// when `comma_follows` and the marked member came first.
+    fn close_cut(&mut self, comma_follows: bool) {
+        if let Some((start, first)) = self.open_cut.take() {
+            let end = self.inner.out.len() + usize::from(first && comma_follows);
+            self.cut = Some(start..end);
+        }
+    }
+}
+
+impl Sink for Marking<'_, '_> {
+    const IN_KEY_ORDER: bool = true;
+
+    #[inline]
+    fn skips(&self, key: &str, depth: usize) -> bool {
+        self.inner.skips(key, depth)
+    }
+    fn open_object(&mut self) {
+        self.inner.open_object();
+        self.level += 1;
+        if self.in_item() {
+            self.open_cut = None;
+            self.cut = None;
+        }
+    }
+    fn member(&mut self, first: bool, key: &str, written: Option<&[u8]>) {
+        if self.level == 1 {
+            self.in_marked_member = key == self.marks.array;
+        } else if self.in_item() {
+            self.close_cut(!first);
+            if key == self.marks.member {
+                self.open_cut = Some((self.inner.out.len(), first));
+            }
+        }
+        self.inner.member(first, key, written);
+    }
+    fn close_object(&mut self) {
+        if self.in_item() {
+            self.close_cut(false);
+            self.inner.close_object();
+            let span = MarkedItem {
+                whole: self.item_start..self.inner.out.len(),
+                cut: self.cut.take(),
+            };
+            if let Some(slot) = self.items.last_mut() {
+                *slot = Some(span);
+            }
+        } else {
+            self.inner.close_object();
+        }
+        self.level = self.level.saturating_sub(1);
+    }
+    fn open_array(&mut self) {
+        self.inner.open_array();
+        self.level += 1;
+        if self.level == 2 && self.in_marked_member {
+            self.marking = true;
+        }
+    }
+    fn item(&mut self, first: bool) {
+        self.inner.item(first);
+        if self.marking && self.level == 2 {
+            self.item_start = self.inner.out.len();
+            self.items.push(None);
+        }
+    }
+    fn close_array(&mut self) {
+        self.inner.close_array();
+        if self.level == 2 {
+            self.marking = false;
+        }
+        self.level = self.level.saturating_sub(1);
+    }
+    #[inline]
+    fn whole(&mut self, value: &Value, depth: usize) {
+        self.inner.whole(value, depth);
+    }
+    #[inline]
+    fn literal(&mut self, written: &[u8]) {
+        self.inner.literal(written);
+    }
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{Quick, SortKeys};
+use super::{Marking, Quick, SortKeys, SortKeysMarks};
 use crate::full_validator;
 
 /// A published schema and the case files it judges.
@@ -236,6 +236,25 @@ fn reordered(value: &Value, reverse: bool) -> Value {
     }
 }
 
+/// The case documents of `format` that `quick` accepts, mutations of the first three, and the
+/// first five with their members in and against key order.
+fn valid_mutated_and_reordered(format: &Format, quick: &Quick) -> Vec<Value> {
+    let valid: Vec<Value> = documents(format)
+        .into_iter()
+        .map(|(_, document)| document)
+        .filter(|document| quick.is_valid(document))
+        .collect();
+    let mut candidates = valid.clone();
+    for document in valid.iter().take(3) {
+        candidates.extend(mutations(document));
+    }
+    for document in valid.iter().take(5) {
+        candidates.push(reordered(document, false));
+        candidates.push(reordered(document, true));
+    }
+    candidates
+}
+
 /// What [`SortKeys`] must have written for `document` without its top-level member `skip`.
 fn expected_sort_keys(document: &Value, skip: &str) -> Vec<u8> {
     match document {
@@ -250,20 +269,7 @@ fn the_walk_that_accepts_a_document_writes_its_sort_keys_form() {
     for format in &FORMATS {
         let schema = read(&crates().join(format.schema));
         let quick = Quick::compile(&schema).unwrap();
-        let valid: Vec<Value> = documents(format)
-            .into_iter()
-            .map(|(_, document)| document)
-            .filter(|document| quick.is_valid(document))
-            .collect();
-        let mut candidates = valid.clone();
-        for document in valid.iter().take(3) {
-            candidates.extend(mutations(document));
-        }
-        for document in valid.iter().take(5) {
-            candidates.push(reordered(document, false));
-            candidates.push(reordered(document, true));
-        }
-        for document in &candidates {
+        for document in &valid_mutated_and_reordered(format, &quick) {
             // The top-level digest field of each format, a key no document has, and a nested
             // key (left out only at the top).
             for skip in [
@@ -362,4 +368,104 @@ fn objects_with_many_declared_members_are_written_in_key_order() {
         assert!(quick.is_valid_into(&document, &mut sink), "{size} members");
         assert_eq!(sink.out, expected_sort_keys(&document, "absent"), "{size}");
     }
+}
+
+#[test]
+fn marked_items_lie_where_their_forms_are_written() {
+    // RLC 0.1 digests each lane, without its `lane_digest`, from the extension's bytes.
+    let format = FORMATS.get(2).unwrap();
+    let quick = Quick::compile(&read(&crates().join(format.schema))).unwrap();
+    let marks = SortKeysMarks {
+        array: "responsibility_lanes",
+        member: "lane_digest",
+    };
+    let mut marked = 0;
+    for document in &valid_mutated_and_reordered(format, &quick) {
+        let sink = SortKeys {
+            out: Vec::new(),
+            skip: Some("extension_digest"),
+            failed: false,
+        };
+        let mut sink = Marking::new(sink, marks);
+        if !quick.is_valid_into(document, &mut sink) {
+            continue;
+        }
+        let bytes = &sink.inner.out;
+        assert_eq!(*bytes, expected_sort_keys(document, "extension_digest"));
+        let lanes = document["responsibility_lanes"].as_array().unwrap();
+        assert_eq!(sink.items.len(), lanes.len(), "{document}");
+        for (span, lane) in sink.items.iter().zip(lanes) {
+            let span = span
+                .as_ref()
+                .expect("every lane is walked member by member");
+            let whole = &bytes[span.whole.clone()];
+            assert_eq!(
+                whole,
+                cairn_core::canonical::sort_keys_utf8_v1(lane).unwrap()
+            );
+            let mut without = whole.to_vec();
+            if let Some(cut) = &span.cut {
+                without.drain(cut.start - span.whole.start..cut.end - span.whole.start);
+            }
+            let lane = lane.as_object().unwrap();
+            let expected = cairn_core::canonical::sort_keys_utf8_v1_without(lane, "lane_digest");
+            assert_eq!(without, expected.unwrap(), "{document}");
+            marked += 1;
+        }
+    }
+    assert!(marked > 100, "{marked} lanes marked");
+}
+
+#[test]
+fn the_marked_member_is_cut_with_one_comma_wherever_it_comes() {
+    let quick = Quick::compile(&json!({
+        "type": "object",
+        "properties": {"items": {"type": "array", "items": {"properties": {
+            "a": {"type": "string"}, "m": {"type": "string"}, "z": {"type": "string"}
+        }}}}
+    }))
+    .unwrap();
+    let document = json!({"items": [
+        {"m": "first", "z": "1"},
+        {"a": "0", "m": "middle", "z": "1"},
+        {"a": "0", "m": "last"},
+        {"m": "only"},
+        {"a": "none"},
+        {},
+        "not an object"
+    ], "other": [{"m": "unmarked"}]});
+    let marks = SortKeysMarks {
+        array: "items",
+        member: "m",
+    };
+    let sink = SortKeys {
+        out: Vec::new(),
+        skip: None,
+        failed: false,
+    };
+    let mut sink = Marking::new(sink, marks);
+    assert!(quick.is_valid_into(&document, &mut sink));
+    let text = String::from_utf8(sink.inner.out.clone()).unwrap();
+    let cut: Vec<Option<(&str, &str)>> = sink
+        .items
+        .iter()
+        .map(|span| {
+            span.as_ref().map(|span| {
+                let cut = span.cut.clone().map_or("", |cut| &text[cut]);
+                (&text[span.whole.clone()], cut)
+            })
+        })
+        .collect();
+    assert_eq!(
+        cut,
+        vec![
+            Some((r#"{"m":"first","z":"1"}"#, r#""m":"first","#)),
+            Some((r#"{"a":"0","m":"middle","z":"1"}"#, r#","m":"middle""#)),
+            Some((r#"{"a":"0","m":"last"}"#, r#","m":"last""#)),
+            Some((r#"{"m":"only"}"#, r#""m":"only""#)),
+            Some((r#"{"a":"none"}"#, "")),
+            Some(("{}", "")),
+            None,
+        ]
+    );
 }
