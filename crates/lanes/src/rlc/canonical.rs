@@ -29,7 +29,9 @@ pub(crate) fn digest_without(
 }
 
 /// The canonical form of an extension without `extension_digest`, with the position of each
-/// lane of `responsibility_lanes` (`None` for items that are not objects).
+/// lane of `responsibility_lanes` (`None` for items that are not objects, or that the schema
+/// walk wrote whole: [`ExtensionBytes::lane_digest`] then has no answer and the lane is
+/// written alone).
 pub(crate) struct ExtensionBytes {
     bytes: Vec<u8>,
     /// Where each lane lies in `bytes`, and its `lane_digest` member with one adjoining comma.
@@ -84,8 +86,8 @@ impl ExtensionBytes {
         Sha256::digest(&self.bytes).into()
     }
 
-    /// The digest of lane `index` without its `lane_digest` member, or `None` when that item
-    /// is not an object.
+    /// The digest of lane `index` without its `lane_digest` member, or `None` when its place
+    /// is not known (see [`ExtensionBytes`]).
     pub(crate) fn lane_digest(&self, index: usize) -> Option<[u8; 32]> {
         let span = self.lanes.get(index)?.as_ref()?;
         let mut hasher = Sha256::new();
