@@ -363,7 +363,7 @@ impl Session<'_> {
     /// The session facts of the envelope (see the module documentation).
     fn facts(&self, executor: &Executor) -> SessionFacts {
         let lanes = executor.lanes().cloned().or_else(|| {
-            cairn_runtime::project::load_lanes(&self.project.lanes())
+            cairn_runtime::project::load_lanes(&self.project.lanes(), self.project.root())
                 .ok()
                 .flatten()
         });

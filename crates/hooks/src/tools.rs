@@ -47,7 +47,7 @@ fn outcome_unknown(outcome: &ToolOutcome) -> bool {
 impl crate::engine::Session<'_> {
     /// `PreToolUse`: gate, record, answer.
     pub(crate) fn pre_tool_use(&mut self, tool: &ToolUse) -> Result<Answer, HookError> {
-        let lanes = cairn_runtime::project::load_lanes(&self.project.lanes())?;
+        let lanes = cairn_runtime::project::load_lanes(&self.project.lanes(), self.project.root())?;
         let needs_rows = lanes.is_some()
             || self.state.unresolved_hint != Some(false)
             || self.state.boundary.phase == crate::session::Phase::Compacted;

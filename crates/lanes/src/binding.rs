@@ -3,7 +3,11 @@
 //! `file:src/lib.rs`).
 //!
 //! A binding is a list of templates; `{name}` stands for the string (or integer) argument
-//! `name`. Values that go into a `file:` ref are normalised as paths. A tool with no binding,
+//! `name`. Values that go into a `file:` ref are normalised as paths, and an absolute path
+//! inside the project is made relative to its root ([`Bindings::with_project_root`]): lane
+//! scopes are written for the project (`file:src/*`), while agents such as Claude Code name
+//! files by absolute path — without this, such a path would fall outside an authoring lane's
+//! allowed refs and, worse, slip past a lane's denied ones. A tool with no binding,
 //! or a call missing an argument its template needs, has unknown effects: the gate must deny
 //! it (fail closed), never guess.
 
@@ -70,7 +74,7 @@ impl EffectTemplate {
     ///
     /// # Errors
     /// The name of the argument that is missing or neither a string nor an integer.
-    fn render(&self, args: Option<&Value>) -> Result<String, String> {
+    fn render(&self, args: Option<&Value>, root: Option<&str>) -> Result<String, String> {
         let mut out = String::new();
         for piece in &self.pieces {
             match piece {
@@ -82,7 +86,8 @@ impl EffectTemplate {
                         _ => return Err(name.clone()),
                     };
                     if self.file {
-                        out.push_str(&normalize_path(&value));
+                        let path = normalize_path(&value);
+                        out.push_str(within_project(&path, root));
                     } else {
                         out.push_str(&value);
                     }
@@ -102,14 +107,44 @@ pub enum UnknownEffects {
     MissingArgument(String),
 }
 
+/// `path` (normalised) relative to the project `root` (normalised, absolute) when it lies
+/// below it; otherwise `path` as it is.
+fn within_project<'p>(path: &'p str, root: Option<&str>) -> &'p str {
+    root.and_then(|root| path.strip_prefix(root))
+        .and_then(|rest| rest.strip_prefix('/'))
+        .filter(|rest| !rest.is_empty())
+        .unwrap_or(path)
+}
+
 /// Every tool's effect templates.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Bindings(BTreeMap<String, Vec<EffectTemplate>>);
+pub struct Bindings {
+    tools: BTreeMap<String, Vec<EffectTemplate>>,
+    /// The project root, normalised, that absolute `file:` paths are made relative to.
+    root: Option<String>,
+}
 
 impl Bindings {
     /// Binds `tool` to `templates`.
     pub fn insert(&mut self, tool: String, templates: Vec<EffectTemplate>) {
-        self.0.insert(tool, templates);
+        self.tools.insert(tool, templates);
+    }
+
+    /// Makes absolute paths below `root` (an absolute path; a relative one is ignored) relative
+    /// to it in `file:` refs, so that `/work/app/src/lib.rs` in a project at `/work/app` is
+    /// `file:src/lib.rs`, the ref lane scopes are written in. Paths elsewhere stay absolute,
+    /// which only a pattern admitting every `file:` ref (`file:*`) matches.
+    #[must_use]
+    pub fn with_project_root(mut self, root: &str) -> Self {
+        let root = normalize_path(root);
+        self.root = (root.starts_with('/') && root.len() > 1).then_some(root);
+        self
+    }
+
+    /// The project root set by [`Bindings::with_project_root`], normalised.
+    #[must_use]
+    pub fn project_root(&self) -> Option<&str> {
+        self.root.as_deref()
     }
 
     /// The effect refs of a call of `tool` with `args` (sorted, without duplicates).
@@ -117,10 +152,14 @@ impl Bindings {
     /// # Errors
     /// [`UnknownEffects`] when they cannot be known.
     pub fn effects(&self, tool: &str, args: Option<&Value>) -> Result<Vec<String>, UnknownEffects> {
-        let templates = self.0.get(tool).ok_or(UnknownEffects::UnboundTool)?;
+        let templates = self.tools.get(tool).ok_or(UnknownEffects::UnboundTool)?;
+        let root = self.root.as_deref();
         let mut refs = templates
             .iter()
-            .map(|t| t.render(args).map_err(UnknownEffects::MissingArgument))
+            .map(|t| {
+                t.render(args, root)
+                    .map_err(UnknownEffects::MissingArgument)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         refs.sort();
         refs.dedup();
@@ -162,6 +201,42 @@ mod tests {
             Ok(vec!["capability:verify".to_owned()])
         );
         assert_eq!(b.effects("fs.read", None), Ok(Vec::new()));
+    }
+
+    #[test]
+    fn absolute_paths_inside_the_project_become_project_relative() {
+        let b = bindings().with_project_root("/work/app/");
+        let effects = |path: &str| b.effects("fs.edit", Some(&json!({ "path": path })));
+        assert_eq!(
+            effects("/work/app/src/lib.rs"),
+            Ok(vec!["file:src/lib.rs".to_owned()])
+        );
+        assert_eq!(
+            effects("/work/app/./docs/../src/lib.rs"),
+            Ok(vec!["file:src/lib.rs".to_owned()])
+        );
+        // Relative paths are already project-relative; paths outside stay absolute, and a
+        // neighbour whose name merely starts like the root is outside.
+        assert_eq!(
+            effects("src/lib.rs"),
+            Ok(vec!["file:src/lib.rs".to_owned()])
+        );
+        assert_eq!(
+            effects("/work/application/x.rs"),
+            Ok(vec!["file:/work/application/x.rs".to_owned()])
+        );
+        assert_eq!(
+            effects("/work/app/../other/x.rs"),
+            Ok(vec!["file:/work/other/x.rs".to_owned()])
+        );
+        assert_eq!(effects("/work/app"), Ok(vec!["file:/work/app".to_owned()]));
+        // Without a root, or with a relative one, nothing is rewritten.
+        for b in [bindings(), bindings().with_project_root("app")] {
+            assert_eq!(
+                b.effects("fs.edit", Some(&json!({"path": "/work/app/src/lib.rs"}))),
+                Ok(vec!["file:/work/app/src/lib.rs".to_owned()])
+            );
+        }
     }
 
     #[test]

@@ -272,15 +272,17 @@ impl LaneBook {
     fn rule(&mut self, ruling_ref: &str, definition: &LaneSpec) -> Result<(), LaneEventError> {
         let id = definition.lane_id.clone();
         self.state(&id)?;
-        let lane = Lane::new(definition.clone()).map_err(|f| {
-            refused(
-                "ruling_invalid",
-                f.iter()
-                    .map(|x| x.message.clone())
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        })?;
+        let lane = Lane::new(definition.clone())
+            .map(|lane| self.config.place(lane))
+            .map_err(|f| {
+                refused(
+                    "ruling_invalid",
+                    f.iter()
+                        .map(|x| x.message.clone())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )
+            })?;
         // The ruled lane must still lie within its parent, and its children within it.
         let mut trial: BTreeMap<String, Lane> = self
             .lanes

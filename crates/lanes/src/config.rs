@@ -277,6 +277,17 @@ impl Lane {
         })
     }
 
+    /// This lane for the project at `root` (normalised, absolute): its `file:` patterns
+    /// written with absolute paths below `root` become project-relative
+    /// ([`RefPattern::within_project`]).
+    #[must_use]
+    pub fn within_project(mut self, root: &str) -> Self {
+        for pattern in self.allowed.iter_mut().chain(self.denied.iter_mut()) {
+            *pattern = pattern.within_project(root);
+        }
+        self
+    }
+
     /// The declaration.
     #[must_use]
     pub const fn spec(&self) -> &LaneSpec {
@@ -455,6 +466,33 @@ impl LaneConfig {
     #[must_use]
     pub const fn bindings(&self) -> &Bindings {
         &self.bindings
+    }
+
+    /// The configuration of the project at `root` (absolute): absolute file paths below it
+    /// in tool arguments become project-relative `file:` refs
+    /// ([`Bindings::with_project_root`]), and so do the lanes' `file:` patterns written with
+    /// such paths ([`Lane::within_project`]), so that either way of writing a scope judges
+    /// either way of naming a file alike.
+    #[must_use]
+    pub fn with_project_root(mut self, root: &str) -> Self {
+        self.bindings = self.bindings.with_project_root(root);
+        if let Some(root) = self.bindings.project_root().map(str::to_owned) {
+            self.lanes = std::mem::take(&mut self.lanes)
+                .into_iter()
+                .map(|(id, lane)| (id, lane.within_project(&root)))
+                .collect();
+        }
+        self
+    }
+
+    /// [`Lane::within_project`] for this configuration's project root, if it has one (lanes
+    /// ruled at run time are declared afresh and go through here).
+    #[must_use]
+    pub fn place(&self, lane: Lane) -> Lane {
+        match self.bindings.project_root() {
+            Some(root) => lane.within_project(root),
+            None => lane,
+        }
     }
 }
 

@@ -58,6 +58,22 @@ impl RefPattern {
         }
     }
 
+    /// This pattern for the project at `root` (normalised, absolute): a `file:` pattern
+    /// written with an absolute path below `root` becomes the project-relative one
+    /// (`file:/work/app/src/*` → `file:src/*`), the form `file:` effect refs of paths below
+    /// `root` take (see [`crate::binding::Bindings::with_project_root`]). Any other pattern
+    /// is kept.
+    #[must_use]
+    pub fn within_project(&self, root: &str) -> Self {
+        self.text
+            .strip_prefix("file:")
+            .and_then(|path| path.strip_prefix(root))
+            .and_then(|rest| rest.strip_prefix('/'))
+            .filter(|rest| !rest.is_empty())
+            .and_then(|rest| Self::parse(&format!("file:{rest}")).ok())
+            .unwrap_or_else(|| self.clone())
+    }
+
     /// Whether every ref `other` matches is matched by `self`.
     #[must_use]
     pub fn covers(&self, other: &Self) -> bool {
@@ -90,8 +106,8 @@ impl fmt::Display for RefPattern {
 
 /// A path as it goes into a `file:` effect ref: separators made `/`, `.` segments dropped and
 /// `..` resolved lexically, so that `src/./a/../lib.rs` and `src/lib.rs` are the same ref.
-/// A path that climbs above its start keeps its leading `..`, which no `file:` scope written
-/// for the project matches.
+/// A path that climbs above its start keeps its leading `..`, which only a pattern admitting
+/// every `file:` ref (`file:*`) matches.
 #[must_use]
 pub fn normalize_path(path: &str) -> String {
     let unified = path.replace('\\', "/");

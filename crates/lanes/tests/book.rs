@@ -397,3 +397,77 @@ fn declaration_files_report_every_finding_with_a_code() {
         ["self_dependency", "unknown_dependency", "unknown_parent"]
     );
 }
+
+#[test]
+fn absolute_and_project_relative_paths_and_scopes_are_judged_alike() {
+    // Agents such as Claude Code name files by absolute path; scopes may be written either
+    // way. The verifier allows every file but the authoring lane's: an absolute path into
+    // `src/` must not slip past its project-relative denial.
+    let mut value = config();
+    value["lanes"][1]["mutation_scope"]["allowed_refs"] = json!(["capability:verify", "file:*"]);
+    value["lanes"][0]["mutation_scope"]["allowed_refs"] =
+        json!(["file:/work/app/src/*", "file:schema/*"]);
+    let config = LaneConfig::from_json(&value.to_string()).unwrap();
+    let mut book = LaneBook::new(config.with_project_root("/work/app"));
+    let edit = |path: &str| json!({ "path": path });
+
+    let verdict = check(
+        &book,
+        VERIFIER,
+        "verification",
+        "fs.edit",
+        &edit("/work/app/src/lib.rs"),
+    );
+    assert_eq!(rule_of(&verdict), "cairn.lane-scope", "{verdict:?}");
+    let verdict = check(
+        &book,
+        VERIFIER,
+        "verification",
+        "fs.edit",
+        &edit("/work/app/notes.md"),
+    );
+    assert_eq!(rule_of(&verdict), "inside", "{verdict:?}");
+    // The authoring lane's scope was written with the absolute path; relative and absolute
+    // names of its files are both inside, a neighbouring folder is not.
+    for path in [
+        "src/lib.rs",
+        "/work/app/src/lib.rs",
+        "/work/app/docs/../src/lib.rs",
+    ] {
+        let verdict = check(&book, AUTHOR, "authoring", "fs.edit", &edit(path));
+        assert_eq!(rule_of(&verdict), "inside", "{path}: {verdict:?}");
+    }
+    let verdict = check(
+        &book,
+        AUTHOR,
+        "authoring",
+        "fs.edit",
+        &edit("/work/application/src/x"),
+    );
+    assert_eq!(rule_of(&verdict), "cairn.lane-scope", "{verdict:?}");
+
+    // A lane ruled at run time with an absolute scope is placed in the project too.
+    let mut ruled = authoring_as_ruled(&[]);
+    ruled.mutation_scope.allowed_refs = vec!["file:/work/app/schema/*".into()];
+    book.apply(&LaneEvent::Ruling {
+        ruling_ref: "event:u-9".into(),
+        definition: ruled,
+    })
+    .unwrap();
+    let verdict = check(
+        &book,
+        AUTHOR,
+        "authoring",
+        "fs.edit",
+        &edit("schema/v2.json"),
+    );
+    assert_eq!(rule_of(&verdict), "inside", "{verdict:?}");
+    let verdict = check(
+        &book,
+        AUTHOR,
+        "authoring",
+        "fs.edit",
+        &edit("/work/app/src/lib.rs"),
+    );
+    assert_eq!(rule_of(&verdict), "cairn.lane-scope", "{verdict:?}");
+}

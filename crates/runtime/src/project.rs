@@ -169,13 +169,15 @@ fn sources_digest(
     cairn_core::Digest::of(&preimage)
 }
 
-/// The lanes declared at `path`, when the file exists.
+/// The lanes declared at `path`, when the file exists, for the project at `root`: absolute
+/// file paths below `root`, in tool arguments and in the lanes' `file:` scopes, are judged as
+/// the project-relative paths they name.
 ///
 /// # Errors
 /// [`RuntimeError::Io`] when it exists but cannot be read; [`RuntimeError::InvalidInput`]
 /// naming every finding when it does not validate. A lane file that does not load is never
 /// ignored: the caller must refuse to run rather than run without the lanes.
-pub fn load_lanes(path: &Path) -> Result<Option<cairn_lanes::LaneBook>, RuntimeError> {
+pub fn load_lanes(path: &Path, root: &Path) -> Result<Option<cairn_lanes::LaneBook>, RuntimeError> {
     if !path.exists() {
         return Ok(None);
     }
@@ -185,6 +187,7 @@ pub fn load_lanes(path: &Path) -> Result<Option<cairn_lanes::LaneBook>, RuntimeE
             field: "lanes",
             reason: format!("`{}`: {e}", path.display()),
         })?;
+    let config = config.with_project_root(&root.to_string_lossy());
     Ok(Some(cairn_lanes::LaneBook::new(config)))
 }
 

@@ -256,7 +256,9 @@ fn a_project_lane_file_loads_is_optional_and_never_ignored_when_broken() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(cairn_runtime::project::LANES_FILE);
     assert!(
-        cairn_runtime::project::load_lanes(&path).unwrap().is_none(),
+        cairn_runtime::project::load_lanes(&path, dir.path())
+            .unwrap()
+            .is_none(),
         "no file, no lanes"
     );
     std::fs::write(
@@ -267,13 +269,13 @@ fn a_project_lane_file_loads_is_optional_and_never_ignored_when_broken() {
         .to_string(),
     )
     .unwrap();
-    let err = cairn_runtime::project::load_lanes(&path).unwrap_err();
+    let err = cairn_runtime::project::load_lanes(&path, dir.path()).unwrap_err();
     assert!(
         err.to_string().contains("bad_ref_pattern") && err.to_string().contains("lanes.json"),
         "{err}"
     );
     std::fs::write(&path, "{").unwrap();
-    assert!(cairn_runtime::project::load_lanes(&path).is_err());
+    assert!(cairn_runtime::project::load_lanes(&path, dir.path()).is_err());
 }
 
 /// The run's writer after a restart, and the project's lanes as declared.
