@@ -187,6 +187,9 @@ pub fn load_lanes(path: &Path, root: &Path) -> Result<Option<cairn_lanes::LaneBo
             field: "lanes",
             reason: format!("`{}`: {e}", path.display()),
         })?;
+    // A relative root (a host that sent `cwd: "."`) is made absolute against the process's
+    // working directory, so that absolute paths below it are still recognised.
+    let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
     let config = config.with_project_root(&root.to_string_lossy());
     Ok(Some(cairn_lanes::LaneBook::new(config)))
 }

@@ -278,6 +278,48 @@ fn a_project_lane_file_loads_is_optional_and_never_ignored_when_broken() {
     assert!(cairn_runtime::project::load_lanes(&path, dir.path()).is_err());
 }
 
+#[test]
+fn a_project_lane_file_judges_absolute_paths_below_the_root_as_project_relative() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(cairn_runtime::project::LANES_FILE);
+    std::fs::write(
+        &path,
+        json!({"schema_version": "cairn.lanes/v1", "active_lane_id": "wide", "lanes": [
+            {"lane_id": "wide", "owner_ref": "agent:a", "objective": "o",
+             "mutation_scope": {"allowed_refs": ["file:*"], "denied_refs": ["file:src/*"]}}],
+            "tool_bindings": {"Edit": {"effect_refs": ["file:{file_path}"]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let edit = |book: &LaneBook, file: &std::path::Path| {
+        let args = json!({"file_path": file.to_str().unwrap()});
+        book.check(&cairn_lanes::LaneCall {
+            principal: "agent:a",
+            lane: None,
+            tool: "Edit",
+            args: Some(&args),
+            current: None,
+        })
+    };
+    // The root as given, and a relative root (a host's `cwd: "."`) taken from the working
+    // directory: either way the absolute path of a denied file is denied.
+    let cwd = std::env::current_dir().unwrap();
+    for (root, file) in [
+        (dir.path().to_path_buf(), dir.path().join("src/lib.rs")),
+        (std::path::PathBuf::from("."), cwd.join("src/lib.rs")),
+    ] {
+        let book = cairn_runtime::project::load_lanes(&path, &root)
+            .unwrap()
+            .unwrap();
+        let verdict = edit(&book, &file);
+        assert!(
+            matches!(&verdict, cairn_lanes::LaneVerdict::Denied { reason, .. } if reason.contains("`file:src/lib.rs` is denied")),
+            "{}: {verdict:?}",
+            root.display()
+        );
+    }
+}
+
 /// The run's writer after a restart, and the project's lanes as declared.
 fn resumed(store: Arc<SqliteStore>, run: &str, principal: &str) -> (Executor, LaneBook) {
     let (tenant, run_id): (cairn_core::TenantId, cairn_core::RunId) =
