@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::refs::normalize_path;
+use crate::refs::{below_root, normalize_path};
 
 /// One piece of a template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,10 +110,7 @@ pub enum UnknownEffects {
 /// `path` (normalised) relative to the project `root` (normalised, absolute) when it lies
 /// below it; otherwise `path` as it is.
 fn within_project<'p>(path: &'p str, root: Option<&str>) -> &'p str {
-    root.and_then(|root| path.strip_prefix(root))
-        .and_then(|rest| rest.strip_prefix('/'))
-        .filter(|rest| !rest.is_empty())
-        .unwrap_or(path)
+    root.and_then(|root| below_root(path, root)).unwrap_or(path)
 }
 
 /// Every tool's effect templates.

@@ -67,9 +67,7 @@ impl RefPattern {
     pub fn within_project(&self, root: &str) -> Self {
         self.text
             .strip_prefix("file:")
-            .and_then(|path| path.strip_prefix(root))
-            .and_then(|rest| rest.strip_prefix('/'))
-            .filter(|rest| !rest.is_empty())
+            .and_then(|path| below_root(path, root))
             .and_then(|rest| Self::parse(&format!("file:{rest}")).ok())
             .unwrap_or_else(|| self.clone())
     }
@@ -102,6 +100,14 @@ impl fmt::Display for RefPattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.text)
     }
+}
+
+/// The part of `path` below the directory `root` (both normalised), when `path` lies below
+/// it: `/work/app/src/x` below `/work/app` is `src/x`; `/work/application` is not below it.
+pub(crate) fn below_root<'p>(path: &'p str, root: &str) -> Option<&'p str> {
+    path.strip_prefix(root)
+        .and_then(|rest| rest.strip_prefix('/'))
+        .filter(|rest| !rest.is_empty())
 }
 
 /// A path as it goes into a `file:` effect ref: separators made `/`, `.` segments dropped and
