@@ -116,8 +116,7 @@ pub fn for_each_member<'a>(
 /// The members of `map` in code-point (UTF-8 byte) order: the map's own iterator when it
 /// already yields them so (always, unless `serde_json`'s `preserve_order` feature is on),
 /// else the members collected and sorted.
-#[must_use]
-pub fn members_in_key_order(map: &Map<String, Value>) -> MembersInKeyOrder<'_> {
+fn members_in_key_order(map: &Map<String, Value>) -> MembersInKeyOrder<'_> {
     if iterates_in_key_order(map) {
         MembersInKeyOrder::Map(map.iter())
     } else {
@@ -126,7 +125,7 @@ pub fn members_in_key_order(map: &Map<String, Value>) -> MembersInKeyOrder<'_> {
 }
 
 /// The members of `map` collected and sorted into code-point order, for a caller that knows
-/// the map's own order is not that ([`iterates_in_key_order`]).
+/// the map's own order is not that (see [`maps_iterate_in_key_order`]).
 #[must_use]
 pub fn sorted_members(map: &Map<String, Value>) -> MembersInKeyOrder<'_> {
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
@@ -135,8 +134,7 @@ pub fn sorted_members(map: &Map<String, Value>) -> MembersInKeyOrder<'_> {
 }
 
 /// Whether `map`'s own iterator yields its members in code-point order.
-#[must_use]
-pub fn iterates_in_key_order(map: &Map<String, Value>) -> bool {
+fn iterates_in_key_order(map: &Map<String, Value>) -> bool {
     // INVARIANT: `String`'s order is byte order, which is code-point order; a map that keeps
     // insertion order is checked.
     maps_iterate_in_key_order()
@@ -146,7 +144,7 @@ pub fn iterates_in_key_order(map: &Map<String, Value>) -> bool {
             .all(|(a, b)| a.as_bytes() < b.as_bytes())
 }
 
-/// The iterator of [`members_in_key_order`].
+/// Members in code-point order: those of [`for_each_member`] and [`sorted_members`].
 pub enum MembersInKeyOrder<'a> {
     /// The map's own order, which is key order.
     Map(serde_json::map::Iter<'a>),

@@ -301,11 +301,7 @@ impl Quick {
         // key order by the rank of their property, an integer; a map with undeclared members
         // (or more than `RANKED_LIMIT`) is sorted by name.
         if !S::IN_KEY_ORDER || cairn_core::sort_keys::maps_iterate_in_key_order() {
-            let mut cursor = 0;
-            let members = map
-                .iter()
-                .map(|(key, value)| (key, value, find(&object.known, key, &mut cursor)));
-            return self.members_valid(object, map, members, depth, sink);
+            return self.members_valid(object, map, declared(object, map.iter()), depth, sink);
         }
         let ranked = declared_in_key_order(object, map, |members| {
             self.members_valid(object, map, members, depth, sink)
@@ -313,9 +309,7 @@ impl Quick {
         if let Some(valid) = ranked {
             return valid;
         }
-        let mut cursor = 0;
-        let members = cairn_core::sort_keys::sorted_members(map)
-            .map(|(key, value)| (key, value, find(&object.known, key, &mut cursor)));
+        let members = declared(object, cairn_core::sort_keys::sorted_members(map));
         self.members_valid(object, map, members, depth, sink)
     }
 
@@ -400,6 +394,16 @@ impl Quick {
 
 /// A member of an instance object with the property that declares it, if any.
 type Member<'v, 'k> = (&'v String, &'v Value, Option<&'k Known>);
+
+/// `members` each with the property of `object` that declares it, if any, looked up in the
+/// order they come.
+fn declared<'v, 'k>(
+    object: &'k ObjectCheck,
+    members: impl Iterator<Item = (&'v String, &'v Value)>,
+) -> impl Iterator<Item = Member<'v, 'k>> {
+    let mut cursor = 0;
+    members.map(move |(key, value)| (key, value, find(&object.known, key, &mut cursor)))
+}
 
 /// The most members [`Quick::object_valid`] puts in key order by rank, without allocating.
 const RANKED_LIMIT: usize = 24;
