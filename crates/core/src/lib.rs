@@ -9,6 +9,7 @@ pub mod digest;
 pub mod error;
 pub mod fast_jcs;
 pub mod ids;
+pub mod lookup;
 pub mod normalize;
 pub mod report;
 pub mod sort_keys;

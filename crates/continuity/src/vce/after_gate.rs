@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use cairn_core::lookup::{field, field_of};
 use serde_json::Value;
 
 use super::Stage;
@@ -26,12 +27,12 @@ const OPEN_STATUSES: [&str; 4] = ["pending", "running", "blocked", "failed"];
 pub(super) fn check(top: &Top<'_>, stage: &mut Stage) {
     if let Some(Value::Array(items)) = top.pending_verification {
         for (position, item) in items.iter().enumerate() {
-            let status = item.get("status");
+            let status = field_of(item, "status");
             if item.is_object() && OPEN_STATUSES.iter().any(|s| is_str(status, s)) {
                 // Built in place: these two findings are the usual ones of a valid envelope.
                 let mut message = String::with_capacity(MESSAGE_CAPACITY);
                 let _ = write!(message, "`$.pending_verification[{position}]` (`");
-                push_shown(&mut message, item.get("verification_id"));
+                push_shown(&mut message, field_of(item, "verification_id"));
                 message.push_str("`) is `");
                 push_shown(&mut message, status);
                 message.push_str("`: the task's verification is not done");
@@ -43,7 +44,7 @@ pub(super) fn check(top: &Top<'_>, stage: &mut Stage) {
         stage.block(NEXT_ACTION_INVALID, "`$.next_action` is not an object");
         return;
     };
-    match next_action.get("blocked_by") {
+    match field(next_action, "blocked_by") {
         None => {}
         Some(Value::Array(blockers)) if blockers.is_empty() => {}
         Some(blockers @ Value::Array(_)) => {

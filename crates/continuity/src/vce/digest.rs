@@ -11,6 +11,7 @@
 //! hashes it.
 
 use cairn_core::CoreError;
+use cairn_core::lookup::field;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
@@ -67,7 +68,7 @@ pub(super) fn check(envelope: &Value, canonical: Option<Vec<u8>>, stage: &mut St
             return;
         }
     };
-    let claimed = meta.get("value");
+    let claimed = field(meta, "value");
     let matches = matches!(claimed, Some(Value::String(text)) if text.as_bytes() == computed);
     if !matches {
         stage.block(

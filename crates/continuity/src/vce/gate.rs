@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use cairn_core::lookup::{field, field_of};
 use cairn_pyschema::Schema;
 use serde_json::{Map, Value};
 
@@ -55,7 +56,7 @@ pub(super) fn check(
         stage.block(RESTORE_SCHEMA_INVALID, "`restore` is not an object");
         return;
     };
-    let claimed = results.get("envelope_id");
+    let claimed = field(results, "envelope_id");
     let expected = top.envelope_id;
     if !py_eq(claimed, expected) {
         stage.block(
@@ -76,7 +77,7 @@ pub(super) fn check(
     };
     required_reads(requirements, results, stage);
     let by_id = results_by_id(results, stage);
-    match requirements.get("required_evidence_checks") {
+    match field(requirements, "required_evidence_checks") {
         Some(Value::Array(required)) => {
             for (position, requirement) in required.iter().enumerate() {
                 check_requirement(position, requirement, &by_id, index, stage);
@@ -96,8 +97,8 @@ fn required_reads(
     stage: &mut Stage,
 ) {
     let (Some(Value::Array(required)), Some(Value::Array(completed))) = (
-        requirements.get("required_reads"),
-        results.get("completed_reads"),
+        field(requirements, "required_reads"),
+        field(results, "completed_reads"),
     ) else {
         stage.block(
             RESTORE_REQUIREMENTS_INVALID,
@@ -124,7 +125,7 @@ fn results_by_id<'r>(
     stage: &mut Stage,
 ) -> BTreeMap<&'r str, &'r Map<String, Value>> {
     let mut by_id = BTreeMap::new();
-    let Some(Value::Array(rows)) = results.get("evidence_checks") else {
+    let Some(Value::Array(rows)) = field(results, "evidence_checks") else {
         stage.block(
             RESTORE_SCHEMA_INVALID,
             "`restore.evidence_checks` is not an array",
@@ -132,7 +133,8 @@ fn results_by_id<'r>(
         return by_id;
     };
     for (position, row) in rows.iter().enumerate() {
-        let (Value::Object(row), Some(Value::String(check_id))) = (row, row.get("check_id")) else {
+        let (Value::Object(row), Some(Value::String(check_id))) = (row, field_of(row, "check_id"))
+        else {
             stage.block(
                 RESTORE_SCHEMA_INVALID,
                 format!("`restore.evidence_checks[{position}]` is not an object with a string `check_id`"),
@@ -167,7 +169,7 @@ fn check_requirement(
         );
         return;
     };
-    let check_id = requirement.get("check_id");
+    let check_id = field(requirement, "check_id");
     let result = match check_id {
         Some(Value::String(id)) => by_id.get(id.as_str()),
         _ => None,
@@ -202,7 +204,7 @@ fn check_requirement(
     if mismatched {
         return;
     }
-    let status = result.get("status");
+    let status = field(result, "status");
     if is_str(status, "pending") {
         stage.review(
             CHECK_PENDING,
@@ -236,8 +238,8 @@ fn judge_passed(
     stage: &mut Stage,
 ) {
     let at = || format!("`$.restore_requirements.required_evidence_checks[{position}]`");
-    let id = || shown(requirement.get("check_id"));
-    let artifact_id = requirement.get("artifact_id");
+    let id = || shown(field(requirement, "check_id"));
+    let artifact_id = field(requirement, "artifact_id");
     let Some(artifact) = index.artifact(artifact_id) else {
         stage.block(
             CHECK_UNKNOWN_ARTIFACT,
@@ -249,7 +251,7 @@ fn judge_passed(
         );
         return;
     };
-    let method = requirement.get("method");
+    let method = field(requirement, "method");
     let (anchor, observed_field, code) = if is_str(method, "digest") {
         ("digest", "observed_digest", DIGEST_MISMATCH)
     } else if is_str(method, "receipt") {

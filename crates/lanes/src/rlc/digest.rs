@@ -3,6 +3,7 @@
 //! by [`super::canonical`].
 
 use cairn_core::CodedFinding;
+use cairn_core::lookup::field;
 use serde_json::{Map, Value};
 
 use super::canonical::{ExtensionBytes, digest_without};
@@ -55,7 +56,7 @@ pub(crate) fn check(
     if let Some(written) = &written {
         check_extension_digest(written, extension, findings);
     }
-    let Some(Value::Array(lanes)) = extension.get("responsibility_lanes") else {
+    let Some(Value::Array(lanes)) = field(extension, "responsibility_lanes") else {
         return;
     };
     for (index, lane) in lanes.iter().enumerate() {
@@ -66,7 +67,7 @@ pub(crate) fn check(
             None => digest_without(lane, "lane_digest"),
         };
         let path = || format!("$.responsibility_lanes[{index}].lane_digest");
-        let declared = lane.get("lane_digest");
+        let declared = field(lane, "lane_digest");
         match digest {
             Ok(digest) if declares(declared, LANE_PREFIX, &digest) => {}
             Ok(digest) => findings.push(CodedFinding::new(
@@ -74,7 +75,7 @@ pub(crate) fn check(
                 format!(
                     "`{}`: lane {} declares {} but its content digests to {}",
                     path(),
-                    tick_value(lane.get("lane_id")),
+                    tick_value(field(lane, "lane_id")),
                     tick_value(declared),
                     tick(&format!("{LANE_PREFIX}{}", hex::encode(digest))),
                 ),
@@ -92,7 +93,7 @@ fn check_extension_digest(
     extension: &Map<String, Value>,
     findings: &mut Vec<CodedFinding>,
 ) {
-    let metadata = extension.get("extension_digest").and_then(Value::as_object);
+    let metadata = field(extension, "extension_digest").and_then(Value::as_object);
     let Some(metadata) = metadata else {
         findings.push(CodedFinding::new(
             codes::EXTENSION_DIGEST_UNSUPPORTED,
@@ -121,7 +122,7 @@ fn check_extension_digest(
     if !supported {
         return;
     }
-    let declared = metadata.get("value");
+    let declared = field(metadata, "value");
     let digest = written.digest();
     if !declares(declared, "", &digest) {
         findings.push(CodedFinding::new(

@@ -52,6 +52,7 @@ mod schema;
 mod semantic;
 mod text;
 
+use cairn_core::lookup::field;
 use cairn_core::{CodedFinding, CoreError, ErrorCode};
 use cairn_pyschema::Schema;
 use serde::Serialize;
@@ -236,8 +237,8 @@ pub fn split_document(doc: &Value) -> (&Value, Option<&Value>) {
     let only_fixture_members = map
         .keys()
         .all(|key| key == "extension" || key == "restore_results");
-    match map.get("extension") {
-        Some(extension) if only_fixture_members => (extension, map.get("restore_results")),
+    match field(map, "extension") {
+        Some(extension) if only_fixture_members => (extension, field(map, "restore_results")),
         _ => (doc, None),
     }
 }

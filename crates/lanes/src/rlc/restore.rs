@@ -10,6 +10,7 @@
 //! schema.
 
 use cairn_core::CodedFinding;
+use cairn_core::lookup::{field, field_of};
 use cairn_pyschema::Schema;
 use serde_json::{Map, Value};
 
@@ -52,8 +53,8 @@ pub(crate) fn check(
     ) {
         return;
     }
-    let ours = extension.get("extension_id");
-    let theirs = restore.get("extension_id");
+    let ours = field(extension, "extension_id");
+    let theirs = field(restore, "extension_id");
     if ours != theirs {
         findings.push(CodedFinding::new(
             codes::RESTORE_EXTENSION_MISMATCH,
@@ -64,10 +65,10 @@ pub(crate) fn check(
             ),
         ));
     }
-    let rows = index_rows(restore.get("lane_checks"), findings);
+    let rows = index_rows(field(restore, "lane_checks"), findings);
     let Some(Value::Array(required)) = extension
         .get("restore_requirements")
-        .and_then(|r| r.get("required_lane_checks"))
+        .and_then(|r| field_of(r, "required_lane_checks"))
     else {
         findings.push(shape(
             "$.restore_requirements.required_lane_checks",
@@ -111,7 +112,7 @@ fn index_rows<'a>(rows: Option<&'a Value>, findings: &mut Vec<CodedFinding>) -> 
             findings.push(shape(path, "must be an object"));
             continue;
         };
-        let Some(Value::String(check_id)) = body.get("check_id") else {
+        let Some(Value::String(check_id)) = field(body, "check_id") else {
             findings.push(shape(format!("{path}.check_id"), "must be a string"));
             continue;
         };
@@ -148,8 +149,8 @@ fn check_requirement(
         findings.push(shape(path, "must be an object"));
         return;
     };
-    let check_id = requirement.get("check_id");
-    let lane_id = requirement.get("lane_id");
+    let check_id = field(requirement, "check_id");
+    let lane_id = field(requirement, "lane_id");
     let Some(lane) = lanes.get(lane_id) else {
         // Stage 3 reports checks on unknown lanes; reaching here means the shapes disagree.
         findings.push(shape(format!("{path}.lane_id"), "must name a known lane"));
@@ -170,7 +171,7 @@ fn check_requirement(
         return;
     };
     let row_path = RowPath(row.index);
-    let row_lane = row.body.get("lane_id");
+    let row_lane = field(row.body, "lane_id");
     if row_lane != lane_id {
         findings.push(CodedFinding::new(
             codes::LANE_CHECK_WRONG_LANE,
@@ -193,7 +194,7 @@ fn check_status(
     lane: &Lane<'_>,
     findings: &mut Vec<CodedFinding>,
 ) {
-    let status = row.body.get("status");
+    let status = field(row.body, "status");
     let (code, what) = match status.and_then(Value::as_str) {
         Some("passed") => {
             check_passed(row_path, row, lane, findings);
@@ -228,7 +229,7 @@ fn check_passed(
     lane: &Lane<'_>,
     findings: &mut Vec<CodedFinding>,
 ) {
-    let conflicts = row.body.get("conflict_refs");
+    let conflicts = field(row.body, "conflict_refs");
     if conflicts.is_some_and(truthy) {
         let listed: Vec<&str> = conflicts
             .and_then(Value::as_array)
@@ -244,8 +245,8 @@ fn check_passed(
             ),
         ));
     }
-    let observed = row.body.get("observed_lane_digest");
-    let declared = lane.body.get("lane_digest");
+    let observed = field(row.body, "observed_lane_digest");
+    let declared = field(lane.body, "lane_digest");
     if observed != declared {
         findings.push(CodedFinding::new(
             codes::LANE_DIGEST_STALE,
@@ -257,8 +258,8 @@ fn check_passed(
             ),
         ));
     }
-    let checked = row.body.get("source_refs_checked");
-    let sources = lane.body.get("source_refs");
+    let checked = field(row.body, "source_refs_checked");
+    let sources = field(lane.body, "source_refs");
     if !matches!(checked, Some(Value::Array(_))) || !matches!(sources, Some(Value::Array(_))) {
         findings.push(shape(
             format!("{row_path}.source_refs_checked"),

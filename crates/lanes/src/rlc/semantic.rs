@@ -7,6 +7,7 @@
 //! a shape the schema would have refused.
 
 use cairn_core::CodedFinding;
+use cairn_core::lookup::field;
 use serde_json::{Map, Value};
 
 use super::codes;
@@ -62,7 +63,7 @@ pub(crate) fn check<'a>(
     for lane in &lanes.0 {
         check_lane(lane, &lanes, findings);
     }
-    match extension.get("active_lane_id") {
+    match field(extension, "active_lane_id") {
         Some(Value::String(id)) if lanes.contains(id) => {}
         other => findings.push(CodedFinding::new(
             codes::UNKNOWN_ACTIVE_LANE,
@@ -72,12 +73,12 @@ pub(crate) fn check<'a>(
             ),
         )),
     }
-    check_next_action(extension.get("next_action"), &lanes, findings);
-    let bound = check_bindings(extension.get("event_bindings"), &lanes, findings);
+    check_next_action(field(extension, "next_action"), &lanes, findings);
+    let bound = check_bindings(field(extension, "event_bindings"), &lanes, findings);
     if let Some(vce) = vce {
         check_vce(extension, vce, &bound, findings);
     }
-    check_requirements(extension.get("restore_requirements"), &lanes, findings);
+    check_requirements(field(extension, "restore_requirements"), &lanes, findings);
     lanes
 }
 
@@ -86,7 +87,7 @@ fn index_lanes<'a>(
     extension: &'a Map<String, Value>,
     findings: &mut Vec<CodedFinding>,
 ) -> Lanes<'a> {
-    let Some(Value::Array(rows)) = extension.get("responsibility_lanes") else {
+    let Some(Value::Array(rows)) = field(extension, "responsibility_lanes") else {
         findings.push(shape("$.responsibility_lanes", "must be an array"));
         return Lanes(Vec::new());
     };
@@ -99,7 +100,7 @@ fn index_lanes<'a>(
             ));
             continue;
         };
-        let id = match body.get("lane_id") {
+        let id = match field(body, "lane_id") {
             Some(Value::String(id)) if !id.is_empty() => id.as_str(),
             _ => {
                 findings.push(shape(
@@ -120,15 +121,15 @@ fn index_lanes<'a>(
             ));
             continue;
         }
-        let scope = body.get("mutation_scope").and_then(Value::as_object);
+        let scope = field(body, "mutation_scope").and_then(Value::as_object);
         lanes.push(Lane {
             index,
             id,
             body,
-            status: body.get("status").and_then(Value::as_str),
+            status: field(body, "status").and_then(Value::as_str),
             scope_is_object: scope.is_some(),
-            allowed: RefSet::of(scope.and_then(|s| s.get("allowed_refs"))),
-            denied: RefSet::of(scope.and_then(|s| s.get("denied_refs"))),
+            allowed: RefSet::of(scope.and_then(|s| field(s, "allowed_refs"))),
+            denied: RefSet::of(scope.and_then(|s| field(s, "denied_refs"))),
         });
     }
     Lanes(lanes)
@@ -153,7 +154,7 @@ fn check_lane(lane: &Lane<'_>, lanes: &Lanes<'_>, findings: &mut Vec<CodedFindin
             ),
         ));
     }
-    let Some(Value::Array(dependencies)) = lane.body.get("depends_on") else {
+    let Some(Value::Array(dependencies)) = field(lane.body, "depends_on") else {
         return;
     };
     for (position, dependency) in dependencies.iter().enumerate() {
@@ -231,7 +232,7 @@ fn check_next_action(
         findings.push(shape("$.next_action", "must be an object"));
         return;
     };
-    let lane_id = action.get("lane_id");
+    let lane_id = field(action, "lane_id");
     let Some(lane) = lanes.get(lane_id) else {
         findings.push(CodedFinding::new(
             codes::NEXT_ACTION_UNKNOWN_LANE,
@@ -249,7 +250,7 @@ fn check_next_action(
     check_scope(
         &"$.next_action",
         lane,
-        action.get("effect_refs"),
+        field(action, "effect_refs"),
         &scope_codes,
         findings,
     );
@@ -288,7 +289,7 @@ fn check_bindings<'a>(
             findings.push(shape(path, "must be an object"));
             continue;
         };
-        let event_id = match binding.get("event_id") {
+        let event_id = match field(binding, "event_id") {
             Some(Value::String(id)) if !id.is_empty() => id.as_str(),
             _ => {
                 findings.push(shape(
@@ -310,7 +311,7 @@ fn check_bindings<'a>(
             continue;
         }
         bound.push(event_id);
-        let lane_id = binding.get("lane_id");
+        let lane_id = field(binding, "lane_id");
         match lanes.get(lane_id) {
             None => findings.push(CodedFinding::new(
                 codes::BINDING_UNKNOWN_LANE,
@@ -325,7 +326,7 @@ fn check_bindings<'a>(
                 check_scope(
                     &path,
                     lane,
-                    binding.get("effect_refs"),
+                    field(binding, "effect_refs"),
                     &scope_codes,
                     findings,
                 );
@@ -349,8 +350,8 @@ fn check_vce(
         ));
         return;
     };
-    let ours = extension.get("vce_envelope_id");
-    let theirs = vce.get("envelope_id");
+    let ours = field(extension, "vce_envelope_id");
+    let theirs = field(vce, "envelope_id");
     if ours != theirs {
         findings.push(CodedFinding::new(
             codes::VCE_ENVELOPE_MISMATCH,
@@ -364,15 +365,16 @@ fn check_vce(
     // Event id → event type of the *last* tail row with that id, as the reference's dict
     // keeps it: rows are read backwards, sorted stably by id, and the first of each id kept.
     // Sorted vectors instead of hash maps: tails are short, and sorting needs no hashing.
-    let mut known: Vec<(&str, Option<&str>)> = match vce.get("operational_tail") {
+    let mut known: Vec<(&str, Option<&str>)> = match field(vce, "operational_tail") {
         Some(Value::Array(rows)) => rows
             .iter()
             .rev()
             .filter_map(Value::as_object)
-            .filter_map(|row| match row.get("event_id") {
-                Some(Value::String(id)) => {
-                    Some((id.as_str(), row.get("event_type").and_then(Value::as_str)))
-                }
+            .filter_map(|row| match field(row, "event_id") {
+                Some(Value::String(id)) => Some((
+                    id.as_str(),
+                    field(row, "event_type").and_then(Value::as_str),
+                )),
                 _ => None,
             })
             .collect(),
@@ -423,17 +425,17 @@ fn check_requirements(
     let mut revalidated: Vec<&str> = Vec::new();
     match requirements {
         Some(Value::Object(requirements)) => {
-            if requirements.get("fail_closed") != Some(&Value::Bool(true)) {
+            if field(requirements, "fail_closed") != Some(&Value::Bool(true)) {
                 findings.push(CodedFinding::new(
                     codes::RESTORE_NOT_FAIL_CLOSED,
                     format!(
                         "`$.restore_requirements.fail_closed` is {}, must be `true`",
-                        tick_value(requirements.get("fail_closed"))
+                        tick_value(field(requirements, "fail_closed"))
                     ),
                 ));
             }
             check_required_checks(
-                requirements.get("required_lane_checks"),
+                field(requirements, "required_lane_checks"),
                 lanes,
                 &mut revalidated,
                 findings,
@@ -475,7 +477,7 @@ fn check_required_checks<'a>(
             findings.push(shape(path, "must be an object"));
             continue;
         };
-        let check_id = match check.get("check_id") {
+        let check_id = match field(check, "check_id") {
             Some(Value::String(id)) if !id.is_empty() => id.as_str(),
             _ => {
                 findings.push(shape(
@@ -496,7 +498,7 @@ fn check_required_checks<'a>(
         } else {
             seen.push(check_id);
         }
-        let lane_id = check.get("lane_id");
+        let lane_id = field(check, "lane_id");
         match lanes.get(lane_id) {
             Some(lane) => revalidated.push(lane.id),
             None => findings.push(CodedFinding::new(

@@ -25,6 +25,7 @@
 
 use std::collections::HashMap;
 
+use cairn_core::lookup::same_text;
 use cairn_core::sort_keys::word;
 use serde_json::{Map, Value};
 
@@ -473,11 +474,6 @@ fn same_tail(a: &str, b: &str) -> bool {
     let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
     x.by_ref().zip(y.by_ref()).all(|(p, q)| word(p) == word(q))
         && word(x.remainder()) == word(y.remainder())
-}
-
-/// `a == b`, comparing lengths and first words before the rest.
-fn same_text(a: &str, b: &str) -> bool {
-    a.len() == b.len() && head(a) == head(b) && same_tail(a, b)
 }
 
 fn has_type(kinds: u8, instance: &Value) -> bool {

@@ -1,6 +1,7 @@
 //! The semantic rules on operational events (authority, execution evidence) and on rejected
 //! approaches and pending verification.
 
+use cairn_core::lookup::{field, field_of};
 use serde_json::{Map, Value};
 
 use super::{Authorities, EXECUTION_EVENT_TYPES, Index};
@@ -21,12 +22,12 @@ pub(super) fn check_event<'a>(
     index: &mut Index<'a>,
     stage: &mut Stage,
 ) -> usize {
-    let event_id = || shown(event.get("event_id"));
+    let event_id = || shown(field(event, "event_id"));
     let mut constraints = 0;
-    let authority = event.get("authority_class");
+    let authority = field(event, "authority_class");
     if is_str(authority, "instruction") || is_str(authority, "constraint") {
-        let source_type = match event.get("provenance") {
-            Some(Value::Object(provenance)) => provenance.get("source_type"),
+        let source_type = match field(event, "provenance") {
+            Some(Value::Object(provenance)) => field(provenance, "source_type"),
             _ => None,
         };
         if !authorities.admit(source_type) {
@@ -43,11 +44,11 @@ pub(super) fn check_event<'a>(
             constraints = 1;
         }
     }
-    let event_type = event.get("event_type");
+    let event_type = field(event, "event_type");
     if !EXECUTION_EVENT_TYPES.iter().any(|t| is_str(event_type, t)) {
         return constraints;
     }
-    let refs = match event.get("evidence_refs") {
+    let refs = match field(event, "evidence_refs") {
         Some(Value::Array(refs)) if !refs.is_empty() => refs,
         _ => {
             stage.block(
@@ -83,7 +84,7 @@ pub(super) fn check_event<'a>(
         };
         // Only a finding quotes it, and most references have none.
         let shown_ref = || shown(Some(reference));
-        if !truthy(artifact.row.get("digest")) && !truthy(artifact.row.get("receipt_ref")) {
+        if !truthy(field(artifact.row, "digest")) && !truthy(field(artifact.row, "receipt_ref")) {
             stage.block(
                 EVIDENCE_ARTIFACT_WITHOUT_ANCHOR,
                 format!(
@@ -125,7 +126,7 @@ pub(super) fn rejected_and_pending(
     match rejected {
         Some(Value::Array(items)) => {
             for (position, item) in items.iter().enumerate() {
-                let status = item.get("status");
+                let status = field_of(item, "status");
                 if !item.is_object() || !is_str(status, "rejected") {
                     stage.block(
                         REJECTED_APPROACH_REOPENED,
@@ -145,7 +146,7 @@ pub(super) fn rejected_and_pending(
     match pending {
         Some(Value::Array(items)) => {
             for (position, item) in items.iter().enumerate() {
-                if is_str(item.get("status"), "passed") {
+                if is_str(field_of(item, "status"), "passed") {
                     stage.block(
                         PENDING_VERIFICATION_PROMOTED,
                         format!(

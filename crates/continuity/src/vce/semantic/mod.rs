@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use cairn_core::lookup::field;
 use serde_json::{Map, Value};
 
 mod events;
@@ -149,7 +150,7 @@ fn authority_model<'a>(model: Option<&'a Value>, stage: &mut Stage) -> Authoriti
         );
         return Authorities::Default;
     };
-    let precedence_ok = matches!(model.get("precedence"), Some(Value::Array(items))
+    let precedence_ok = matches!(field(model, "precedence"), Some(Value::Array(items))
         if items.len() == PRECEDENCE.len()
             && items.iter().zip(PRECEDENCE).all(|(item, want)| is_str(Some(item), want)));
     if !precedence_ok {
@@ -157,11 +158,11 @@ fn authority_model<'a>(model: Option<&'a Value>, stage: &mut Stage) -> Authoriti
             AUTHORITY_PRECEDENCE_INVALID,
             format!(
                 "`$.authority_model.precedence` is `{}`, not `system > developer > user > project_policy > memory`",
-                shown(model.get("precedence"))
+                shown(field(model, "precedence"))
             ),
         );
     }
-    let memory_default = model.get("memory_default");
+    let memory_default = field(model, "memory_default");
     if !is_str(memory_default, "non_authoritative_memory") {
         stage.block(
             MEMORY_DEFAULT_INVALID,
@@ -171,7 +172,7 @@ fn authority_model<'a>(model: Option<&'a Value>, stage: &mut Stage) -> Authoriti
             ),
         );
     }
-    let Some(Value::Array(sources)) = model.get("authoritative_sources") else {
+    let Some(Value::Array(sources)) = field(model, "authoritative_sources") else {
         stage.block(
             AUTHORITATIVE_SOURCES_INVALID,
             "`$.authority_model.authoritative_sources` is not an array",
@@ -219,7 +220,8 @@ fn artifact_index<'a>(
             );
             continue;
         };
-        let Some(Value::String(id)) = row.get("artifact_id").filter(|id| truthy(Some(id))) else {
+        let Some(Value::String(id)) = field(row, "artifact_id").filter(|id| truthy(Some(id)))
+        else {
             stage.block(
                 ARTIFACT_REFS_INVALID,
                 format!(
@@ -261,16 +263,16 @@ fn required_checks<'a>(requirements: Option<&'a Value>, stage: &mut Stage) -> &'
         );
         return &[];
     };
-    if requirements.get("fail_closed") != Some(&Value::Bool(true)) {
+    if field(requirements, "fail_closed") != Some(&Value::Bool(true)) {
         stage.block(
             RESTORE_NOT_FAIL_CLOSED,
             format!(
                 "`$.restore_requirements.fail_closed` is `{}`: the restore gate must fail closed",
-                shown(requirements.get("fail_closed"))
+                shown(field(requirements, "fail_closed"))
             ),
         );
     }
-    match requirements.get("required_evidence_checks") {
+    match field(requirements, "required_evidence_checks") {
         Some(Value::Array(checks)) => checks,
         _ => {
             stage.block(
@@ -291,7 +293,7 @@ fn note_checks(checks: &[Value], artifacts: &mut BTreeMap<&str, Artifact<'_>>, s
             continue;
         };
         let at = || format!("`$.restore_requirements.required_evidence_checks[{position}]");
-        let Some(Value::String(check_id)) = check.get("check_id").filter(|id| truthy(Some(id)))
+        let Some(Value::String(check_id)) = field(check, "check_id").filter(|id| truthy(Some(id)))
         else {
             stage.block(
                 CHECK_ID_MISSING,
@@ -305,7 +307,7 @@ fn note_checks(checks: &[Value], artifacts: &mut BTreeMap<&str, Artifact<'_>>, s
                 format!("{}.check_id` repeats `{check_id}`", at()),
             );
         }
-        let artifact_id = check.get("artifact_id");
+        let artifact_id = field(check, "artifact_id");
         let artifact = match artifact_id {
             Some(Value::String(id)) => artifacts.get_mut(id.as_str()),
             _ => None,
@@ -322,7 +324,7 @@ fn note_checks(checks: &[Value], artifacts: &mut BTreeMap<&str, Artifact<'_>>, s
             continue;
         };
         artifact.checked = true;
-        let method = check.get("method");
+        let method = field(check, "method");
         for (name, anchor) in [("digest", "digest"), ("receipt", "receipt_ref")] {
             if is_str(method, name) {
                 artifact.durably_checked = true;
