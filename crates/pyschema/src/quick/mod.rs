@@ -435,9 +435,15 @@ fn declared_in_key_order<'v, 'k>(
 }
 
 /// The declared property `key`, searching from `cursor` onwards and then from the start;
-/// `cursor` moves past a found property.
+/// `cursor` moves past a found property. Documents mostly list members in the order they are
+/// looked for, so the property at the cursor is tried first, by a plain comparison, before
+/// the search that compares precomputed heads (3% of a VCE 0.1 decision).
 fn find<'k>(known: &'k [Known], key: &str, cursor: &mut usize) -> Option<&'k Known> {
     let start = (*cursor).min(known.len());
+    if let Some(property) = known.get(start).filter(|p| same_text(&p.name, key)) {
+        *cursor = start + 1;
+        return Some(property);
+    }
     let (before, after) = known.split_at(start);
     let key_head = head(key);
     // Length and first eight bytes decide almost every comparison.
