@@ -35,23 +35,23 @@ pub(super) fn check(envelope: &Value, canonical: Option<Vec<u8>>, stage: &mut St
         );
         return;
     };
-    let Some(Value::Object(meta)) = map.get(DIGEST_FIELD) else {
+    let Some(Value::Object(meta)) = field(map, DIGEST_FIELD) else {
         stage.block(
             ENVELOPE_DIGEST_UNSUPPORTED,
             "`$.envelope_digest` is not an object",
         );
         return;
     };
-    for (field, want) in [
+    for (name, want) in [
         ("algorithm", "sha256"),
         ("canonicalization", "json-sort-keys-utf8-v1"),
     ] {
-        let got = meta.get(field);
+        let got = field(meta, name);
         if !is_str(got, want) {
             stage.block(
                 ENVELOPE_DIGEST_UNSUPPORTED,
                 format!(
-                    "`$.envelope_digest.{field}` is `{}`, not `{want}`",
+                    "`$.envelope_digest.{name}` is `{}`, not `{want}`",
                     shown(got)
                 ),
             );

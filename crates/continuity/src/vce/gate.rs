@@ -186,17 +186,17 @@ fn check_requirement(
         return;
     };
     let mut mismatched = false;
-    for field in ["artifact_id", "method"] {
-        if !py_eq(result.get(field), requirement.get(field)) {
+    for name in ["artifact_id", "method"] {
+        if !py_eq(field(result, name), field(requirement, name)) {
             mismatched = true;
             stage.block(
                 CHECK_RESULT_MISMATCH,
                 format!(
-                    "the result of `{}` has `{field}` `{}`, but {} requires `{}`",
+                    "the result of `{}` has `{name}` `{}`, but {} requires `{}`",
                     shown(check_id),
-                    shown(result.get(field)),
+                    shown(field(result, name)),
                     at(),
-                    shown(requirement.get(field))
+                    shown(field(requirement, name))
                 ),
             );
         }
@@ -275,8 +275,8 @@ fn judge_passed(
         );
         return;
     };
-    let expected = artifact.get(anchor);
-    let observed = result.get(observed_field);
+    let expected = field(artifact, anchor);
+    let observed = field(result, observed_field);
     if !truthy(expected) {
         stage.block(
             CHECK_ANCHOR_MISSING,

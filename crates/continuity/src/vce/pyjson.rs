@@ -8,6 +8,7 @@
 
 use std::fmt::Write as _;
 
+use cairn_core::lookup::field;
 use cairn_pyschema::Cut;
 use serde_json::{Map, Number, Value};
 
@@ -55,7 +56,7 @@ pub(super) fn py_eq_value(a: &Value, b: &Value) -> bool {
 fn objects_equal(x: &Map<String, Value>, y: &Map<String, Value>) -> bool {
     x.len() == y.len()
         && x.iter()
-            .all(|(key, p)| y.get(key).is_some_and(|q| py_eq_value(p, q)))
+            .all(|(key, p)| field(y, key).is_some_and(|q| py_eq_value(p, q)))
 }
 
 /// A Python number: `bool` is a subclass of `int`.

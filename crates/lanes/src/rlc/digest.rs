@@ -102,17 +102,17 @@ fn check_extension_digest(
         return;
     };
     let mut supported = true;
-    for (field, wanted) in [
+    for (name, wanted) in [
         ("algorithm", ALGORITHM),
         ("canonicalization", CANONICALIZATION),
     ] {
-        let found = metadata.get(field);
+        let found = field(metadata, name);
         if found.and_then(Value::as_str) != Some(wanted) {
             supported = false;
             findings.push(CodedFinding::new(
                 codes::EXTENSION_DIGEST_UNSUPPORTED,
                 format!(
-                    "`$.extension_digest.{field}` is {}, expected {}",
+                    "`$.extension_digest.{name}` is {}, expected {}",
                     tick_value(found),
                     tick(wanted)
                 ),

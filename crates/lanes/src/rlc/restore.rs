@@ -66,9 +66,8 @@ pub(crate) fn check(
         ));
     }
     let rows = index_rows(field(restore, "lane_checks"), findings);
-    let Some(Value::Array(required)) = extension
-        .get("restore_requirements")
-        .and_then(|r| field_of(r, "required_lane_checks"))
+    let Some(Value::Array(required)) =
+        field(extension, "restore_requirements").and_then(|r| field_of(r, "required_lane_checks"))
     else {
         findings.push(shape(
             "$.restore_requirements.required_lane_checks",
