@@ -300,7 +300,7 @@ impl Quick {
         // `preserve_order` is on: then each member is looked up in the map's own order (the
         // search cursor hits at once where that follows the schema's) and the members are put in
         // key order by the rank of their property, an integer; a map with undeclared members
-        // (or more than `RANKED_LIMIT`) is sorted by name.
+        // (or of an object declaring more than `RANKED_LIMIT`) is sorted by name.
         if !S::IN_KEY_ORDER || cairn_core::sort_keys::maps_iterate_in_key_order() {
             return self.members_valid(object, map, declared(object, map.iter()), depth, sink);
         }
@@ -406,32 +406,29 @@ fn declared<'v, 'k>(
     members.map(move |(key, value)| (key, value, find(&object.known, key, &mut cursor)))
 }
 
-/// The most members [`Quick::object_valid`] puts in key order by rank, without allocating.
-const RANKED_LIMIT: usize = 24;
-
-/// What fills the slots of [`declared_in_key_order`]'s array that no member takes.
-static NO_NAME: String = String::new();
-static NO_VALUE: Value = Value::Null;
+/// The most declared properties an object may have for [`Quick::object_valid`] to put its
+/// members in key order by rank, without allocating.
+const RANKED_LIMIT: usize = 32;
 
 /// Calls `walk` with the members of `map` in key order when every one is a declared property
-/// and there are at most [`RANKED_LIMIT`] of them (ordered by [`Known::rank`]); `None` when
-/// not.
+/// and `object` declares at most [`RANKED_LIMIT`] of them; `None` when not. Each member goes
+/// to the slot of its property's [`Known::rank`], so the order costs no comparison.
 fn declared_in_key_order<'v, 'k>(
     object: &'k ObjectCheck,
     map: &'v Map<String, Value>,
     walk: impl FnOnce(&mut dyn Iterator<Item = Member<'v, 'k>>) -> bool,
 ) -> Option<bool> {
-    if map.len() > RANKED_LIMIT {
+    if object.known.len() > RANKED_LIMIT {
         return None;
     }
-    let mut members: [Member<'v, 'k>; RANKED_LIMIT] = [(&NO_NAME, &NO_VALUE, None); RANKED_LIMIT];
+    let mut slots: [Option<Member<'v, 'k>>; RANKED_LIMIT] = [None; RANKED_LIMIT];
     let mut cursor = 0;
-    for (slot, (key, value)) in members.iter_mut().zip(map) {
-        *slot = (key, value, Some(find(&object.known, key, &mut cursor)?));
+    for (key, value) in map {
+        let property = find(&object.known, key, &mut cursor)?;
+        *slots.get_mut(property.rank)? = Some((key, value, Some(property)));
     }
-    let members = members.get_mut(..map.len())?;
-    members.sort_unstable_by_key(|(_, _, property)| property.map_or(0, |p| p.rank));
-    Some(walk(&mut members.iter().copied()))
+    let slots = slots.get(..object.known.len())?;
+    Some(walk(&mut slots.iter().flatten().copied()))
 }
 
 /// The declared property `key`, searching from `cursor` onwards and then from the start;
