@@ -4,7 +4,8 @@
 //! `serde_json`'s `preserve_order` is on (as in the `cairn` binary), hashes the name with
 //! SipHash first. The validators look up a few dozen members of objects of a handful of
 //! members per decision; for those a scan that compares lengths first and then whole words is
-//! cheaper in both builds (a tenth of a VCE 0.1 decision in the `preserve_order` build).
+//! cheaper in both builds (in the `preserve_order` build it took 15% off a VCE 0.1 decision and
+//! 17% off an RLC 0.1 one).
 
 use serde_json::{Map, Value};
 
