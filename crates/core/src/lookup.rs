@@ -39,7 +39,13 @@ pub fn field_of<'a>(value: &'a Value, name: &str) -> Option<&'a Value> {
 #[must_use]
 #[inline]
 pub fn same_text(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
+    same_bytes(a.as_bytes(), b.as_bytes())
+}
+
+/// [`same_text`] of bytes.
+#[must_use]
+#[inline]
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

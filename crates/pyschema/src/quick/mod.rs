@@ -25,7 +25,7 @@
 
 use std::collections::HashMap;
 
-use cairn_core::lookup::same_text;
+use cairn_core::lookup::{same_bytes, same_text};
 use cairn_core::sort_keys::word;
 use serde_json::{Map, Value};
 
@@ -466,17 +466,13 @@ fn head(text: &str) -> u64 {
     word(text.as_bytes())
 }
 
-/// The bytes of `a` and `b`, of equal length, after their first eight are equal; compared a
-/// word at a time, since a call into the C library's `memcmp` per name cost more than the
-/// comparison.
+/// The bytes of `a` and `b`, of equal length, after their first eight are equal.
 #[inline]
 fn same_tail(a: &str, b: &str) -> bool {
-    let (Some(a), Some(b)) = (a.as_bytes().get(8..), b.as_bytes().get(8..)) else {
-        return true;
-    };
-    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
-    x.by_ref().zip(y.by_ref()).all(|(p, q)| word(p) == word(q))
-        && word(x.remainder()) == word(y.remainder())
+    match (a.as_bytes().get(8..), b.as_bytes().get(8..)) {
+        (Some(a), Some(b)) => same_bytes(a, b),
+        _ => true,
+    }
 }
 
 fn has_type(kinds: u8, instance: &Value) -> bool {
