@@ -476,12 +476,11 @@ impl LaneConfig {
     #[must_use]
     pub fn with_project_root(mut self, root: &str) -> Self {
         self.bindings = self.bindings.with_project_root(root);
-        if let Some(root) = self.bindings.project_root().map(str::to_owned) {
-            self.lanes = std::mem::take(&mut self.lanes)
-                .into_iter()
-                .map(|(id, lane)| (id, lane.within_project(&root)))
-                .collect();
-        }
+        let lanes = std::mem::take(&mut self.lanes);
+        self.lanes = lanes
+            .into_iter()
+            .map(|(id, lane)| (id, self.place(lane)))
+            .collect();
         self
     }
 
