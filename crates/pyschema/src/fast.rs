@@ -76,13 +76,17 @@ impl PyKeyword for Required {
 
 /// `minLength`: a string has at least `limit` characters (code points, as Python's `len`).
 /// Other instances pass.
+#[derive(Clone, Copy)]
 pub(crate) struct MinLength {
     limit: usize,
 }
 
 impl MinLength {
+    /// No minimum.
+    pub(crate) const NONE: Self = Self { limit: 0 };
+
     /// A character takes one to four bytes in UTF-8, so the byte length often decides.
-    fn long_enough(&self, text: &str) -> bool {
+    pub(crate) fn long_enough(&self, text: &str) -> bool {
         text.len() >= self.limit
             && (text.len() >= self.limit.saturating_mul(4) || text.chars().count() >= self.limit)
     }

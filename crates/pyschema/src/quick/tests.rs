@@ -211,6 +211,29 @@ fn what_only_the_full_validator_can_settle_is_left_to_it() {
     assert!(nested.is_valid(&json!([[[]]])));
 }
 
+/// `$ref` and `anyOf` judge the same instance again, so a circle of them would be walked
+/// forever: such schemas have no quick check (the full validator decides).
+#[test]
+fn schemas_that_judge_in_circles_have_no_quick_check() {
+    for schema in [
+        json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+               "properties": {"x": {"$ref": "#/$defs/a"}}}),
+        json!({"$defs": {"a": {"type": "object", "$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}),
+        json!({"$defs": {"a": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/a"}]}},
+               "items": {"$ref": "#/$defs/a"}}),
+    ] {
+        assert!(Quick::compile(&schema).is_none(), "{schema}");
+    }
+    // Recursion through members or items is not a circle: each step is one level deeper.
+    for schema in [
+        json!({"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}),
+        json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"type": "string"}},
+               "anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]}),
+    ] {
+        assert!(Quick::compile(&schema).is_some(), "{schema}");
+    }
+}
+
 /// `value` with every object's members inserted in key order, or in reverse key order: when
 /// `serde_json`'s `preserve_order` feature is on in this build, maps then iterate in that
 /// order, and the walk must put reversed members in order itself.
