@@ -26,7 +26,7 @@
 
 use std::collections::HashMap;
 
-use cairn_core::lookup::{same_bytes, same_text};
+use cairn_core::lookup::{field, same_bytes, same_text};
 use cairn_core::sort_keys::word;
 use serde_json::{Map, Value};
 
@@ -668,7 +668,7 @@ fn surely_differ(a: &Value, b: &Value, depth: usize) -> bool {
         (Value::Object(x), Value::Object(y)) => {
             x.len() != y.len()
                 || x.iter()
-                    .any(|(key, x)| y.get(key).is_none_or(|y| surely_differ(x, y, depth + 1)))
+                    .any(|(key, x)| field(y, key).is_none_or(|y| surely_differ(x, y, depth + 1)))
         }
         // Different kinds: a number never equals a boolean (the reference "unbools" them),
         // a string or a container anything else.
