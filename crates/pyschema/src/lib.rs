@@ -43,8 +43,8 @@ use date_time::DateTimeFormat;
 use fast::{MinLength, Required};
 use keyword::factory;
 use pattern::PythonPattern;
+use quick::{Hashing, Marking, Quick, Sink, SortKeys};
 pub use quick::{MarkedItem, SortKeysMarks};
-use quick::{Marking, Quick, Sink, SortKeys};
 
 pub use date_time::is_python_date_time;
 pub use error::PySchemaError;
@@ -182,6 +182,23 @@ impl Schema {
             errors,
             sink.and_then(|sink| (!sink.failed).then_some(sink.out)),
         )
+    }
+
+    /// [`Schema::check`], and for a valid document also the SHA-256 of its
+    /// `json-sort-keys-utf8-v1` form without its top-level member `skip`, hashed as the walk
+    /// writes it (the bytes are not kept): exactly the SHA-256 of
+    /// `cairn_core::canonical::sort_keys_utf8_v1_without`. `None` means only "not hashed here",
+    /// as for [`Schema::check_writing_sort_keys`].
+    #[must_use]
+    pub fn check_digesting_sort_keys(
+        &self,
+        document: &Value,
+        root: &str,
+        skip: Option<&str>,
+    ) -> (Vec<SchemaError>, Option<[u8; 32]>) {
+        let (errors, sink) = self.check_into(document, root, Hashing::new(skip));
+        let digest = sink.and_then(|sink| (!sink.inner.failed).then(|| sink.finish()));
+        (errors, digest)
     }
 
     /// [`Schema::check_writing_sort_keys`], also noting where the items of one top-level

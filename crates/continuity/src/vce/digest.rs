@@ -7,8 +7,8 @@
 //!
 //! The digest is computed without copying the envelope: the canonical writer leaves the
 //! top-level `envelope_digest` out as it goes. Usually the schema stage's walk has already
-//! written that form (`cairn_pyschema::Schema::check_writing_sort_keys`), and this stage only
-//! hashes it.
+//! written and hashed that form (`cairn_pyschema::Schema::check_digesting_sort_keys`), and
+//! this stage only compares.
 
 use cairn_core::CoreError;
 use cairn_core::lookup::field;
@@ -24,10 +24,10 @@ use super::pyjson::{is_str, shown};
 /// The field that carries the digest and is left out of it.
 pub(super) const DIGEST_FIELD: &str = "envelope_digest";
 
-/// Checks `envelope_digest` against the envelope, adding every finding to `stage`;
-/// `canonical` is the envelope's canonical form without [`DIGEST_FIELD`] when the schema stage
-/// already wrote it.
-pub(super) fn check(envelope: &Value, canonical: Option<Vec<u8>>, stage: &mut Stage) {
+/// Checks `envelope_digest` against the envelope, adding every finding to `stage`; `digest`
+/// is the SHA-256 of the envelope's canonical form without [`DIGEST_FIELD`] when the schema
+/// stage already hashed it.
+pub(super) fn check(envelope: &Value, digest: Option<[u8; 32]>, stage: &mut Stage) {
     let Some(map) = envelope.as_object() else {
         stage.block(
             ENVELOPE_DIGEST_UNCOMPUTABLE,
@@ -57,9 +57,12 @@ pub(super) fn check(envelope: &Value, canonical: Option<Vec<u8>>, stage: &mut St
             );
         }
     }
-    let canonical = canonical.map_or_else(|| canonical_without_field(map), Ok);
-    let computed = match canonical {
-        Ok(canonical) => to_hex(&Sha256::digest(&canonical)),
+    let digest = digest.map_or_else(
+        || canonical_without_field(map).map(|canonical| Sha256::digest(&canonical).into()),
+        Ok,
+    );
+    let computed = match digest {
+        Ok(digest) => to_hex(&digest),
         Err(error) => {
             stage.block(
                 ENVELOPE_DIGEST_UNCOMPUTABLE,

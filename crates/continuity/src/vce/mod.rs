@@ -144,7 +144,7 @@ impl VceValidator {
             root: "$",
             code: codes::SCHEMA_INVALID,
         };
-        let canonical = schema::check_writing_sort_keys(
+        let digest = schema::check_digesting_sort_keys(
             &self.envelope_schema,
             envelope,
             subject,
@@ -154,7 +154,7 @@ impl VceValidator {
         if let Some(report) = stage.report() {
             return report;
         }
-        digest::check(envelope, canonical, &mut stage);
+        digest::check(envelope, digest, &mut stage);
         if let Some(report) = stage.report() {
             return report;
         }

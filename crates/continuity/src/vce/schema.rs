@@ -41,19 +41,19 @@ pub(super) fn check(schema: &Schema, document: &Value, subject: Subject, stage: 
     report(schema.check(document, subject.root), subject, stage);
 }
 
-/// [`check`], also returning the `json-sort-keys-utf8-v1` form of `document` without its
-/// top-level member `skip` when the schema walk wrote it on the way (see
-/// [`Schema::check_writing_sort_keys`]), so that the digest stage need not walk it again.
-pub(super) fn check_writing_sort_keys(
+/// [`check`], also returning the SHA-256 of the `json-sort-keys-utf8-v1` form of `document`
+/// without its top-level member `skip` when the schema walk hashed it on the way (see
+/// [`Schema::check_digesting_sort_keys`]), so that the digest stage need not walk it again.
+pub(super) fn check_digesting_sort_keys(
     schema: &Schema,
     document: &Value,
     subject: Subject,
     skip: &str,
     stage: &mut Stage,
-) -> Option<Vec<u8>> {
-    let (errors, canonical) = schema.check_writing_sort_keys(document, subject.root, Some(skip));
+) -> Option<[u8; 32]> {
+    let (errors, digest) = schema.check_digesting_sort_keys(document, subject.root, Some(skip));
     report(errors, subject, stage);
-    canonical
+    digest
 }
 
 fn report(errors: Vec<cairn_pyschema::SchemaError>, subject: Subject, stage: &mut Stage) {

@@ -38,8 +38,8 @@ use crate::pattern::PythonPattern;
 mod sink;
 
 use sink::Nothing;
+pub(crate) use sink::{Hashing, Marking, Sink, SortKeys};
 pub use sink::{MarkedItem, SortKeysMarks};
-pub(crate) use sink::{Marking, Sink, SortKeys};
 
 /// Deeper instances are left to the full validator.
 const MAX_DEPTH: usize = 64;

@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{Marking, Quick, SortKeys, SortKeysMarks};
+use sha2::{Digest as _, Sha256};
+
+use super::{Hashing, Marking, Quick, SortKeys, SortKeysMarks};
 use crate::full_validator;
 
 /// A published schema and the case files it judges.
@@ -287,7 +289,7 @@ fn expected_sort_keys(document: &Value, skip: &str) -> Vec<u8> {
 }
 
 #[test]
-fn the_walk_that_accepts_a_document_writes_its_sort_keys_form() {
+fn the_walk_that_accepts_a_document_writes_and_hashes_its_sort_keys_form() {
     let mut written = 0;
     for format in &FORMATS {
         let schema = read(&crates().join(format.schema));
@@ -308,13 +310,19 @@ fn the_walk_that_accepts_a_document_writes_its_sort_keys_form() {
                 };
                 let valid = quick.is_valid_into(document, &mut sink);
                 assert_eq!(valid, quick.is_valid(document), "{document}");
+                let mut hashing = Hashing::new(Some(skip));
+                assert_eq!(quick.is_valid_into(document, &mut hashing), valid);
                 if valid {
+                    let expected = expected_sort_keys(document, skip);
                     assert!(!sink.failed, "{document}");
                     assert_eq!(
                         String::from_utf8(sink.out).unwrap(),
-                        String::from_utf8(expected_sort_keys(document, skip)).unwrap(),
+                        String::from_utf8(expected.clone()).unwrap(),
                         "skipping {skip}"
                     );
+                    assert!(!hashing.inner.failed, "{document}");
+                    let digest: [u8; 32] = Sha256::digest(&expected).into();
+                    assert_eq!(hashing.finish(), digest, "skipping {skip}: {document}");
                     written += 1;
                 }
             }
