@@ -300,13 +300,16 @@ impl Sink for Marking<'_, '_> {
 }
 
 /// [`SortKeys`] whose bytes are hashed with SHA-256 as they are written, and then let go:
-/// before each member or item every whole 64-byte block written so far goes to the hasher, so
-/// the buffer holds at most a block and one value however long the document, and the hashing
-/// is spread through the walk, whose loads the processor overlaps with it (5% off a VCE 0.1
-/// decision against hashing the written bytes afterwards).
+/// before each member or item every whole 64-byte block written so far goes to the hasher
+/// (hashed bytes are dropped once there are half a [`HASHING_BUFFER`] of them), so the buffer
+/// stays about a KiB however long the document, and the hashing is spread through the walk,
+/// whose loads the processor overlaps with it (5% off a VCE 0.1 decision against hashing the
+/// written bytes afterwards).
 pub(crate) struct Hashing<'a> {
     pub(crate) inner: SortKeys<'a>,
     hasher: Sha256,
+    /// How many bytes at the start of the buffer are hashed.
+    hashed: usize,
 }
 
 impl<'a> Hashing<'a> {
@@ -319,24 +322,33 @@ impl<'a> Hashing<'a> {
                 failed: false,
             },
             hasher: Sha256::new(),
+            hashed: 0,
         }
     }
 
     /// Hashes the whole blocks written so far and lets them go.
     #[inline]
     fn feed(&mut self) {
-        let ready = self.inner.out.len() & !(BLOCK - 1);
-        if ready > 0 {
-            if let Some(blocks) = self.inner.out.get(..ready) {
-                self.hasher.update(blocks);
-            }
-            self.inner.out.drain(..ready);
+        let ready = (self.inner.out.len() - self.hashed) & !(BLOCK - 1);
+        if ready == 0 {
+            return;
+        }
+        let end = self.hashed + ready;
+        if let Some(blocks) = self.inner.out.get(self.hashed..end) {
+            self.hasher.update(blocks);
+        }
+        self.hashed = end;
+        if end >= HASHING_BUFFER / 2 {
+            self.inner.out.drain(..end);
+            self.hashed = 0;
         }
     }
 
     /// The SHA-256 of everything written.
     pub(crate) fn finish(mut self) -> [u8; 32] {
-        self.hasher.update(&self.inner.out);
+        if let Some(rest) = self.inner.out.get(self.hashed..) {
+            self.hasher.update(rest);
+        }
         self.hasher.finalize().into()
     }
 }
@@ -344,8 +356,8 @@ impl<'a> Hashing<'a> {
 /// SHA-256's block size.
 const BLOCK: usize = 64;
 
-/// Room for the unhashed bytes: a block, and one value written before the next feed (a longer
-/// value grows the buffer).
+/// Room for the hashed bytes not yet dropped, a block, and one value written before the next
+/// feed (a longer value grows the buffer).
 const HASHING_BUFFER: usize = 1024;
 
 impl Sink for Hashing<'_> {
