@@ -550,7 +550,7 @@ const RANKED_LIMIT: usize = 32;
 /// Calls `walk` with the members of `map` in key order when every one is a declared property
 /// and `object` declares at most [`RANKED_LIMIT`] of them; `None` when not. Each member goes
 /// to the slot of its property's [`Known::rank`], so the order costs no comparison.
-fn declared_in_key_order<'v, 'k>(
+fn declared_in_key_order<'v, 'k: 'v>(
     object: &'k ObjectCheck,
     map: &'v Map<String, Value>,
     walk: impl FnOnce(&mut dyn Iterator<Item = Member<'v, 'k>>) -> bool,
@@ -558,14 +558,17 @@ fn declared_in_key_order<'v, 'k>(
     if object.known.len() > RANKED_LIMIT {
         return None;
     }
-    let mut slots: [Option<Member<'v, 'k>>; RANKED_LIMIT] = [None; RANKED_LIMIT];
+    // The property's name stands for the member's (they are equal), which keeps slots small.
+    let mut slots: [Option<(&'v Value, &'k Known)>; RANKED_LIMIT] = [None; RANKED_LIMIT];
     let mut cursor = 0;
     for (key, value) in map {
         let property = find(&object.known, key, &mut cursor)?;
-        *slots.get_mut(property.rank)? = Some((key, value, Some(property)));
+        *slots.get_mut(property.rank)? = Some((value, property));
     }
     let slots = slots.get(..object.known.len())?;
-    Some(walk(&mut slots.iter().flatten().copied()))
+    Some(walk(&mut slots.iter().flatten().map(
+        |&(value, property)| (&property.name, value, Some(property)),
+    )))
 }
 
 /// The declared property `key`, searching from `cursor` onwards and then from the start;
