@@ -85,7 +85,7 @@ struct Node {
 
 /// The simple kinds of node that most values of the published documents meet, judged
 /// without the general walk of [`Quick::valid_node`] (which for them would pass through every
-/// keyword group to find nothing there): in a VCE 0.1 envelope three values in five.
+/// keyword group to find nothing there): in a VCE 0.1 envelope nine values in ten.
 #[derive(Default, Clone, Copy)]
 enum Leaf {
     /// Anything else: the general walk.
@@ -97,6 +97,10 @@ enum Leaf {
     Text { min: MinLength, null: bool },
     /// Only `const` or only `enum`: the instance is one of the schema's literals.
     Literal,
+    /// Only `type` `object` and the object keywords.
+    Object,
+    /// Only `type` `array` and the array keywords.
+    Array,
 }
 
 impl Leaf {
@@ -113,8 +117,16 @@ impl Leaf {
             reference,
             leaf: _,
         } = node;
-        if *never || object.is_some() || array.is_some() || !any_of.is_empty() {
+        if *never || !any_of.is_empty() {
             return Self::No;
+        }
+        let plain =
+            constant.is_none() && options.is_none() && text.is_empty() && reference.is_none();
+        match (types, object, array) {
+            (Some(Kind::OBJECT), Some(_), None) if plain => return Self::Object,
+            (Some(Kind::ARRAY), None, Some(_)) if plain => return Self::Array,
+            (_, None, None) => {}
+            _ => return Self::No,
         }
         let texts_only =
             |kinds: u8| kinds & Kind::STRING != 0 && kinds & !(Kind::STRING | Kind::NULL) == 0;
@@ -325,6 +337,22 @@ impl Quick {
                         Some(Some(written)) => {
                             sink.literal(written);
                             true
+                        }
+                        _ => false,
+                    };
+                }
+                Leaf::Object => {
+                    return match (instance, &node.object) {
+                        (Value::Object(map), Some(object)) => {
+                            self.object_valid(object, map, depth + 1, sink)
+                        }
+                        _ => false,
+                    };
+                }
+                Leaf::Array => {
+                    return match (instance, &node.array) {
+                        (Value::Array(items), Some(array)) => {
+                            self.array_valid(array, items, depth + 1, sink)
                         }
                         _ => false,
                     };
