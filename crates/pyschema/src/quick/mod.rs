@@ -79,18 +79,18 @@ struct Node {
     any_of: Box<[NodeId]>,
     /// `$ref`.
     reference: Option<NodeId>,
-    /// What the node is when it is one of the simple kinds most values meet.
-    leaf: Leaf,
+    /// Which of the simple shapes most values meet the node has, if any.
+    shape: Shape,
 }
 
-/// The simple kinds of node that most values of the published documents meet, judged
+/// The simple shapes of node that most values of the published documents meet, judged
 /// without the general walk of [`Quick::valid_node`] (which for them would pass through every
 /// keyword group to find nothing there): in a VCE 0.1 envelope nine values in ten.
 #[derive(Default, Clone, Copy)]
-enum Leaf {
+enum Shape {
     /// Anything else: the general walk.
     #[default]
-    No,
+    General,
     /// Only `$ref`: the target's judgement.
     Alias(NodeId),
     /// Only `type` naming strings (and perhaps `null`), and perhaps `minLength`.
@@ -103,7 +103,7 @@ enum Leaf {
     Array,
 }
 
-impl Leaf {
+impl Shape {
     fn of(node: &Node) -> Self {
         let Node {
             never,
@@ -115,10 +115,10 @@ impl Leaf {
             array,
             any_of,
             reference,
-            leaf: _,
+            shape: _,
         } = node;
         if *never || !any_of.is_empty() {
-            return Self::No;
+            return Self::General;
         }
         let plain =
             constant.is_none() && options.is_none() && text.is_empty() && reference.is_none();
@@ -126,7 +126,7 @@ impl Leaf {
             (Some(Kind::OBJECT), Some(_), None) if plain => return Self::Object,
             (Some(Kind::ARRAY), None, Some(_)) if plain => return Self::Array,
             (_, None, None) => {}
-            _ => return Self::No,
+            _ => return Self::General,
         }
         let texts_only =
             |kinds: u8| kinds & Kind::STRING != 0 && kinds & !(Kind::STRING | Kind::NULL) == 0;
@@ -143,7 +143,7 @@ impl Leaf {
                 }
             }
             (None, Some(_), None, [], None) | (None, None, Some(_), [], None) => Self::Literal,
-            _ => Self::No,
+            _ => Self::General,
         }
     }
 }
@@ -306,7 +306,7 @@ impl Quick {
     /// Checks `instance` against node `id`, handing it to `sink` exactly once: through this
     /// node's own object or array keywords when they walk its members, else through its
     /// `$ref`, else whole. `anyOf` branches (and a `$ref` beside walking keywords) are only
-    /// checked. The simple kinds of node ([`Leaf`]) are judged here, inlined into the walk of
+    /// checked. The simple shapes of node ([`Shape`]) are judged here, inlined into the walk of
     /// their container; the rest by [`Quick::valid_node`].
     #[inline]
     fn valid<S: Sink>(&self, id: NodeId, instance: &Value, depth: usize, sink: &mut S) -> bool {
@@ -319,9 +319,9 @@ impl Quick {
             if depth > MAX_DEPTH {
                 return false;
             }
-            match node.leaf {
-                Leaf::Alias(target) => id = target,
-                Leaf::Text { min, null } => {
+            match node.shape {
+                Shape::Alias(target) => id = target,
+                Shape::Text { min, null } => {
                     let valid = match instance {
                         Value::String(text) => min.long_enough(text),
                         Value::Null => null,
@@ -332,7 +332,7 @@ impl Quick {
                     }
                     return valid;
                 }
-                Leaf::Literal => {
+                Shape::Literal => {
                     return match literal(node, instance) {
                         Some(Some(written)) => {
                             sink.literal(written);
@@ -341,7 +341,7 @@ impl Quick {
                         _ => false,
                     };
                 }
-                Leaf::Object => {
+                Shape::Object => {
                     return match (instance, &node.object) {
                         (Value::Object(map), Some(object)) => {
                             self.object_valid(object, map, depth + 1, sink)
@@ -349,7 +349,7 @@ impl Quick {
                         _ => false,
                     };
                 }
-                Leaf::Array => {
+                Shape::Array => {
                     return match (instance, &node.array) {
                         (Value::Array(items), Some(array)) => {
                             self.array_valid(array, items, depth + 1, sink)
@@ -357,13 +357,13 @@ impl Quick {
                         _ => false,
                     };
                 }
-                Leaf::No => return self.valid_node(node, instance, depth, sink),
+                Shape::General => return self.valid_node(node, instance, depth, sink),
             }
         }
         false
     }
 
-    /// [`Quick::valid`] for a node of no [`Leaf`] kind.
+    /// [`Quick::valid`] for a node of no simple [`Shape`].
     #[inline(never)]
     fn valid_node<S: Sink>(
         &self,
@@ -818,7 +818,7 @@ impl<'s> Builder<'s> {
         if object {
             node.object = Some(Box::new(self.object(map)?));
         }
-        node.leaf = Leaf::of(&node);
+        node.shape = Shape::of(&node);
         Some(node)
     }
 
