@@ -23,8 +23,11 @@
 //! [`MESSAGE_MAX_CHARS`] with control characters escaped. [`Cut`] and [`push_cut`] are the same
 //! cutting for any user value a message quotes.
 //!
-//! The crate is pure: no I/O, no clock, and no panic on any document.
+//! The crate is pure: no I/O, no clock, and no panic on any document. A schema whose
+//! subschemas judge one instance in a circle does not compile: the `jsonschema` crate would
+//! overflow its stack on the first document (see the `circles` module).
 
+mod circles;
 mod date_time;
 mod error;
 mod fast;
@@ -108,14 +111,22 @@ pub struct SchemaError {
 /// `name` names it in errors.
 ///
 /// # Errors
-/// [`PySchemaError::Compile`] when `text` is not JSON, not a valid schema, or uses a `format`
-/// or a `pattern` whose Python meaning this crate cannot reproduce exactly.
+/// [`PySchemaError::Compile`] when `text` is not JSON, not a valid schema, uses a `format`
+/// or a `pattern` whose Python meaning this crate cannot reproduce exactly, or has subschemas
+/// that judge the same instance in a circle (see the `circles` module), which no validator
+/// could finish.
 pub fn compile(name: &'static str, text: &str) -> Result<Schema, PySchemaError> {
     let failed = |reason: String| PySchemaError::Compile {
         schema: name,
         reason,
     };
     let schema: Value = serde_json::from_str(text).map_err(|e| failed(e.to_string()))?;
+    if let Some(pointer) = circles::circle(&schema) {
+        return Err(failed(format!(
+            "the subschema at `#{pointer}` leads back to itself through `$ref` and in-place \
+             subschemas (`allOf`, `anyOf`, `not`, …), so judging any instance would never end"
+        )));
+    }
     let validator = full_validator(&schema).map_err(failed)?;
     Ok(Schema {
         name,
@@ -285,6 +296,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "test code")]
 
     use super::*;
+    use cairn_core::ErrorCode as _;
     use serde_json::json;
 
     const SCHEMA: &str = r#"{
@@ -366,5 +378,37 @@ mod tests {
             let error = compile("bad", schema).unwrap_err();
             assert!(error.to_string().starts_with("cannot compile"), "{error}");
         }
+    }
+
+    /// Before the check, the `jsonschema` crate overflowed its stack (aborting the process) on
+    /// the first document checked against these.
+    #[test]
+    fn schemas_that_judge_an_instance_in_a_circle_do_not_compile() {
+        for (schema, at) in [
+            (
+                r##"{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+                     "properties": {"x": {"$ref": "#/$defs/a"}}}"##,
+                "/$defs/",
+            ),
+            (
+                r##"{"$defs": {"a": {"type": "object", "allOf": [{"$ref": "#/$defs/a"}]}},
+                     "$ref": "#/$defs/a"}"##,
+                "/$defs/a",
+            ),
+        ] {
+            let error = compile("circle", schema).unwrap_err();
+            assert_eq!(error.code(), "pyschema_compile_failed");
+            let message = error.to_string();
+            assert!(message.contains(&format!("`#{at}")), "{message}");
+            assert!(message.contains("leads back to itself"), "{message}");
+        }
+        // Recursion one level into the instance at a time compiles and judges.
+        let tree = compile(
+            "tree",
+            r##"{"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}"##,
+        )
+        .unwrap();
+        assert!(tree.is_valid(&json!({"children": [{"children": []}, {}]})));
+        assert!(!tree.is_valid(&json!({"children": [{"children": 1}]})));
     }
 }

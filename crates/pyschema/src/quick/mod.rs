@@ -268,28 +268,13 @@ impl Quick {
     /// Some node leads back to itself through `$ref` and `anyOf` alone, which judge the same
     /// instance again: walking that would never end, so such a schema has no quick check.
     fn judges_in_circles(&self) -> bool {
-        // Nodes are settled once everything they lead to is; those on a circle, or leading
-        // into one, never are. Schemas have a few hundred nodes at most, and this runs once.
-        let mut settled = vec![false; self.nodes.len()];
-        let mut progress = true;
-        while progress {
-            progress = false;
-            for (id, node) in self.nodes.iter().enumerate() {
-                let ready = node
-                    .reference
-                    .iter()
-                    .chain(node.any_of.iter())
-                    .all(|&target| settled.get(target) == Some(&true));
-                if let Some(done) = settled.get_mut(id)
-                    && !*done
-                    && ready
-                {
-                    *done = true;
-                    progress = true;
-                }
-            }
-        }
-        settled.contains(&false)
+        let next = |id: NodeId| {
+            self.nodes
+                .get(id)
+                .into_iter()
+                .flat_map(|node| node.reference.iter().chain(node.any_of.iter()).copied())
+        };
+        crate::circles::in_circle(self.nodes.len(), next).is_some()
     }
 
     /// `true` only if `instance` surely satisfies the schema; `false` when it may not.

@@ -1,0 +1,277 @@
+//! Schemas that judge one instance in a circle, which [`crate::compile`] refuses.
+//!
+//! `$ref` and the in-place applicators (`allOf`, `anyOf`, `oneOf`, `not`, `if`, `then`, `else`,
+//! `dependentSchemas`) judge the same instance again with another subschema. When they lead
+//! from a subschema back to itself (`{"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}}`),
+//! judging any instance never ends: the `jsonschema` crate overflows its stack, which aborts the
+//! process. Recursion through `properties`, `items` and the other keywords that judge a member
+//! or an item is fine — each step goes one level into the instance — and is not a circle.
+//!
+//! References are followed when they point into the same document: `#`, `#/json/pointer`
+//! (percent- and `~`-escaped), `#anchor` (`$anchor`), and those forms after the root's own
+//! `$id`. Other references (other documents, bases changed by a nested `$id`) are not
+//! followed, so a circle through them goes unseen here.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+/// Keywords whose value is one subschema that judges a member or item of the instance, or the
+/// same instance.
+const ONE: [&str; 10] = [
+    "additionalProperties",
+    "items",
+    "contains",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+];
+
+/// Keywords whose value is an array of subschemas.
+const LIST: [&str; 4] = ["prefixItems", "allOf", "anyOf", "oneOf"];
+
+/// Keywords whose value is an object of subschemas.
+const NAMED: [&str; 5] = [
+    "$defs",
+    "definitions",
+    "properties",
+    "patternProperties",
+    "dependentSchemas",
+];
+
+/// The keywords above whose subschemas judge the same instance.
+const SAME_INSTANCE: [&str; 8] = [
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+];
+
+/// The JSON pointer (as a URI fragment, without `#`) of a subschema of `schema` that judges
+/// the same instance again through a circle of subschemas; `None` when there is no circle.
+pub(crate) fn circle(schema: &Value) -> Option<String> {
+    let subschemas = subschemas(schema);
+    let at: HashMap<&str, usize> = subschemas
+        .iter()
+        .enumerate()
+        .map(|(index, (pointer, _))| (pointer.as_str(), index))
+        .collect();
+    let anchors: HashMap<&str, usize> = subschemas
+        .iter()
+        .enumerate()
+        .filter_map(|(index, (_, map))| Some((map.get("$anchor")?.as_str()?, index)))
+        .collect();
+    let base = schema.get("$id").and_then(Value::as_str);
+    let next: Vec<Vec<usize>> = subschemas
+        .iter()
+        .map(|(pointer, map)| {
+            let mut next = Vec::new();
+            for (keyword, value) in *map {
+                let keyword = keyword.as_str();
+                if keyword == "$ref" || keyword == "$dynamicRef" {
+                    let target = value.as_str().and_then(|r| resolve(r, base, &at, &anchors));
+                    next.extend(target);
+                } else if SAME_INSTANCE.contains(&keyword) {
+                    let children = children(pointer, keyword, value);
+                    next.extend(children.filter_map(|(child, _)| at.get(child.as_str())));
+                }
+            }
+            next
+        })
+        .collect();
+    let on_circle = in_circle(next.len(), |node| {
+        next.get(node).into_iter().flatten().copied()
+    })?;
+    subschemas
+        .get(on_circle)
+        .map(|(pointer, _)| pointer.clone())
+}
+
+/// A node of the graph of `count` nodes, whose edges from node `n` are `next(n)`, that lies on
+/// a circle; `None` when the graph has none.
+pub(crate) fn in_circle<I: IntoIterator<Item = usize>>(
+    count: usize,
+    next: impl Fn(usize) -> I,
+) -> Option<usize> {
+    // Nodes are settled once everything they lead to is; those on a circle, or leading into
+    // one, never are. Schemas have a few hundred subschemas at most, and this runs once.
+    let mut settled = vec![false; count];
+    let mut progress = true;
+    while progress {
+        progress = false;
+        for node in 0..count {
+            if settled.get(node) == Some(&true) {
+                continue;
+            }
+            if next(node)
+                .into_iter()
+                .all(|target| settled.get(target) == Some(&true))
+            {
+                if let Some(done) = settled.get_mut(node) {
+                    *done = true;
+                }
+                progress = true;
+            }
+        }
+    }
+    // From an unsettled node, unsettled targets go on for ever: `count` steps end on a circle.
+    let mut node = settled.iter().position(|done| !done)?;
+    for _ in 0..count {
+        node = next(node)
+            .into_iter()
+            .find(|&target| settled.get(target) != Some(&true))?;
+    }
+    Some(node)
+}
+
+/// Every subschema object of `schema` (the root included) with its JSON pointer.
+fn subschemas(schema: &Value) -> Vec<(String, &Map<String, Value>)> {
+    let mut found = Vec::new();
+    let mut pending = vec![(String::new(), schema)];
+    while let Some((pointer, value)) = pending.pop() {
+        let Value::Object(map) = value else {
+            continue;
+        };
+        for (keyword, value) in map {
+            pending.extend(children(&pointer, keyword, value));
+        }
+        found.push((pointer, map));
+    }
+    found
+}
+
+/// The subschemas the keyword `keyword` of the subschema at `pointer` holds in `value`.
+fn children<'v>(
+    pointer: &str,
+    keyword: &str,
+    value: &'v Value,
+) -> Box<dyn Iterator<Item = (String, &'v Value)> + 'v> {
+    let here = format!("{pointer}/{}", escape(keyword));
+    if ONE.contains(&keyword) {
+        return Box::new(std::iter::once((here, value)));
+    }
+    match value {
+        Value::Array(items) if LIST.contains(&keyword) => Box::new(
+            items
+                .iter()
+                .enumerate()
+                .map(move |(index, item)| (format!("{here}/{index}"), item)),
+        ),
+        Value::Object(members) if NAMED.contains(&keyword) => Box::new(
+            members
+                .iter()
+                .map(move |(name, member)| (format!("{here}/{}", escape(name)), member)),
+        ),
+        _ => Box::new(std::iter::empty()),
+    }
+}
+
+/// `name` as a JSON pointer token: `~` as `~0`, `/` as `~1`.
+fn escape(name: &str) -> String {
+    name.replace('~', "~0").replace('/', "~1")
+}
+
+/// The subschema a `$ref` of this document points to, if it points into it.
+fn resolve(
+    reference: &str,
+    base: Option<&str>,
+    at: &HashMap<&str, usize>,
+    anchors: &HashMap<&str, usize>,
+) -> Option<usize> {
+    let local = base
+        .and_then(|base| reference.strip_prefix(base.trim_end_matches('#')))
+        .unwrap_or(reference);
+    let fragment = percent_decoded(local.strip_prefix('#')?)?;
+    if fragment.is_empty() || fragment.starts_with('/') {
+        at.get(fragment.as_str()).copied()
+    } else {
+        anchors.get(fragment.as_str()).copied()
+    }
+}
+
+/// `text` with its `%XX` escapes decoded; `None` when that is not UTF-8 or an escape is cut.
+fn percent_decoded(text: &str) -> Option<String> {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, tail)) = rest.split_first() {
+        if byte == b'%' {
+            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
+            bytes.push(u8::from_str_radix(hex, 16).ok()?);
+            rest = tail.get(2..)?;
+        } else {
+            bytes.push(byte);
+            rest = tail;
+        }
+    }
+    String::from_utf8(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn circles_of_references_and_in_place_subschemas_are_found() {
+        for (schema, on) in [
+            (
+                json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+                       "properties": {"x": {"$ref": "#/$defs/a"}}}),
+                ["/$defs/a", "/$defs/b"].as_slice(),
+            ),
+            (
+                json!({"allOf": [{"$ref": "#"}]}),
+                ["", "/allOf/0"].as_slice(),
+            ),
+            (
+                json!({"$defs": {"a": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/a"}]}},
+                       "items": {"$ref": "#/$defs/a"}}),
+                ["/$defs/a", "/$defs/a/anyOf/1"].as_slice(),
+            ),
+            (
+                json!({"$id": "https://example.com/s.json",
+                       "$defs": {"a b": {"not": {"$ref": "https://example.com/s.json#/$defs/a%20b"}}}}),
+                ["/$defs/a b", "/$defs/a b/not"].as_slice(),
+            ),
+            (
+                json!({"$defs": {"x/y": {"$anchor": "here", "if": {"$ref": "#here"}}}}),
+                ["/$defs/x~1y", "/$defs/x~1y/if"].as_slice(),
+            ),
+            (
+                json!({"dependentSchemas": {"a": {"$dynamicRef": "#"}}}),
+                ["", "/dependentSchemas/a"].as_slice(),
+            ),
+        ] {
+            let found = circle(&schema);
+            assert!(
+                found.as_deref().is_some_and(|p| on.contains(&p)),
+                "{schema}: {found:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn recursion_into_members_and_items_is_not_a_circle() {
+        for schema in [
+            json!({"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}),
+            json!({"properties": {"child": {"$ref": "#"}}, "additionalProperties": {"$ref": "#"}}),
+            json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"type": "string"}},
+                   "anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]}),
+            // Not subschemas: a `const` or an example may hold anything.
+            json!({"const": {"allOf": [{"$ref": "#"}]}, "examples": [{"$ref": "#"}]}),
+            // References this module does not follow.
+            json!({"allOf": [{"$ref": "other.json#"}, {"$ref": "#/nowhere"}]}),
+            json!(true),
+        ] {
+            assert_eq!(circle(&schema), None, "{schema}");
+        }
+    }
+}
