@@ -9,8 +9,9 @@
 //!
 //! References are followed when they point into the same document: `#`, `#/json/pointer`
 //! (percent- and `~`-escaped), `#anchor` (`$anchor`), and those forms after the root's own
-//! `$id`. Other references (other documents, bases changed by a nested `$id`) are not
-//! followed, so a circle through them goes unseen here.
+//! `$id`. Other references — to other documents, or made inside a subschema with its own
+//! `$id` (whose `#` is that subschema, not the document) — are not followed, so a circle
+//! through them goes unseen here; none is ever reported that is not there.
 
 use std::collections::HashMap;
 
@@ -62,21 +63,24 @@ pub(crate) fn circle(schema: &Value) -> Option<String> {
     let at: HashMap<&str, usize> = subschemas
         .iter()
         .enumerate()
-        .map(|(index, (pointer, _))| (pointer.as_str(), index))
+        .map(|(index, (pointer, _, _))| (pointer.as_str(), index))
         .collect();
     let anchors: HashMap<&str, usize> = subschemas
         .iter()
         .enumerate()
-        .filter_map(|(index, (_, map))| Some((map.get("$anchor")?.as_str()?, index)))
+        .filter_map(|(index, (_, map, _))| Some((map.get("$anchor")?.as_str()?, index)))
         .collect();
     let base = schema.get("$id").and_then(Value::as_str);
     let next: Vec<Vec<usize>> = subschemas
         .iter()
-        .map(|(pointer, map)| {
+        .map(|(pointer, map, nested)| {
             let mut next = Vec::new();
             for (keyword, value) in *map {
                 let keyword = keyword.as_str();
                 if keyword == "$ref" || keyword == "$dynamicRef" {
+                    if *nested {
+                        continue;
+                    }
                     let target = value.as_str().and_then(|r| resolve(r, base, &at, &anchors));
                     next.extend(target);
                 } else if SAME_INSTANCE.contains(&keyword) {
@@ -92,7 +96,7 @@ pub(crate) fn circle(schema: &Value) -> Option<String> {
     })?;
     subschemas
         .get(on_circle)
-        .map(|(pointer, _)| pointer.clone())
+        .map(|(pointer, _, _)| pointer.clone())
 }
 
 /// A node of the graph of `count` nodes, whose edges from node `n` are `next(n)`, that lies on
@@ -132,18 +136,21 @@ pub(crate) fn in_circle<I: IntoIterator<Item = usize>>(
     Some(node)
 }
 
-/// Every subschema object of `schema` (the root included) with its JSON pointer.
-fn subschemas(schema: &Value) -> Vec<(String, &Map<String, Value>)> {
+/// Every subschema object of `schema` (the root included) with its JSON pointer, and whether
+/// it lies in a subschema other than the root that has its own `$id`.
+fn subschemas(schema: &Value) -> Vec<(String, &Map<String, Value>, bool)> {
     let mut found = Vec::new();
-    let mut pending = vec![(String::new(), schema)];
-    while let Some((pointer, value)) = pending.pop() {
+    let mut pending = vec![(String::new(), schema, false)];
+    while let Some((pointer, value, nested)) = pending.pop() {
         let Value::Object(map) = value else {
             continue;
         };
+        let nested = nested || (!pointer.is_empty() && map.contains_key("$id"));
         for (keyword, value) in map {
-            pending.extend(children(&pointer, keyword, value));
+            let inner = children(&pointer, keyword, value);
+            pending.extend(inner.map(|(child, value)| (child, value, nested)));
         }
-        found.push((pointer, map));
+        found.push((pointer, map, nested));
     }
     found
 }
@@ -267,8 +274,11 @@ mod tests {
                    "anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]}),
             // Not subschemas: a `const` or an example may hold anything.
             json!({"const": {"allOf": [{"$ref": "#"}]}, "examples": [{"$ref": "#"}]}),
-            // References this module does not follow.
+            // References this module does not follow: to another document, to nothing, and
+            // inside a subschema with its own `$id` (where `#` is that subschema).
             json!({"allOf": [{"$ref": "other.json#"}, {"$ref": "#/nowhere"}]}),
+            json!({"$defs": {"inner": {"$id": "https://example.com/inner.json",
+                                       "allOf": [{"$ref": "#/$defs/inner"}]}}}),
             json!(true),
         ] {
             assert_eq!(circle(&schema), None, "{schema}");
