@@ -99,39 +99,48 @@ pub(crate) fn circle(schema: &Value) -> Option<String> {
         .map(|(pointer, _, _)| pointer.clone())
 }
 
-/// A node of the graph of `count` nodes, whose edges from node `n` are `next(n)`, that lies on
-/// a circle; `None` when the graph has none.
+/// A node of the graph of `count` nodes, whose edges from node `n` are `next(n)` (targets
+/// outside `0..count` ignored), that lies on a circle; `None` when the graph has none.
 pub(crate) fn in_circle<I: IntoIterator<Item = usize>>(
     count: usize,
     next: impl Fn(usize) -> I,
 ) -> Option<usize> {
-    // Nodes are settled once everything they lead to is; those on a circle, or leading into
-    // one, never are. Schemas have a few hundred subschemas at most, and this runs once.
-    let mut settled = vec![false; count];
-    let mut progress = true;
-    while progress {
-        progress = false;
-        for node in 0..count {
-            if settled.get(node) == Some(&true) {
-                continue;
+    let edges = |node: usize| next(node).into_iter().filter(move |&target| target < count);
+    // Kahn's order, backwards: a node is settled once every node it leads to is. Those on a
+    // circle, or leading into one, never are.
+    let mut unsettled_targets = vec![0_usize; count];
+    let mut leading_to: Vec<Vec<usize>> = vec![Vec::new(); count];
+    for node in 0..count {
+        for target in edges(node) {
+            if let Some(waiting) = unsettled_targets.get_mut(node) {
+                *waiting += 1;
             }
-            if next(node)
-                .into_iter()
-                .all(|target| settled.get(target) == Some(&true))
-            {
-                if let Some(done) = settled.get_mut(node) {
-                    *done = true;
-                }
-                progress = true;
+            if let Some(sources) = leading_to.get_mut(target) {
+                sources.push(node);
             }
         }
     }
-    // From an unsettled node, unsettled targets go on for ever: `count` steps end on a circle.
+    let mut ready: Vec<usize> = (0..count)
+        .filter(|&node| unsettled_targets.get(node) == Some(&0))
+        .collect();
+    let mut settled = vec![false; count];
+    while let Some(node) = ready.pop() {
+        if let Some(done) = settled.get_mut(node) {
+            *done = true;
+        }
+        for &source in leading_to.get(node).into_iter().flatten() {
+            if let Some(waiting) = unsettled_targets.get_mut(source) {
+                *waiting -= 1;
+                if *waiting == 0 {
+                    ready.push(source);
+                }
+            }
+        }
+    }
+    // From an unsettled node an unsettled target always follows: `count` steps end on a circle.
     let mut node = settled.iter().position(|done| !done)?;
     for _ in 0..count {
-        node = next(node)
-            .into_iter()
-            .find(|&target| settled.get(target) != Some(&true))?;
+        node = edges(node).find(|&target| settled.get(target) == Some(&false))?;
     }
     Some(node)
 }
@@ -263,6 +272,29 @@ mod tests {
                 "{schema}: {found:?}"
             );
         }
+    }
+
+    #[test]
+    fn circles_are_found_in_long_graphs_and_a_node_on_them_named() {
+        const LONG: usize = 200_000;
+        let chain = |closed: bool| {
+            move |node: usize| {
+                let next = node + 1;
+                (next < LONG || closed).then_some(next % LONG)
+            }
+        };
+        assert_eq!(in_circle(LONG, chain(false)), None);
+        assert!(in_circle(LONG, chain(true)).is_some_and(|node| node < LONG));
+        // Leading into a circle is not being on it: 0 -> 1 -> 2 -> 1.
+        let tail = |node: usize| match node {
+            0 => Some(1),
+            1 => Some(2),
+            2 => Some(1),
+            _ => None,
+        };
+        assert!(matches!(in_circle(4, tail), Some(1 | 2)));
+        // Edges out of the graph are ignored.
+        assert_eq!(in_circle(2, |node: usize| Some(node + 2)), None);
     }
 
     #[test]
