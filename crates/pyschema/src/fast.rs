@@ -6,6 +6,7 @@
 //! and 4% of a VCE one. The results are the same (a test compares them with the built-ins);
 //! `required` reports all the missing names of an object in one error, not one error each.
 
+use cairn_core::lookup::field;
 use serde_json::{Map, Value};
 
 use crate::keyword::PyKeyword;
@@ -15,16 +16,10 @@ pub(crate) struct Required {
     names: Vec<String>,
 }
 
-/// Objects up to this size are scanned (comparing lengths first) instead of searched.
-const SCAN_LIMIT: usize = 32;
-
 impl Required {
+    /// Small objects are scanned (comparing lengths first) instead of searched.
     fn has(map: &Map<String, Value>, name: &str) -> bool {
-        if map.len() <= SCAN_LIMIT {
-            map.keys().any(|key| key == name)
-        } else {
-            map.contains_key(name)
-        }
+        field(map, name).is_some()
     }
 
     /// Every listed name is a member of `map`.
