@@ -13,6 +13,7 @@ pub mod lookup;
 pub mod normalize;
 pub mod report;
 pub mod sort_keys;
+pub mod strict_json;
 pub mod time;
 
 pub use canonical::Canonicalization;

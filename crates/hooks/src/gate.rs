@@ -145,4 +145,8 @@ impl Gate for HookGate {
     fn policy_set_version(&self) -> Option<Digest> {
         self.inner.policy_set_version()
     }
+
+    fn refuse_unreadable(&self, unreadable: &cairn_runtime::UnreadableArguments) -> GateVerdict {
+        self.inner.refuse_unreadable(unreadable)
+    }
 }

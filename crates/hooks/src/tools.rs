@@ -264,26 +264,16 @@ fn denial_reason(
             )
         }
         "outside_lane" => {
-            let detail = executor
-                .lanes()
-                .map(|book| {
-                    let args: Option<Value> = serde_json::from_str(tool.input.get()).ok();
-                    match book.check(&cairn_lanes::LaneCall {
-                        principal: executor.principal(),
-                        lane: None,
-                        tool: name,
-                        args: args.as_ref(),
-                        current: None,
-                    }) {
-                        cairn_lanes::LaneVerdict::Denied { reason, .. } => reason,
-                        cairn_lanes::LaneVerdict::Inside { .. } => String::new(),
-                    }
-                })
-                .unwrap_or_default();
+            let detail = denial.detail.as_deref().unwrap_or_default();
             format!(
                 "Cairn denied `{name}`: the call lies outside the active lane (rule {rules}): {detail}. Work within the lane, or ask the user for a lane ruling."
             )
         }
+        "args_unreadable" => format!(
+            "Cairn denied `{name}` (rule {rules}): {}. The policies judge exactly the arguments that are recorded, so arguments Cairn cannot read exactly are refused; send them as plain JSON (valid escapes, no repeated keys, at most {} levels of nesting).",
+            denial.detail.as_deref().unwrap_or("the arguments are not strict JSON"),
+            cairn_core::strict_json::MAX_DEPTH
+        ),
         _ => match restriction.filter(|r| denial.reason == r.reason) {
             Some(restriction) => format!("Cairn denied `{name}`: {}", restriction.message),
             None if rules.is_empty() => format!(

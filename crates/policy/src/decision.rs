@@ -25,9 +25,10 @@ pub struct GateRequest<'a> {
     pub tool: &'a str,
     /// The tool version (`resource.version`).
     pub tool_version: &'a str,
-    /// The parsed arguments, when they are JSON. Only the catalog's declared fields of an
-    /// object are read; `None` and `null` mean no field is present.
-    pub args: Option<&'a serde_json::Value>,
+    /// The arguments, read strictly from the bytes the record digests
+    /// ([`crate::Arguments::read`]). Only the catalog's declared fields of an object are
+    /// read; `null` means no field is present.
+    pub args: &'a crate::Arguments<'a>,
 }
 
 /// Allow or deny.
@@ -57,8 +58,9 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// Why the gate decided as it did. Precedence, highest first: `InvalidRequest`,
-/// `InvalidArguments`, `Forbidden`, `EvaluationError`, `Permitted`, `DefaultDeny`.
+/// Why the gate decided as it did. Precedence, highest first: `ArgsUnreadable`,
+/// `InvalidRequest`, `InvalidArguments`, `Forbidden`, `EvaluationError`, `Permitted`,
+/// `DefaultDeny`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DecisionReason {
@@ -81,6 +83,18 @@ pub enum DecisionReason {
         /// The forbid policies that failed, in id order.
         policy_ids: Vec<String>,
     },
+    /// The arguments are not strict JSON (a bad escape, a duplicate key, nesting past the
+    /// limit, a number no double holds), so the policies could not be shown exactly what was
+    /// recorded: denied by the built-in rule [`crate::ARGS_UNREADABLE_RULE`], whatever the
+    /// policies say.
+    ArgsUnreadable {
+        /// The JSON path of the offending value.
+        path: String,
+        /// The strict reader's code (`json_invalid`, `json_duplicate_key`, `json_too_deep`).
+        code: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// The call could not be put to Cedar at all (the tool name is reserved, or Cedar refused
     /// the request): denied.
     InvalidRequest {
@@ -100,6 +114,7 @@ impl DecisionReason {
             Self::InvalidArguments { .. } => "invalid_arguments",
             Self::EvaluationError { .. } => "evaluation_error",
             Self::InvalidRequest { .. } => "invalid_request",
+            Self::ArgsUnreadable { .. } => "args_unreadable",
         }
     }
 }
@@ -120,6 +135,14 @@ impl fmt::Display for DecisionReason {
                 backticked(policy_ids)
             ),
             Self::InvalidRequest { reason } => write!(f, "invalid request: {reason}"),
+            Self::ArgsUnreadable {
+                path,
+                code,
+                message,
+            } => write!(
+                f,
+                "the arguments are not strict JSON at `{path}` ({code}: {message}), so no policy could judge exactly what was recorded (fail closed)"
+            ),
         }
     }
 }

@@ -18,6 +18,7 @@ use cedar_policy::{
 };
 use serde_json::Value;
 
+use crate::args::{ARGS_UNREADABLE_RULE, Arguments, UnreadableArguments, long_literal};
 use crate::catalog::{ArgType, ToolCatalog, UNDECLARED_TOOL_ACTION};
 use crate::decision::{
     DecisionReason, Effect, Explanation, GateDecision, GateRequest, PolicyFailure, PolicyInfo,
@@ -235,6 +236,35 @@ impl PolicyGate {
             tool_declared: self.tools.contains_key(call.tool),
             determining,
             failed,
+        }
+    }
+
+    /// The decision for a call whose arguments did not read ([`Arguments::read`]): a deny by
+    /// the built-in rule [`ARGS_UNREADABLE_RULE`], under this set's version. Every path that
+    /// admits calls (the executor, `cairn policy explain`) answers such a call with this, so
+    /// it is denied and recorded the same way everywhere; no policy can override it.
+    #[must_use]
+    pub fn refuse_unreadable(&self, unreadable: &UnreadableArguments) -> GateDecision {
+        GateDecision {
+            decision: Verdict::Deny,
+            rule_ids: vec![ARGS_UNREADABLE_RULE.to_owned()],
+            policy_set_version: self.version,
+            reason: DecisionReason::ArgsUnreadable {
+                path: unreadable.path().to_owned(),
+                code: unreadable.code(),
+                message: unreadable.0.message.clone(),
+            },
+        }
+    }
+
+    /// [`PolicyGate::refuse_unreadable`] as an explanation of `tool`'s call.
+    #[must_use]
+    pub fn explain_unreadable(&self, tool: &str, unreadable: &UnreadableArguments) -> Explanation {
+        Explanation {
+            decision: self.refuse_unreadable(unreadable),
+            tool_declared: self.tools.contains_key(tool),
+            determining: Vec::new(),
+            failed: Vec::new(),
         }
     }
 
@@ -474,16 +504,20 @@ fn string(text: &str) -> RestrictedExpression {
 
 /// The declared fields present in `args`, each checked against its declared type; the name
 /// of the first offending field (in name order) otherwise.
+///
+/// A `Long` is a JSON integer literal in the signed 64-bit range: `-0` (which `serde_json`
+/// reads as a float) is 0, read back from its literal; `25000.0`, `2.5e4` and integers past
+/// the range are refused, never rounded.
 fn declared_args(
     entry: &ToolEntry,
-    args: Option<&Value>,
+    args: &Arguments<'_>,
 ) -> Result<Vec<(String, RestrictedExpression)>, String> {
-    let object = match args {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Object(object)) => object,
+    let object = match args.value() {
+        Value::Null => return Ok(Vec::new()),
+        Value::Object(object) => object,
         // A tool that declares nothing ignores its arguments entirely.
-        Some(_) if entry.args.is_empty() => return Ok(Vec::new()),
-        Some(_) => return Err("args".to_owned()),
+        _ if entry.args.is_empty() => return Ok(Vec::new()),
+        _ => return Err("args".to_owned()),
     };
     let mut out = Vec::with_capacity(entry.args.len());
     for (name, ty) in &entry.args {
@@ -492,7 +526,11 @@ fn declared_args(
         };
         let expression = match (ty, value) {
             (ArgType::String, Value::String(text)) => string(text),
-            (ArgType::Long, Value::Number(number)) => match number.as_i64() {
+            (ArgType::Long, Value::Number(number)) => match number.as_i64().or_else(|| {
+                args.member_literal(name)
+                    .as_deref()
+                    .and_then(long_literal)
+            }) {
                 Some(long) => RestrictedExpression::new_long(long),
                 None => return Err(name.clone()),
             },
@@ -514,7 +552,11 @@ mod tests {
     use serde_json::json;
     use std::sync::LazyLock;
 
-    fn call<'a>(tool: &'a str, lane: Option<&'a str>, args: &'a Value) -> GateRequest<'a> {
+    fn call<'a>(
+        tool: &'a str,
+        lane: Option<&'a str>,
+        args: &'a Arguments<'a>,
+    ) -> GateRequest<'a> {
         GateRequest {
             tenant: "acme",
             principal: "bot",
@@ -523,7 +565,7 @@ mod tests {
             lane,
             tool,
             tool_version: "2",
-            args: Some(args),
+            args,
         }
     }
 
@@ -596,6 +638,8 @@ mod tests {
             });
             let gate = &*GATE;
             let args = json!({"amount": amount, "urgent": urgent});
+            let raw = args.to_string();
+            let args = Arguments::read(raw.as_bytes()).unwrap();
             let call = GateRequest {
                 tenant,
                 principal,
@@ -628,6 +672,8 @@ mod tests {
             });
             let (gate, schema) = &*GATE;
             let args = Value::Object(args.into_iter().collect());
+            let raw = args.to_string();
+            let args = Arguments::read(raw.as_bytes()).unwrap();
             let call = GateRequest {
                 tenant: &text,
                 principal: &text,
@@ -653,6 +699,8 @@ mod tests {
     fn only_declared_fields_with_their_declared_type_enter_the_context() {
         let gate = gate();
         let args = json!({"amount": 5, "currency": "EUR", "urgent": false, "card": "4111 1111", "nested": {"amount": 1}});
+        let raw = args.to_string();
+        let args = Arguments::read(raw.as_bytes()).unwrap();
         let context = context(&gate, &call("payments.refund", Some("support"), &args));
         assert_eq!(
             context,
@@ -666,6 +714,8 @@ mod tests {
     fn undeclared_tools_get_no_arguments_and_lane_is_omitted_when_absent() {
         let gate = gate();
         let args = json!({"amount": 5, "secret": "hunter2"});
+        let raw = args.to_string();
+        let args = Arguments::read(raw.as_bytes()).unwrap();
         let context = context(&gate, &call("shell.exec", None, &args));
         assert_eq!(
             context,

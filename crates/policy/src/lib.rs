@@ -22,12 +22,14 @@
 //! - **Versioning** ([`PolicyGate::version`]): a digest of the policies' canonical Cedar JSON
 //!   form and the catalog, blind to formatting and file layout.
 
+mod args;
 mod catalog;
 mod decision;
 mod error;
 mod gate;
 mod load;
 
+pub use args::{ARGS_UNREADABLE_RULE, Arguments, UnreadableArguments};
 pub use catalog::{ArgType, ToolCatalog, ToolDecl, UNDECLARED_TOOL_ACTION};
 pub use decision::{
     DecisionReason, Effect, Explanation, GateDecision, GateRequest, PolicyFailure, PolicyInfo,

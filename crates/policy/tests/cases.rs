@@ -17,7 +17,7 @@ use std::fs;
 use std::path::Path;
 
 use cairn_core::ErrorCode;
-use cairn_policy::{GateRequest, PolicyGate, PolicySource, ToolCatalog};
+use cairn_policy::{Arguments, GateRequest, PolicyGate, PolicySource, ToolCatalog};
 use serde_json::Value;
 
 fn check(case: &Path) {
@@ -67,6 +67,8 @@ fn check(case: &Path) {
         };
         let (tool, principal) = (text("tool", ""), text("principal", "agent"));
         let lane = call.get("lane").and_then(Value::as_str);
+        let text = call.get("args").map(ToString::to_string).unwrap_or_default();
+        let args = Arguments::read(text.as_bytes()).unwrap();
         let request = GateRequest {
             tenant: "acme",
             principal: &principal,
@@ -75,7 +77,7 @@ fn check(case: &Path) {
             lane,
             tool: &tool,
             tool_version: "1.0.0",
-            args: call.get("args"),
+            args: &args,
         };
         let decision = gate.decide(&request);
         let got = serde_json::json!({

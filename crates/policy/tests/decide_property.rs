@@ -11,7 +11,7 @@
 
 mod common;
 
-use cairn_policy::{DecisionReason, GateRequest, PolicyGate, Verdict};
+use cairn_policy::{Arguments, DecisionReason, GateRequest, PolicyGate, Verdict};
 use std::sync::LazyLock;
 
 use proptest::prelude::*;
@@ -97,6 +97,8 @@ proptest! {
         version in any::<String>(),
     ) {
         let gate = &*GATE;
+        let text = args.as_ref().map(ToString::to_string).unwrap_or_default();
+        let args = Arguments::read(text.as_bytes()).unwrap();
         let call = GateRequest {
             tenant: &tenant,
             principal: &principal,
@@ -105,7 +107,7 @@ proptest! {
             lane: lane.as_deref(),
             tool: &tool,
             tool_version: &version,
-            args: args.as_ref(),
+            args: &args,
         };
         let decision = gate.decide(&call);
         prop_assert_eq!(decision.policy_set_version, gate.version());

@@ -122,7 +122,7 @@ fn main() {
     let mut bare = Vec::with_capacity(CALLS);
     for (i, bytes) in args.iter().enumerate() {
         let start = Instant::now();
-        let parsed: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        let parsed = cairn_policy::Arguments::read(bytes).unwrap();
         let decision = gate.decide(&GateRequest {
             tenant: "acme",
             principal: "agent",
@@ -131,7 +131,7 @@ fn main() {
             lane: None,
             tool: &tools[i % TOOLS],
             tool_version: "1",
-            args: Some(&parsed),
+            args: &parsed,
         });
         let elapsed = start.elapsed();
         std::hint::black_box(decision);

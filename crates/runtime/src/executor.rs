@@ -11,7 +11,7 @@ use std::sync::Arc;
 use cairn_core::Digest;
 use cairn_ledger::keys::SigningKey;
 use cairn_ledger::record::{Admission, Decision, Label, TerminationReason};
-pub use cairn_policy::GateRequest;
+pub use cairn_policy::{Arguments, GateRequest, UnreadableArguments};
 use serde_json::{Value, json};
 
 use crate::effects::{
@@ -37,6 +37,25 @@ pub trait Gate: Send + Sync {
     /// The version of the policy set in force, recorded in continuity envelopes.
     fn policy_set_version(&self) -> Option<Digest> {
         None
+    }
+
+    /// The verdict for a call whose arguments are not strict JSON: a deny by the built-in
+    /// rule `cairn.args-unreadable`, which no policy can override (the policies cannot be
+    /// shown exactly the bytes that are recorded).
+    fn refuse_unreadable(&self, unreadable: &UnreadableArguments) -> GateVerdict {
+        let _ = unreadable;
+        GateVerdict {
+            admission: Admission {
+                decision: Decision::Deny,
+                policy_set_version: self
+                    .policy_set_version()
+                    .unwrap_or_else(|| Digest::of(b"unversioned")),
+                rule_ids: Label::new(cairn_policy::ARGS_UNREADABLE_RULE)
+                    .map(|rule| vec![rule])
+                    .unwrap_or_default(),
+            },
+            reason: "args_unreadable",
+        }
     }
 }
 
@@ -79,6 +98,9 @@ pub struct Denial {
     pub rule_ids: Vec<String>,
     /// The stable reason code.
     pub reason: &'static str,
+    /// What exactly was wrong, when the reason code alone does not say (unreadable
+    /// arguments: the offending value's path and the problem).
+    pub detail: Option<String>,
 }
 
 /// The outcome of [`Executor::admit`].
@@ -198,20 +220,27 @@ impl Executor {
     /// # Errors
     /// Store failures. The caller must treat an error as a deny: nothing was admitted.
     pub fn admit(&mut self, call: &ToolCall<'_>) -> Result<Admitted, RuntimeError> {
-        let parsed: Option<Value> = serde_json::from_slice(call.args).ok();
+        // INVARIANT: the gate judges exactly the bytes the record digests, or the call is
+        // denied: arguments that are not strict JSON never reach it as "no arguments".
+        let read = Arguments::read(call.args);
         // With lanes configured, a call without a lane is made in the active one, and the
         // record names it.
         let lane = self.resolve_lane(call)?;
-        let verdict = self.gate.decide(&GateRequest {
-            tenant: self.recorder.tenant_id().as_str(),
-            principal: &self.principal,
-            run: self.recorder.run_id().as_str(),
-            task: self.recorder.task_id().as_str(),
-            lane: lane.as_ref().map(|l| l.as_str()),
-            tool: call.tool.name.as_str(),
-            tool_version: call.tool.version.as_str(),
-            args: parsed.as_ref(),
-        });
+        let verdict = match &read {
+            Ok(args) => self.gate.decide(&GateRequest {
+                tenant: self.recorder.tenant_id().as_str(),
+                principal: &self.principal,
+                run: self.recorder.run_id().as_str(),
+                task: self.recorder.task_id().as_str(),
+                lane: lane.as_ref().map(|l| l.as_str()),
+                tool: call.tool.name.as_str(),
+                tool_version: call.tool.version.as_str(),
+                args,
+            }),
+            Err(unreadable) => self.gate.refuse_unreadable(unreadable),
+        };
+        let parsed = read.as_ref().ok().map(Arguments::value);
+        let detail = read.as_ref().err().map(ToString::to_string);
         // A capability blocked on reconciliation is refused whatever the policy says (P-3);
         // the record names the reconciliation rule.
         let blocked = self
@@ -221,7 +250,7 @@ impl Executor {
         // What the policy allows must also lie within the lane (L-4).
         let lane_denial = match (&blocked, verdict.admission.decision) {
             (None, Decision::Allow) => {
-                self.lane_denial(call.tool.name.as_str(), parsed.as_ref(), lane.as_ref())
+                self.lane_denial(call.tool.name.as_str(), parsed, lane.as_ref())
             }
             _ => None,
         };
@@ -274,12 +303,18 @@ impl Executor {
             Decision::Deny => {
                 // The model is shown the denial, never a result.
                 let shown = match (&blocked, &lane_denial) {
-                    (None, None) => json!({
-                        "tool": call.tool.name.as_str(),
-                        "denied": true,
-                        "reason": reason,
-                        "rule_ids": rule_ids,
-                    }),
+                    (None, None) => {
+                        let mut shown = json!({
+                            "tool": call.tool.name.as_str(),
+                            "denied": true,
+                            "reason": reason,
+                            "rule_ids": rule_ids,
+                        });
+                        if let (Some(detail), Some(object)) = (&detail, shown.as_object_mut()) {
+                            object.insert("detail".to_owned(), Value::String(detail.clone()));
+                        }
+                        shown
+                    }
                     (None, Some(denial)) => json!({
                         "tool": call.tool.name.as_str(),
                         "denied": true,
@@ -305,6 +340,11 @@ impl Executor {
                     receipt,
                     rule_ids,
                     reason,
+                    detail: match (&blocked, &lane_denial) {
+                        (None, None) => detail,
+                        (None, Some(denial)) => Some(denial.message.clone()),
+                        (Some(_), _) => None,
+                    },
                 })
             }
         })

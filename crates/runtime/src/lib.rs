@@ -15,6 +15,7 @@ pub mod recorder;
 
 pub use error::RuntimeError;
 pub use executor::{
-    Admitted, CallError, Denial, EffectOutcome, Executor, Gate, GateRequest, GateVerdict, Permit,
+    Admitted, Arguments, CallError, Denial, EffectOutcome, Executor, Gate, GateRequest,
+    GateVerdict, Permit, UnreadableArguments,
 };
 pub use recorder::{ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall};

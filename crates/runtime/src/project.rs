@@ -200,30 +200,38 @@ impl Gate for PolicyGate {
     }
 
     fn decide(&self, request: &GateRequest<'_>) -> GateVerdict {
-        let decision = PolicyGate::decide(self, request);
-        let rule_ids: Result<Vec<Label>, _> = decision.rule_ids.iter().map(Label::new).collect();
-        match rule_ids {
-            Ok(rule_ids) => GateVerdict {
-                admission: Admission {
-                    decision: match decision.decision {
-                        Verdict::Allow => Decision::Allow,
-                        Verdict::Deny => Decision::Deny,
-                    },
-                    policy_set_version: decision.policy_set_version,
-                    rule_ids,
+        verdict(PolicyGate::decide(self, request))
+    }
+
+    fn refuse_unreadable(&self, unreadable: &cairn_policy::UnreadableArguments) -> GateVerdict {
+        verdict(PolicyGate::refuse_unreadable(self, unreadable))
+    }
+}
+
+/// The gate's decision as the executor records it.
+fn verdict(decision: cairn_policy::GateDecision) -> GateVerdict {
+    let rule_ids: Result<Vec<Label>, _> = decision.rule_ids.iter().map(Label::new).collect();
+    match rule_ids {
+        Ok(rule_ids) => GateVerdict {
+            admission: Admission {
+                decision: match decision.decision {
+                    Verdict::Allow => Decision::Allow,
+                    Verdict::Deny => Decision::Deny,
                 },
-                reason: decision.reason.code(),
+                policy_set_version: decision.policy_set_version,
+                rule_ids,
             },
-            // A rule id that cannot be recorded: fail closed.
-            Err(_) => GateVerdict {
-                admission: Admission {
-                    decision: Decision::Deny,
-                    policy_set_version: decision.policy_set_version,
-                    rule_ids: Vec::new(),
-                },
-                reason: "unrecordable_rule_id",
+            reason: decision.reason.code(),
+        },
+        // A rule id that cannot be recorded: fail closed.
+        Err(_) => GateVerdict {
+            admission: Admission {
+                decision: Decision::Deny,
+                policy_set_version: decision.policy_set_version,
+                rule_ids: Vec::new(),
             },
-        }
+            reason: "unrecordable_rule_id",
+        },
     }
 }
 

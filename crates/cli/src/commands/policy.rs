@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use cairn_policy::{GateRequest, PolicyGate};
+use cairn_policy::{Arguments, GateRequest, PolicyGate};
 use cairn_runtime::project::{POLICIES_DIR, TOOLS_FILE, load_gate};
 
 use crate::args::{PolicyCommand, PolicyLocation};
@@ -30,20 +30,22 @@ pub fn run(ctx: &Context, command: PolicyCommand) -> Result<Outcome, Failure> {
             principal,
             location,
         } => {
-            let args: serde_json::Value = serde_json::from_str(&args).map_err(|e| {
-                Failure::invalid("invalid_input", format!("`--args` is not JSON: {e}"))
-            })?;
             let gate = gate(ctx, &location)?;
-            let explanation = gate.explain(&GateRequest {
-                tenant: "cli",
-                principal: &principal,
-                run: "explain",
-                task: "explain",
-                lane: lane.as_deref(),
-                tool: &tool,
-                tool_version: &tool_version,
-                args: Some(&args),
-            });
+            // The same strict reading as on the executor's path: arguments that are not
+            // strict JSON are explained as the deny every call with them gets.
+            let explanation = match Arguments::read(args.as_bytes()) {
+                Ok(args) => gate.explain(&GateRequest {
+                    tenant: "cli",
+                    principal: &principal,
+                    run: "explain",
+                    task: "explain",
+                    lane: lane.as_deref(),
+                    tool: &tool,
+                    tool_version: &tool_version,
+                    args: &args,
+                }),
+                Err(unreadable) => gate.explain_unreadable(&tool, &unreadable),
+            };
             let json = serde_json::to_value(&explanation)
                 .map_err(|e| Failure::internal("internal", e.to_string()))?;
             Ok(Outcome::ok(json, explanation.to_string()))

@@ -9,7 +9,9 @@
     reason = "test helpers: not every test file uses every helper, and a failure is the test failing"
 )]
 
-use cairn_policy::{GateRequest, PolicyGate, PolicyLoadError, PolicySource, ToolCatalog};
+use cairn_policy::{
+    Arguments, GateRequest, PolicyGate, PolicyLoadError, PolicySource, ToolCatalog,
+};
 
 /// The catalog of the examples in the brief.
 pub const CATALOG: &str = r#"{"tools": {
@@ -42,7 +44,15 @@ pub fn load_error(files: &[(&str, &str)]) -> PolicyLoadError {
 }
 
 /// A call of `tool` by agent `support-bot` in tenant `acme`, run `r1`, task `t1`, no lane.
-pub fn call<'a>(tool: &'a str, args: Option<&'a serde_json::Value>) -> GateRequest<'a> {
+///
+/// The arguments are written out and read back with [`Arguments::read`], as the executor
+/// reads the bytes it records (leaked: a test's few calls are worth the bytes).
+pub fn call<'a>(tool: &'a str, args: Option<&serde_json::Value>) -> GateRequest<'a> {
+    let text: &'static str =
+        Box::leak(args.map(ToString::to_string).unwrap_or_default().into_boxed_str());
+    let args: &'static Arguments<'static> = Box::leak(Box::new(
+        Arguments::read(text.as_bytes()).unwrap_or_else(|err| panic!("{err}")),
+    ));
     GateRequest {
         tenant: "acme",
         principal: "support-bot",
