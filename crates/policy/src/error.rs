@@ -100,6 +100,15 @@ pub enum PolicyLoadError {
         /// Cedar's message, with its hint when it gives one.
         message: String,
     },
+    /// A policy is nested deeper or holds more operators than Cairn lets reach Cedar
+    /// (`policy_invalid`; see the crate's limits: `MAX_NESTING`, `MAX_OPERATORS`).
+    #[error("{at}: policy is invalid: {message}")]
+    OverLimit {
+        /// The token that crossed the limit.
+        at: Location,
+        /// Which limit, and why it exists.
+        message: String,
+    },
     /// A policy template (with `?principal` or `?resource` slots) was found
     /// (`policy_template`). Cairn admits calls with static policies only.
     #[error(
@@ -147,6 +156,7 @@ impl PolicyLoadError {
             | Self::InvalidId { at, .. }
             | Self::DuplicateId { at, .. }
             | Self::Invalid { at, .. }
+            | Self::OverLimit { at, .. }
             | Self::Template { at } => Some(at),
             Self::ToolCatalog { .. } | Self::Internal { .. } => None,
         }
@@ -160,7 +170,7 @@ impl ErrorCode for PolicyLoadError {
             Self::MissingId { .. } => "policy_missing_id",
             Self::InvalidId { .. } => "policy_invalid_id",
             Self::DuplicateId { .. } => "policy_duplicate_id",
-            Self::Invalid { .. } => "policy_invalid",
+            Self::Invalid { .. } | Self::OverLimit { .. } => "policy_invalid",
             Self::Template { .. } => "policy_template",
             Self::ToolCatalog { .. } => "tool_catalog",
             Self::Internal { .. } => "policy_internal",

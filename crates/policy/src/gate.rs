@@ -25,6 +25,7 @@ use crate::decision::{
     PolicyWarning, Verdict,
 };
 use crate::error::PolicyLoadError;
+use crate::limits;
 use crate::load::{self, LoadedPolicy, PolicySource};
 
 /// A declared tool, ready for requests.
@@ -101,6 +102,18 @@ impl PolicyGate {
     /// # Errors
     /// A non-empty list of [`PolicyLoadError`]s; no gate is built when there is any.
     pub fn load_with_all_errors(
+        sources: &[PolicySource],
+        catalog: &ToolCatalog,
+    ) -> Result<Self, Vec<PolicyLoadError>> {
+        // Cedar's parser and the walks over a policy recurse: on a thread with less stack
+        // than the deepest policy within the limits needs, loading runs on a stack grown for
+        // it (`crate::limits`).
+        stacker::maybe_grow(limits::STACK_BYTES / 2, limits::STACK_BYTES, || {
+            Self::load_on_this_stack(sources, catalog)
+        })
+    }
+
+    fn load_on_this_stack(
         sources: &[PolicySource],
         catalog: &ToolCatalog,
     ) -> Result<Self, Vec<PolicyLoadError>> {

@@ -27,6 +27,7 @@ mod catalog;
 mod decision;
 mod error;
 mod gate;
+pub mod limits;
 mod load;
 
 pub use args::{ARGS_UNREADABLE_RULE, Arguments, UnreadableArguments};

@@ -132,6 +132,11 @@ fn parse_source(
     out: &mut Vec<LoadedPolicy>,
     errors: &mut Vec<PolicyLoadError>,
 ) {
+    // INVARIANT: no text over the limits reaches Cedar, whose parser recurses.
+    if let Err(err) = crate::limits::check(source) {
+        errors.push(err);
+        return;
+    }
     let set = match PolicySet::from_str(&source.text) {
         Ok(set) => set,
         Err(parse_errors) => {
