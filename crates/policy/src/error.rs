@@ -45,6 +45,56 @@ impl Location {
     }
 }
 
+/// Locates offsets of one text that mostly come in increasing order (the policies of a file,
+/// in file order): each location continues counting from the previous one, so locating every
+/// policy of a file is linear in its size, not quadratic as [`Location::at_offset`] from the
+/// start each time would be. An offset before the previous one counts from the start again.
+pub(crate) struct Locator<'a> {
+    file: &'a str,
+    text: &'a str,
+    /// The last located offset (a character boundary), its line and column.
+    offset: usize,
+    line: usize,
+    column: usize,
+}
+
+impl<'a> Locator<'a> {
+    pub(crate) const fn new(file: &'a str, text: &'a str) -> Self {
+        Self {
+            file,
+            text,
+            offset: 0,
+            line: 1,
+            column: 1,
+        }
+    }
+
+    /// The location of byte `offset`, clamped as [`Location::at_offset`] clamps it.
+    pub(crate) fn at(&mut self, offset: usize) -> Location {
+        let mut end = offset.min(self.text.len());
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        if end < self.offset {
+            *self = Self::new(self.file, self.text);
+        }
+        for ch in self.text.get(self.offset..end).unwrap_or_default().chars() {
+            if ch == '\n' {
+                self.line += 1;
+                self.column = 1;
+            } else {
+                self.column += 1;
+            }
+        }
+        self.offset = end;
+        Location {
+            file: self.file.to_owned(),
+            line: self.line,
+            column: self.column,
+        }
+    }
+}
+
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}:{}", self.file, self.line, self.column)
@@ -202,6 +252,19 @@ mod tests {
         assert_eq!(at(8), (4, 1));
         assert_eq!(at(10), (4, 3));
         assert_eq!(at(1_000), (4, 4));
+    }
+
+    #[test]
+    fn the_locator_agrees_with_at_offset_in_any_order() {
+        let text = "ab\nçd\n\nxyz";
+        let mut locator = Locator::new("f", text);
+        for offset in [0, 2, 3, 4, 5, 10, 1_000, 3, 8, 7, 0] {
+            assert_eq!(
+                locator.at(offset),
+                Location::at_offset("f", text, offset),
+                "{offset}"
+            );
+        }
     }
 
     #[test]

@@ -47,7 +47,7 @@ fn issue_15_texts_past_the_limits_are_refused_with_their_location() {
     ];
     for text in cases {
         // Refused on the test's own (small) thread stack: nothing reached Cedar.
-        let err = load(&text).err().expect("refused");
+        let err = load(&text).expect_err("refused");
         assert_eq!(err.code(), "policy_invalid", "{err}");
         let at = err.location().expect("located");
         assert_eq!((at.file.as_str(), at.line), ("policies/deep.cedar", 2), "{err}");
