@@ -543,12 +543,36 @@ pub enum HookHost {
     Codex,
 }
 
+impl HookHost {
+    /// The name on the command line.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
+        }
+    }
+}
+
 /// `cairn hook`.
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The host whose hook JSON arrives on stdin.
     #[arg(value_enum, value_name = "HOST")]
     pub host: HookHost,
+    /// The project whose `.cairn/` gates and records the calls, whatever the session's `cwd`
+    /// (`cairn hooks install` writes it; Claude Code's `CLAUDE_PROJECT_DIR` is used when it
+    /// is not given). A named project without `.cairn/` denies every tool call.
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// Answer within this long whatever happens inside (a slow policy load, a locked store,
+    /// a stuck socket): a tool call not decided by then is denied (`10s` by default; at most
+    /// `50s`, under the hosts' hook timeout Cairn installs).
+    #[arg(long, env = "CAIRN_HOOK_DEADLINE", value_name = "DURATION", default_value = "10s")]
+    pub deadline: String,
+    /// Internal: answer in this process and print the answer as JSON for the supervising
+    /// `cairn hook` process, which enforces the deadline and turns any crash into a deny.
+    #[arg(long, hide = true)]
+    pub worker: bool,
 }
 
 /// `cairn hooks …`.

@@ -18,17 +18,34 @@ use crate::output::render;
 
 fn main() -> ExitCode {
     init_logging();
-    let cli = match Cli::try_parse() {
+    // The arguments as the OS gave them: an argument that is not UTF-8 is a usage error,
+    // never a panic.
+    let cli = match Cli::try_parse_from(std::env::args_os()) {
         Ok(cli) => cli,
         Err(error) => return ExitCode::from(usage_error(&error)),
     };
     let context = Context::new(&cli.global);
-    // A hook answers in its host's format, with its own exit-code contract (SPEC §9.2).
+    // A hook answers in its host's format, with its own exit-code contract (SPEC §9.2); it
+    // runs its own threads with the stack it needs.
     if let args::Command::Hook(hook) = &cli.command {
         return commands::hook::run(&context, hook);
     }
-    let result = commands::run(cli.command, &context);
-    ExitCode::from(render(result, context.json))
+    let json = context.json;
+    // Commands that load or decide policies need the stack the policy limits are sized for
+    // (`cairn_policy::limits`); the main thread's is the OS's choice.
+    let ran = std::thread::Builder::new()
+        .name("cairn".to_owned())
+        .stack_size(cairn_policy::limits::STACK_BYTES)
+        .spawn(move || render(commands::run(cli.command, &context), json))
+        .map_err(|e| e.to_string())
+        .and_then(|thread| {
+            thread
+                .join()
+                .map_err(|_| "the command panicked".to_owned())
+        });
+    ExitCode::from(ran.unwrap_or_else(|reason| {
+        render(Err(failure::Failure::internal("internal", reason)), json)
+    }))
 }
 
 /// Help and version go to stdout with exit 0; usage errors exit 2 — as structured JSON when
@@ -42,7 +59,7 @@ fn usage_error(error: &clap::Error) -> u8 {
         let _ = error.print();
         return failure::exit::OK;
     }
-    if std::env::args().any(|arg| arg == "--json") {
+    if std::env::args_os().any(|arg| arg == "--json") {
         let detail = error.to_string();
         // The paragraph before clap's usage hint, on one line.
         let summary: Vec<&str> = detail

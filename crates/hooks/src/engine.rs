@@ -49,6 +49,8 @@ pub struct Environment {
     /// Where the policy gate is loaded through: kept between calls in a long-lived process
     /// (see [`crate::resident`]), a fresh one in a process that answers one call.
     pub gates: Arc<cairn_runtime::project::GateCache>,
+    /// How a call's project is found (the one the hook names, the session's, or `cwd`'s).
+    pub binding: crate::project::Binding,
 }
 
 impl std::fmt::Debug for Environment {
@@ -57,6 +59,7 @@ impl std::fmt::Debug for Environment {
             .field("store_path", &self.store_path)
             .field("keys_dir", &self.keys_dir)
             .field("fault", &self.fault)
+            .field("binding", &self.binding)
             .finish_non_exhaustive()
     }
 }
@@ -73,17 +76,22 @@ pub fn handle(host: Host, stdin: &[u8], env: &Environment) -> Answer {
         Event::Unknown { name, tool_shaped } => return unknown(name, *tool_shaped),
         _ => {}
     }
-    let start = input
-        .cwd
-        .clone()
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| PathBuf::from("."));
-    let Some(project) = Project::find(&start) else {
-        return Answer::note(format!(
-            "cairn: no .cairn/ project at or above `{}`; nothing recorded (run `cairn hooks install` there)",
-            start.display()
-        ));
+    let project = match env
+        .binding
+        .resolve(input.host, &input.session_id, input.cwd.as_deref())
+    {
+        Ok(Some(project)) => project,
+        Ok(None) => {
+            let start = input.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+            return Answer::note(format!(
+                "cairn: no .cairn/ project at or above `{}`; nothing recorded (run `cairn hooks install` there)",
+                start.display()
+            ));
+        }
+        Err(error) => return failure(&input.event, &error),
     };
+    env.binding
+        .remember(input.host, &input.session_id, &project);
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| run(&input, &project, env)));
     let error = match outcome {
         Ok(Ok(answer)) => return answer,

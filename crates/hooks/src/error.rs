@@ -56,6 +56,18 @@ pub enum HookError {
         /// What went wrong.
         reason: String,
     },
+    /// The hook names its project (`--project`, `CLAUDE_PROJECT_DIR`) or the session is
+    /// bound to one, and that project has no `.cairn/` (it was moved, or `.cairn/` removed).
+    #[error(
+        "the project `{}` this session is bound to has no .cairn/ folder ({how}); re-run `cairn hooks install` there",
+        dir.display()
+    )]
+    ProjectMissing {
+        /// The project's folder.
+        dir: PathBuf,
+        /// How the binding was made.
+        how: &'static str,
+    },
     /// Another hook process of the same session held its lock for too long.
     #[error("the session `{session}` is locked by another hook process (waited {waited_ms} ms)")]
     Locked {
@@ -112,6 +124,7 @@ impl ErrorCode for HookError {
             Self::Config { .. } => "hook_config_invalid",
             Self::State { .. } => "hook_state_invalid",
             Self::Locked { .. } => "hook_session_locked",
+            Self::ProjectMissing { .. } => "hook_project_missing",
             Self::Resident { .. } => "hook_resident_failed",
             Self::Io { .. } => "hook_io",
             Self::Settings { .. } => "settings_malformed",

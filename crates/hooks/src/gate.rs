@@ -10,9 +10,11 @@
 //!
 //! # Test-only fault switch
 //!
-//! [`Fault::GatePanic`] (the `cairn` binary sets it from `CAIRN_FAULT=gate-panic`) makes
-//! `decide` panic, to prove that a panic inside the gate answers a deny (exit 2). A fault
-//! can only ever make a call fail closed: it never allows anything.
+//! `CAIRN_FAULT` makes `decide` fail in one of the ways a process can: `gate-panic`
+//! ([`Fault::GatePanic`]) panics, `gate-abort` aborts the process (SIGABRT), `gate-overflow`
+//! overflows the stack, `gate-exit` exits with status 1 and `gate-hang` never returns — to
+//! prove that each answers a deny (exit 2) within the deadline. A fault can only ever make a
+//! call fail closed: it never allows anything.
 
 use std::sync::{Arc, OnceLock};
 
@@ -27,17 +29,58 @@ use crate::config::ToolClasses;
 pub enum Fault {
     /// The gate panics while deciding.
     GatePanic,
+    /// The gate aborts the process.
+    GateAbort,
+    /// The gate overflows its thread's stack.
+    GateOverflow,
+    /// The gate exits the process with status 1.
+    GateExit,
+    /// The gate never returns.
+    GateHang,
 }
 
 impl Fault {
-    /// Parses the `CAIRN_FAULT` value (`gate-panic`); anything else is no fault.
+    /// Parses the `CAIRN_FAULT` value (`gate-panic`, `gate-abort`, `gate-overflow`,
+    /// `gate-exit`, `gate-hang`); anything else is no fault.
     #[must_use]
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "gate-panic" => Some(Self::GatePanic),
+            "gate-abort" => Some(Self::GateAbort),
+            "gate-overflow" => Some(Self::GateOverflow),
+            "gate-exit" => Some(Self::GateExit),
+            "gate-hang" => Some(Self::GateHang),
             _ => None,
         }
     }
+
+    #[expect(
+        clippy::panic,
+        reason = "the test-only fault switch exists to prove that a panic in the gate fails closed"
+    )]
+    fn strike(self) {
+        match self {
+            Self::GatePanic => panic!("injected fault: the gate panicked (CAIRN_FAULT=gate-panic)"),
+            Self::GateAbort => std::process::abort(),
+            Self::GateOverflow => {
+                std::hint::black_box(overflow(std::hint::black_box(1)));
+            }
+            Self::GateExit => std::process::exit(1),
+            Self::GateHang => loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            },
+        }
+    }
+}
+
+/// Recurses until the stack is gone (for [`Fault::GateOverflow`]); the condition is never
+/// true, but the compiler cannot know it.
+fn overflow(depth: u64) -> u64 {
+    let frame = std::hint::black_box([depth; 64]);
+    if std::hint::black_box(depth) == u64::MAX {
+        return 0;
+    }
+    overflow(depth + 1).wrapping_add(frame.iter().sum::<u64>())
 }
 
 /// Why consequential calls are refused for now.
@@ -118,20 +161,12 @@ impl HookGate {
             .policy_set_version()
             .unwrap_or_else(|| Digest::of(b"unversioned"))
     }
-
-    #[expect(
-        clippy::panic,
-        reason = "the test-only fault switch exists to prove that a panic in the gate fails closed"
-    )]
-    fn injected_panic() -> ! {
-        panic!("injected fault: the gate panicked (CAIRN_FAULT=gate-panic)")
-    }
 }
 
 impl Gate for HookGate {
     fn decide(&self, request: &GateRequest<'_>) -> GateVerdict {
-        if self.fault == Some(Fault::GatePanic) {
-            Self::injected_panic();
+        if let Some(fault) = self.fault {
+            fault.strike();
         }
         match self.restriction.get() {
             None => self.deny(RULE_UNEVALUATED, "restrictions_unevaluated"),

@@ -235,6 +235,30 @@ pub fn sniff_event_name(bytes: &[u8]) -> Option<String> {
         .then_some(name)
 }
 
+/// Whether a failure to answer `bytes` must block: a `PreToolUse`, an event Cairn does not
+/// know that carries a tool call about to run (it may be a renamed `PreToolUse`), or input
+/// whose event cannot be told. Every other event (a `PreCompact`, say) must never be blocked.
+#[must_use]
+pub fn blocks_on_failure(bytes: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Peek {
+        hook_event_name: Option<String>,
+        tool_name: Option<serde::de::IgnoredAny>,
+        tool_input: Option<serde::de::IgnoredAny>,
+        tool_response: Option<serde::de::IgnoredAny>,
+    }
+    let Ok(peek) = serde_json::from_slice::<Peek>(bytes) else {
+        return sniff_event_name(bytes).is_none_or(|name| name == "PreToolUse");
+    };
+    match peek.hook_event_name.as_deref() {
+        Some("PreToolUse") | None => true,
+        Some(name) if is_known_event(name) => false,
+        Some(_) => {
+            peek.tool_name.is_some() && peek.tool_input.is_some() && peek.tool_response.is_none()
+        }
+    }
+}
+
 /// Parses one hook input of `host`.
 ///
 /// An empty or missing `session_id` (a host bug seen in the wild) is replaced by

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use cairn_runtime::project::{LANES_FILE, POLICIES_DIR, TOOLS_FILE};
 
+use crate::error::HookError;
+
 /// The folder that marks a Cairn project.
 pub const PROJECT_DIR: &str = ".cairn";
 /// The store file inside it.
@@ -97,4 +99,89 @@ impl Project {
     pub fn sessions(&self) -> PathBuf {
         self.dir.join(SESSIONS_DIR)
     }
+}
+
+/// Where a hook call's project comes from, in order: the project the hook command names
+/// (`cairn hook HOST --project DIR`, which `cairn hooks install` writes, or Claude Code's
+/// `CLAUDE_PROJECT_DIR`), then the project the session is already bound to (the session
+/// index), then the nearest `.cairn/` at or above the payload's `cwd`.
+///
+/// A session is bound to the project it started in: the first project a session is seen in
+/// is written to the session index, and every later call of the session is gated and
+/// recorded there, wherever the agent's `cwd` goes (Claude Code moves `cwd` when the agent
+/// changes directory).
+#[derive(Debug, Clone, Default)]
+pub struct Binding {
+    /// The project the hook command names.
+    pub explicit: Option<PathBuf>,
+    /// The folder of the session index (`$CAIRN_HOME/sessions`, by default under the user's
+    /// state folder); `None` keeps no index.
+    pub index: Option<PathBuf>,
+}
+
+impl Binding {
+    /// The project of a call of `host`'s session `session_id` made at `cwd`.
+    ///
+    /// # Errors
+    /// [`HookError::ProjectMissing`] when the named or bound project has no `.cairn/`: a
+    /// `PreToolUse` is then denied, never let through unrecorded.
+    pub fn resolve(
+        &self,
+        host: crate::Host,
+        session_id: &str,
+        cwd: Option<&Path>,
+    ) -> Result<Option<Project>, HookError> {
+        if let Some(dir) = &self.explicit {
+            return existing(dir, "named by the hook command").map(Some);
+        }
+        if let Some(dir) = self.bound(host, session_id) {
+            return existing(&dir, "the session started there").map(Some);
+        }
+        let start = cwd
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_else(|| PathBuf::from("."));
+        Ok(Project::find(&start))
+    }
+
+    /// Binds `host`'s session `session_id` to `project` unless it is bound already. Best
+    /// effort: without an index a session is still found by its hook command or its `cwd`.
+    pub fn remember(&self, host: crate::Host, session_id: &str, project: &Project) {
+        let Some(file) = self.index_file(host, session_id) else {
+            return;
+        };
+        if file.exists() {
+            return;
+        }
+        let root = std::path::absolute(project.root()).unwrap_or_else(|_| project.root().to_path_buf());
+        if let Some(dir) = file.parent()
+            && std::fs::create_dir_all(dir).is_ok()
+        {
+            let mut text = root.to_string_lossy().into_owned();
+            text.push('\n');
+            let _ = crate::session::write_private(&file, text.as_bytes());
+        }
+    }
+
+    fn bound(&self, host: crate::Host, session_id: &str) -> Option<PathBuf> {
+        let file = self.index_file(host, session_id)?;
+        let text = std::fs::read_to_string(file).ok()?;
+        let root = text.trim_end_matches('\n');
+        (!root.is_empty()).then(|| PathBuf::from(root))
+    }
+
+    fn index_file(&self, host: crate::Host, session_id: &str) -> Option<PathBuf> {
+        let dir = self.index.as_ref()?;
+        Some(dir.join(crate::engine::run_base(host, session_id)))
+    }
+}
+
+fn existing(dir: &Path, how: &'static str) -> Result<Project, HookError> {
+    if dir.as_os_str().is_empty() || !dir.join(PROJECT_DIR).is_dir() {
+        return Err(HookError::ProjectMissing {
+            dir: dir.to_path_buf(),
+            how,
+        });
+    }
+    Ok(Project::at(dir))
 }

@@ -4,14 +4,19 @@
 //! SQLite opening the store and reading its schema — is done once.
 //!
 //! `cairn hooks serve` runs [`serve`]: it listens on `.cairn/hookd.sock` (mode 0600) and
-//! answers one call at a time through the very same [`crate::handle`], with an environment
-//! that keeps the store open and the policy gate cached by the digest of the policy files
-//! (which are still read on every call, so an edit takes effect on the next one). It exits
-//! after an idle period, or when its socket disappears.
+//! answers each call on a thread of its own (at most [`MAX_IN_FLIGHT`] at once, so sessions
+//! never queue behind each other) through the very same [`crate::handle`], with an
+//! environment that keeps the store open and the policy gate cached by the digest of the
+//! policy files (which are still read on every call, so an edit takes effect on the next
+//! one). A client must send its whole request within [`REQUEST_DEADLINE`] — a deadline on
+//! the request, not on each read, so one byte every few seconds cannot hold a thread — or it
+//! is answered fail-closed and dropped. The server exits after an idle period, or when its
+//! socket disappears.
 //!
-//! `cairn hook HOST` first calls [`ask`]: when the payload's project has a socket that
-//! accepts the connection, the call is sent there and its answer printed; otherwise (no
-//! server, a stale socket, a refused connection) the process answers by itself as before.
+//! `cairn hook HOST` first calls [`ask`]: when the call's project (see
+//! [`crate::project::Binding`]) has a socket that accepts the connection, the call is sent
+//! there and its answer printed, within the caller's deadline; otherwise (no server, a stale
+//! socket, a refused connection) the process answers by itself as before.
 //! Once the call has been sent, the client never falls back — the server may already have
 //! recorded it — so a failure from then on is answered as any internal failure is: a
 //! `PreToolUse` is denied with exit 2, every other event answers exit 0 with a note.
@@ -20,10 +25,11 @@
 //! the hook's stdin bytes, and shuts its side down; the server answers with the [`Answer`]
 //! as one JSON object (`{"stdout", "stderr", "exit", "denies"}`) and closes.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -33,18 +39,22 @@ use crate::answer::Answer;
 use crate::engine::Environment;
 use crate::error::HookError;
 use crate::host::Host;
-use crate::project::Project;
+use crate::project::{Binding, Project};
 
 /// The server's socket inside `.cairn/`.
 pub const SOCKET_FILE: &str = "hookd.sock";
-/// How long a client waits for its answer, and a server for a client's request.
-pub const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a server waits for a client's whole request (header and payload).
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
+/// How many calls a server answers at once; beyond that a call is answered fail-closed.
+pub const MAX_IN_FLIGHT: usize = 32;
+/// How long a server takes at most to write its answer.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
 /// The protocol version.
 const VERSION: u32 = 1;
 /// The longest request header line.
-const HEADER_MAX_BYTES: u64 = 1024;
+const HEADER_MAX_BYTES: usize = 1024;
 /// The longest answer a client reads.
-const ANSWER_MAX_BYTES: u64 = 4 << 20;
+const ANSWER_MAX_BYTES: usize = 4 << 20;
 
 /// The first line of a request.
 #[derive(Debug, Serialize, Deserialize)]
@@ -53,36 +63,23 @@ struct Request {
     host: String,
 }
 
-/// What the client needs of the payload to find the server and to answer a failure.
+/// What the client needs of the payload to find the server.
 #[derive(Deserialize)]
 struct Peek {
     cwd: Option<String>,
-    hook_event_name: Option<String>,
-    tool_name: Option<serde::de::IgnoredAny>,
-    tool_input: Option<serde::de::IgnoredAny>,
-    tool_response: Option<serde::de::IgnoredAny>,
+    session_id: Option<String>,
 }
 
-impl Peek {
-    fn read(stdin: &[u8]) -> Option<(Self, Project)> {
-        let peek: Self = serde_json::from_slice(stdin).ok()?;
-        let project = Project::find(Path::new(peek.cwd.as_deref()?))?;
-        Some((peek, project))
-    }
-
-    /// Whether a failure must block the call, as the engine decides: a `PreToolUse`, an
-    /// event it does not know that carries a tool call about to run, or no event name.
-    fn blocks_on_failure(&self) -> bool {
-        match self.hook_event_name.as_deref() {
-            Some("PreToolUse") | None => true,
-            Some(name) if crate::input::is_known_event(name) => false,
-            Some(_) => {
-                self.tool_name.is_some()
-                    && self.tool_input.is_some()
-                    && self.tool_response.is_none()
-            }
-        }
-    }
+/// The project of the hook call `stdin` of `host` under `binding`, if the call can be read
+/// that far and its project exists.
+#[must_use]
+pub fn project_of(host: Host, stdin: &[u8], binding: &Binding) -> Option<Project> {
+    let peek: Peek = serde_json::from_slice(stdin).ok()?;
+    let session = peek.session_id.unwrap_or_default();
+    binding
+        .resolve(host, &session, peek.cwd.as_deref().map(Path::new))
+        .ok()
+        .flatten()
 }
 
 /// The socket of `project`'s resident server.
@@ -93,31 +90,26 @@ pub fn socket_path(project: &Project) -> PathBuf {
 
 /// Sends the hook call `stdin` of `host` to the resident server of its project and returns
 /// the server's answer; `None` when no server takes the call (the caller then answers it by
-/// itself). Never panics.
-#[must_use]
-pub fn ask(host: Host, stdin: &[u8]) -> Option<Answer> {
-    let (peek, project) = Peek::read(stdin)?;
+/// itself). The exchange ends by `deadline`; from the moment the server accepted the call, a
+/// failure (a lost or late answer) is returned as an error — the server may already have
+/// recorded the call, so the caller must not answer it a second time. Never panics.
+///
+/// # Errors
+/// [`HookError::Resident`] for an exchange that failed after the server accepted the call.
+pub fn ask(
+    host: Host,
+    stdin: &[u8],
+    binding: &Binding,
+    deadline: Instant,
+) -> Option<Result<Answer, HookError>> {
+    let project = project_of(host, stdin, binding)?;
     let socket = socket_path(&project);
     let stream = UnixStream::connect(&socket).ok()?;
     // From here on the server may act on the call: no fallback.
-    Some(exchange(stream, host, stdin).unwrap_or_else(|reason| {
-        let error = HookError::Resident { socket, reason };
-        let line = format!("{error} (error[{}])", cairn_core::ErrorCode::code(&error));
-        if peek.blocks_on_failure() {
-            Answer::fail_closed(format!(
-                "Cairn denied this call because it could not decide it safely ({line}). It may have been recorded; nothing was run."
-            ))
-        } else {
-            Answer::note(format!("cairn: {line}"))
-        }
-    }))
-}
-
-/// The project of the hook call `stdin` (the nearest `.cairn/` at or above its `cwd`), if
-/// the call can be read that far.
-#[must_use]
-pub fn project_of(stdin: &[u8]) -> Option<Project> {
-    Peek::read(stdin).map(|(_, project)| project)
+    Some(
+        exchange(stream, host, stdin, deadline)
+            .map_err(|reason| HookError::Resident { socket, reason }),
+    )
 }
 
 /// Whether a server answers at `project`'s socket.
@@ -126,13 +118,15 @@ pub fn is_serving(project: &Project) -> bool {
     UnixStream::connect(socket_path(project)).is_ok()
 }
 
-fn exchange(mut stream: UnixStream, host: Host, stdin: &[u8]) -> Result<Answer, String> {
+fn exchange(
+    mut stream: UnixStream,
+    host: Host,
+    stdin: &[u8],
+    deadline: Instant,
+) -> Result<Answer, String> {
     let io = |e: std::io::Error| e.to_string();
     stream
-        .set_read_timeout(Some(EXCHANGE_TIMEOUT))
-        .map_err(io)?;
-    stream
-        .set_write_timeout(Some(EXCHANGE_TIMEOUT))
+        .set_write_timeout(Some(remaining(deadline)?))
         .map_err(io)?;
     let header = Request {
         version: VERSION,
@@ -143,12 +137,40 @@ fn exchange(mut stream: UnixStream, host: Host, stdin: &[u8]) -> Result<Answer, 
     request.extend_from_slice(stdin);
     stream.write_all(&request).map_err(io)?;
     stream.shutdown(std::net::Shutdown::Write).map_err(io)?;
-    let mut reply = Vec::new();
-    stream
-        .take(ANSWER_MAX_BYTES)
-        .read_to_end(&mut reply)
+    let reply = read_by(&mut stream, deadline, ANSWER_MAX_BYTES)
         .map_err(|e| format!("no answer: {e}"))?;
     serde_json::from_slice(&reply).map_err(|e| format!("unreadable answer: {e}"))
+}
+
+/// The time left until `deadline`, or an error once it has passed.
+fn remaining(deadline: Instant) -> Result<Duration, String> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|left| !left.is_zero())
+        .ok_or_else(|| "the deadline passed".to_owned())
+}
+
+/// Reads `stream` to its end, at most `limit` bytes, by `deadline` — a deadline on the
+/// whole read, however the peer spaces its bytes.
+fn read_by(stream: &mut UnixStream, deadline: Instant, limit: usize) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    let mut buffer = [0_u8; 16 << 10];
+    loop {
+        stream
+            .set_read_timeout(Some(remaining(deadline)?))
+            .map_err(|e| e.to_string())?;
+        match stream.read(&mut buffer) {
+            Ok(0) => return Ok(out),
+            Ok(read) => {
+                out.extend_from_slice(buffer.get(..read).unwrap_or_default());
+                if out.len() > limit {
+                    return Err(format!("more than {limit} bytes"));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
 }
 
 /// Serves `project`'s hook calls with `env` until no call has come for `idle`, or the
@@ -189,15 +211,74 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
         Err(e) => return Err(failed(e.to_string())),
     }
     let ours = identity(&socket).ok_or_else(|| failed("the socket vanished".to_owned()))?;
-    let activity = Arc::new(Mutex::new(Instant::now()));
+    let activity = Arc::new(Activity {
+        last: Mutex::new(Instant::now()),
+        in_flight: AtomicUsize::new(0),
+    });
     watch(socket.clone(), ours, Arc::clone(&activity), idle);
+    let env = Arc::new(env);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
-        let mut last = activity.lock().unwrap_or_else(PoisonError::into_inner);
-        answer_one(stream, &env);
-        *last = Instant::now();
+        activity.touch();
+        if activity.in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
+            refuse(stream, "the server is answering too many calls at once");
+            activity.done();
+            continue;
+        }
+        let (env, done) = (Arc::clone(&env), Arc::clone(&activity));
+        let spawned = std::thread::Builder::new()
+            .name("cairn-hook-call".to_owned())
+            .stack_size(cairn_policy::limits::STACK_BYTES)
+            .spawn(move || {
+                answer_one(stream, &env);
+                done.done();
+            });
+        if spawned.is_err() {
+            // The stream went with the closure: the client sees the connection close and
+            // denies the call.
+            activity.done();
+        }
     }
     Ok(())
+}
+
+/// When the server last took a call, and how many it is answering.
+struct Activity {
+    last: Mutex<Instant>,
+    in_flight: AtomicUsize,
+}
+
+impl Activity {
+    fn touch(&self) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    fn done(&self) {
+        self.touch();
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn idle_for(&self) -> Option<Duration> {
+        (self.in_flight.load(Ordering::SeqCst) == 0)
+            .then(|| self.last.lock().unwrap_or_else(PoisonError::into_inner).elapsed())
+    }
+}
+
+/// Answers a call the server will not take, fail-closed.
+fn refuse(stream: UnixStream, reason: &str) {
+    reply(
+        stream,
+        &Answer::fail_closed(format!(
+            "Cairn denied this call: the resident hook server could not take it ({reason}). Nothing was run or recorded."
+        )),
+    );
+}
+
+fn reply(mut stream: UnixStream, answer: &Answer) {
+    let _ = stream.set_write_timeout(Some(REPLY_TIMEOUT));
+    if let Ok(bytes) = serde_json::to_vec(answer) {
+        let _ = stream.write_all(&bytes);
+    }
 }
 
 /// The file behind `path` (device and inode), to tell this server's socket from one a later
@@ -209,19 +290,21 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
         .map(|meta| (meta.dev(), meta.ino()))
 }
 
-/// Ends the process when no call has come for `idle`, or when `socket` is no longer the one
-/// this server made (removed, or replaced by another server's); waits for the call being
-/// answered, if any (it holds `activity`). Only its own socket is ever removed.
-fn watch(socket: PathBuf, ours: (u64, u64), activity: Arc<Mutex<Instant>>, idle: Duration) {
+/// Ends the process when no call has come for `idle` and none is being answered, or when
+/// `socket` is no longer the one this server made (removed, or replaced by another
+/// server's) and no call is being answered. Only its own socket is ever removed.
+fn watch(socket: PathBuf, ours: (u64, u64), activity: Arc<Activity>, idle: Duration) {
     let tick = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(tick);
-            let last = activity.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(quiet) = activity.idle_for() else {
+                continue;
+            };
             if identity(&socket) != Some(ours) {
                 std::process::exit(0);
             }
-            if last.elapsed() >= idle {
+            if quiet >= idle {
                 let _ = std::fs::remove_file(&socket);
                 std::process::exit(0);
             }
@@ -229,36 +312,31 @@ fn watch(socket: PathBuf, ours: (u64, u64), activity: Arc<Mutex<Instant>>, idle:
     });
 }
 
-/// Reads one request, answers it with [`crate::handle`] and writes the reply. A request that
-/// cannot be read is answered fail-closed; a reply that cannot be written is the client's
-/// failure to report (it denies a `PreToolUse`).
-fn answer_one(stream: UnixStream, env: &Environment) {
-    let _ = stream.set_read_timeout(Some(EXCHANGE_TIMEOUT));
-    let _ = stream.set_write_timeout(Some(EXCHANGE_TIMEOUT));
-    let Ok(writer) = stream.try_clone() else {
-        return;
-    };
-    let answer = match read_request(stream) {
+/// Reads one request within [`REQUEST_DEADLINE`], answers it with [`crate::handle`] and
+/// writes the reply. A request that cannot be read in time is answered fail-closed; a reply
+/// that cannot be written is the client's failure to report (it denies a `PreToolUse`).
+fn answer_one(mut stream: UnixStream, env: &Environment) {
+    let answer = match read_request(&mut stream) {
         Ok((host, stdin)) => crate::handle(host, &stdin, env),
         Err(reason) => Answer::fail_closed(format!(
             "Cairn denied this call: the resident hook server could not read it ({reason}). Nothing was run or recorded."
         )),
     };
-    let mut writer = writer;
-    if let Ok(reply) = serde_json::to_vec(&answer) {
-        let _ = writer.write_all(&reply);
-    }
+    reply(stream, &answer);
 }
 
-fn read_request(stream: UnixStream) -> Result<(Host, Vec<u8>), String> {
-    let mut reader = BufReader::new(stream);
-    let mut header = Vec::new();
-    (&mut reader)
+fn read_request(stream: &mut UnixStream) -> Result<(Host, Vec<u8>), String> {
+    let deadline = Instant::now() + REQUEST_DEADLINE;
+    let limit = HEADER_MAX_BYTES + crate::input::MAX_INPUT_BYTES;
+    let bytes = read_by(stream, deadline, limit).map_err(|e| format!("the request: {e}"))?;
+    let newline = bytes
+        .iter()
         .take(HEADER_MAX_BYTES)
-        .read_until(b'\n', &mut header)
-        .map_err(|e| e.to_string())?;
+        .position(|b| *b == b'\n')
+        .ok_or_else(|| "no request header".to_owned())?;
+    let (header, rest) = bytes.split_at(newline);
     let request: Request =
-        serde_json::from_slice(&header).map_err(|e| format!("bad request header: {e}"))?;
+        serde_json::from_slice(header).map_err(|e| format!("bad request header: {e}"))?;
     if request.version != VERSION {
         return Err(format!(
             "protocol version {} is not {VERSION}",
@@ -269,6 +347,12 @@ fn read_request(stream: UnixStream) -> Result<(Host, Vec<u8>), String> {
         .host
         .parse()
         .map_err(|_| format!("unknown host `{}`", request.host))?;
-    let stdin = crate::input::read_limited(reader).map_err(|e| e.to_string())?;
+    let stdin = rest.get(1..).unwrap_or_default().to_vec();
+    if stdin.len() > crate::input::MAX_INPUT_BYTES {
+        return Err(HookError::InputTooLarge {
+            limit: crate::input::MAX_INPUT_BYTES,
+        }
+        .to_string());
+    }
     Ok((host, stdin))
 }

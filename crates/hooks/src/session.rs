@@ -347,14 +347,36 @@ impl SessionFiles {
         let len = file.metadata().map_err(io)?.len();
         drop(file);
         if len > COMPACT_AT_BYTES {
-            let tmp = self
-                .path
-                .with_extension(format!("json.tmp-{}", std::process::id()));
-            std::fs::write(&tmp, &line).map_err(|e| HookError::io(&tmp, &e))?;
-            std::fs::rename(&tmp, &self.path).map_err(io)?;
+            write_private(&self.path, &line)?;
         }
         Ok(())
     }
+}
+
+/// Writes `bytes` to `path` atomically and owner-only: a temporary file beside it, created
+/// with mode 0600 whatever the umask, then renamed over it.
+///
+/// # Errors
+/// [`HookError::Io`].
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), HookError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    let written = options
+        .open(&tmp)
+        .and_then(|mut file| file.write_all(bytes))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        HookError::io(path, &e)
+    })
 }
 
 /// The journal is compacted into its last entry beyond this size.

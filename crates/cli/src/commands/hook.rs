@@ -4,29 +4,61 @@
 //! The answer has the host's own contract, not the CLI's (SPEC §9.2): exit 0 with a JSON
 //! object or nothing on stdout; exit 2 with the reason on stderr to block a `PreToolUse` that
 //! could not be decided. No other exit code is used: the hosts let a call through on any
-//! other, and on a timeout. So `main` hands this command its stdin and lets it write its own
-//! output, bypassing the CLI's output and exit-code mapping.
+//! other, and on their own timeout. So `main` hands this command its stdin and lets it write
+//! its own output, bypassing the CLI's output and exit-code mapping.
 //!
-//! When the project runs a resident hook server (`cairn hooks serve`), the call is answered
-//! there (see `cairn_hooks::resident`); a process with `--store`, `--keys`, `CAIRN_FAULT` or
-//! `CAIRN_HOOK_RESIDENT=off` always answers by itself.
+//! # A supervisor and a worker
 //!
-//! `CAIRN_FAULT=gate-panic` makes the gate panic (a test-only fault switch, see
-//! `cairn_hooks::gate`): it can only turn a decision into a deny.
+//! The process the host starts only *supervises*: it reads stdin, and either hands the call
+//! to the project's resident server (`cairn hooks serve`, see `cairn_hooks::resident`) or
+//! starts `cairn hook HOST --worker`, a second process of the same binary that decides the
+//! call and prints its answer as JSON. The supervisor does nothing that can be slow or
+//! crash, so:
+//!
+//! - **the deadline** (`--deadline`, `CAIRN_HOOK_DEADLINE`, 10 s by default) holds whatever
+//!   happens inside — a slow policy load, a store locked by another process, a stuck socket,
+//!   a hook input the host never finishes sending: when it passes, the worker is killed and
+//!   the call is denied (exit 2);
+//! - **no exit status but 0 and 2** is ever seen by the host: a worker that panics, aborts,
+//!   overflows its stack, is killed or exits with any other status is answered as a
+//!   failure — a `PreToolUse` (or an event that cannot be told) is denied with exit 2, every
+//!   other event answers exit 0 with a note.
+//!
+//! The worker answers as before: a process with `--store`, `--keys`, `CAIRN_FAULT` or
+//! `CAIRN_HOOK_RESIDENT=off` never uses a resident server. `CAIRN_FAULT` (`gate-panic`,
+//! `gate-abort`, `gate-overflow`, `gate-exit`, `gate-hang`; see `cairn_hooks::gate`) makes the
+//! worker's gate fail: it can only turn a decision into a deny.
+//!
+//! # The project
+//!
+//! `--project DIR` (which `cairn hooks install` writes) names the project; without it Claude
+//! Code's `CLAUDE_PROJECT_DIR`, then the project the session is bound to (the session index
+//! under `CAIRN_HOME`, by default `~/.local/state/cairn`), then the payload's `cwd` find it
+//! (see `cairn_hooks::project::Binding`).
 
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use cairn_core::{ErrorCode, SystemClock};
-use cairn_hooks::{Answer, Environment, Fault, Host, StoreOpener};
+use cairn_hooks::project::Binding;
+use cairn_hooks::{Answer, Environment, Fault, HookError, Host, StoreOpener};
 use cairn_ledger::{Store, StoreError};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 
 use crate::args::{HookArgs, HookHost};
 use crate::context::Context;
 use crate::output::Outcome;
+
+/// The longest deadline accepted: well under the 60 s hook timeout `hooks install` writes.
+const MAX_DEADLINE: Duration = Duration::from_secs(50);
+/// The shortest deadline accepted.
+const MIN_DEADLINE: Duration = Duration::from_millis(100);
+/// The longest answer read from a worker.
+const WORKER_ANSWER_MAX_BYTES: u64 = 8 << 20;
 
 /// The embedded SQLite store, created on first use.
 struct SqliteStores;
@@ -67,20 +99,6 @@ pub fn run(ctx: &Context, args: &HookArgs) -> ExitCode {
     ExitCode::from(answer_fail_closed(ctx, args))
 }
 
-/// [`answer`], with a last line of defence: `cairn_hooks::handle` catches its own panics, and
-/// a panic anywhere else here (which would exit 101 and let the call through) exits 2.
-fn answer_fail_closed(ctx: &Context, args: &HookArgs) -> u8 {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer(ctx, args))).unwrap_or_else(
-        |_| {
-            let _ = writeln!(
-                std::io::stderr(),
-                "Cairn denied this call: the hook failed internally (error[hook_internal_panic]). Nothing was run."
-            );
-            cairn_hooks::answer::EXIT_BLOCK
-        },
-    )
-}
-
 /// The same, for the generic dispatcher (`main` calls [`run`] before it gets there).
 pub fn run_as_outcome(ctx: &Context, args: &HookArgs) -> Outcome {
     Outcome {
@@ -91,53 +109,308 @@ pub fn run_as_outcome(ctx: &Context, args: &HookArgs) -> Outcome {
     }
 }
 
-fn answer(ctx: &Context, args: &HookArgs) -> u8 {
+/// The supervisor or the worker, with a last line of defence: a panic anywhere here (which
+/// would exit 101 and let the call through) exits 2.
+fn answer_fail_closed(ctx: &Context, args: &HookArgs) -> u8 {
     // A panic is caught and answered (deny, exit 2); the default panic hook would only print
     // it a second time.
     std::panic::set_hook(Box::new(|_| {}));
-    let host = match args.host {
+    let started = Instant::now();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if args.worker {
+            work(ctx, args)
+        } else {
+            supervise(ctx, args, started)
+        }
+    }))
+    .unwrap_or_else(|_| {
+        let _ = writeln!(
+            std::io::stderr(),
+            "Cairn denied this call: the hook failed internally (error[hook_internal_panic]). Nothing was run."
+        );
+        cairn_hooks::answer::EXIT_BLOCK
+    })
+}
+
+fn host_of(args: &HookArgs) -> Host {
+    match args.host {
         HookHost::ClaudeCode => Host::ClaudeCode,
         HookHost::Codex => Host::Codex,
-    };
-    let stdin = cairn_hooks::input::read_limited(std::io::stdin().lock());
-    let fault = std::env::var("CAIRN_FAULT")
+    }
+}
+
+/// The deadline `--deadline` sets, clamped to what the installed hook timeout leaves.
+fn deadline_of(args: &HookArgs) -> Result<Duration, String> {
+    let duration = crate::input::parse_duration("--deadline", &args.deadline)
+        .map_err(|failure| failure.message)?;
+    let duration = Duration::try_from(duration).map_err(|e| format!("`--deadline`: {e}"))?;
+    Ok(duration.clamp(MIN_DEADLINE, MAX_DEADLINE))
+}
+
+/// How this call's project is found: `--project`, else (Claude Code) `CLAUDE_PROJECT_DIR`,
+/// else the session index, else the payload's `cwd`.
+fn binding(args: &HookArgs) -> Binding {
+    let explicit = args.project.clone().or_else(|| match args.host {
+        HookHost::ClaudeCode => std::env::var_os("CLAUDE_PROJECT_DIR")
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from),
+        HookHost::Codex => None,
+    });
+    Binding {
+        explicit,
+        index: session_index(),
+    }
+}
+
+/// The session index folder: `$CAIRN_HOME/sessions`, else under `$XDG_STATE_HOME/cairn` or
+/// `~/.local/state/cairn`.
+fn session_index() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let home = var("CAIRN_HOME")
+        .or_else(|| var("XDG_STATE_HOME").map(|dir| dir.join("cairn")))
+        .or_else(|| var("HOME").map(|dir| dir.join(".local/state/cairn")))?;
+    Some(home.join("sessions"))
+}
+
+fn fault() -> Option<Fault> {
+    std::env::var("CAIRN_FAULT")
         .ok()
-        .and_then(|value| Fault::parse(&value));
+        .and_then(|value| Fault::parse(&value))
+}
+
+/// The supervising process: stdin, then the resident server or a worker, all by the
+/// deadline; every failure is answered as a failure of the event (see the module docs).
+fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
+    let limit = match deadline_of(args) {
+        Ok(limit) => limit,
+        Err(message) => {
+            return emit(&Answer::fail_closed(format!(
+                "Cairn denied this call: its hook command is invalid (error[invalid_input]: {message}). Nothing was run."
+            )));
+        }
+    };
+    let deadline = started + limit;
+    let stdin = match read_stdin_by(deadline) {
+        Ok(bytes) => bytes,
+        Err(StdinFailure::Late) => return emit(&late(true, limit)),
+        Err(StdinFailure::Failed(error)) => {
+            return emit(&Answer::fail_closed(format!(
+                "Cairn denied this call: its hook input could not be read (error[{}]: {error}). Nothing was run or recorded.",
+                error.code()
+            )));
+        }
+    };
+    let blocks = cairn_hooks::input::blocks_on_failure(&stdin);
+    let host = host_of(args);
+    let binding = binding(args);
     #[cfg(unix)]
     let resident = ctx.explicit_store.is_none()
         && ctx.explicit_keys.is_none()
-        && fault.is_none()
+        && fault().is_none()
         && std::env::var("CAIRN_HOOK_RESIDENT").map_or(true, |v| v != "off");
     #[cfg(unix)]
     if resident
-        && let Ok(bytes) = &stdin
-        && let Some(answer) = cairn_hooks::resident::ask(host, bytes)
+        && let Some(result) = cairn_hooks::resident::ask(host, &stdin, &binding, deadline)
     {
-        return emit(&answer);
+        return emit(&result.unwrap_or_else(|error| failed(blocks, &error.to_string(), error.code())));
     }
+    let answer = match worker(ctx, args, &stdin, deadline) {
+        Ok(answer) => answer,
+        Err(WorkerFailure::Late) => late(blocks, limit),
+        Err(WorkerFailure::Failed(reason)) => failed(blocks, &reason, "hook_worker_failed"),
+    };
+    #[cfg(unix)]
+    if resident {
+        start_server_if_configured(host, &stdin, &binding);
+    }
+    emit(&answer)
+}
+
+/// Why stdin could not be read.
+enum StdinFailure {
+    Late,
+    Failed(HookError),
+}
+
+/// Reads stdin on a thread of its own, so that a host that never closes it cannot hold the
+/// answer past the deadline.
+fn read_stdin_by(deadline: Instant) -> Result<Vec<u8>, StdinFailure> {
+    let (send, receive) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("cairn-hook-stdin".to_owned())
+        .spawn(move || {
+            let _ = send.send(cairn_hooks::input::read_limited(std::io::stdin().lock()));
+        })
+        .map_err(|e| StdinFailure::Failed(HookError::InputUnreadable(e.to_string())))?;
+    match receive.recv_timeout(left(deadline)) {
+        Ok(read) => read.map_err(StdinFailure::Failed),
+        Err(_) => Err(StdinFailure::Late),
+    }
+}
+
+fn left(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now())
+}
+
+/// The answer when the deadline passed before a decision.
+fn late(blocks: bool, limit: Duration) -> Answer {
+    let line = format!(
+        "error[hook_deadline]: no decision within the {:.1} s deadline (`--deadline`, `CAIRN_HOOK_DEADLINE`)",
+        limit.as_secs_f64()
+    );
+    if blocks {
+        Answer::fail_closed(format!(
+            "Cairn denied this call: it could not be decided in time ({line}). Nothing was run. A store locked by another process, a very large policy set or a stuck resident server can cause this; `cairn ledger verify --all` and `cairn policy check` help find which."
+        ))
+    } else {
+        Answer::note(format!("cairn: {line}"))
+    }
+}
+
+/// The answer when the call could not be decided for `reason`.
+fn failed(blocks: bool, reason: &str, code: &str) -> Answer {
+    let line = format!("error[{code}]: {reason}");
+    if blocks {
+        Answer::fail_closed(format!(
+            "Cairn denied this call because it could not decide it safely ({line}). It may have been recorded; nothing was run."
+        ))
+    } else {
+        Answer::note(format!("cairn: {line}"))
+    }
+}
+
+/// Why the worker gave no answer.
+enum WorkerFailure {
+    Late,
+    Failed(String),
+}
+
+/// Runs `cairn hook HOST --worker` on `stdin` and reads its answer by `deadline`; kills it
+/// when the deadline passes.
+fn worker(
+    ctx: &Context,
+    args: &HookArgs,
+    stdin: &[u8],
+    deadline: Instant,
+) -> Result<Answer, WorkerFailure> {
+    let program = std::env::current_exe()
+        .map_err(|e| WorkerFailure::Failed(format!("cannot find the cairn binary: {e}")))?;
+    let mut command = std::process::Command::new(program);
+    command.arg("hook").arg(args.host.as_str()).arg("--worker");
+    if let Some(project) = &args.project {
+        command.arg("--project").arg(project);
+    }
+    if let Some(store) = &ctx.explicit_store {
+        command.arg("--store").arg(store);
+    }
+    if let Some(keys) = &ctx.explicit_keys {
+        command.arg("--keys").arg(keys);
+    }
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| WorkerFailure::Failed(format!("cannot start the hook worker: {e}")))?;
+    let (input, output) = (child.stdin.take(), child.stdout.take());
+    let payload = stdin.to_vec();
+    let _ = std::thread::Builder::new()
+        .name("cairn-hook-feed".to_owned())
+        .spawn(move || {
+            if let Some(mut input) = input {
+                let _ = input.write_all(&payload);
+            }
+        });
+    let (send, receive) = mpsc::channel();
+    let _ = std::thread::Builder::new()
+        .name("cairn-hook-answer".to_owned())
+        .spawn(move || {
+            let mut answer = Vec::new();
+            if let Some(output) = output {
+                let _ = output.take(WORKER_ANSWER_MAX_BYTES).read_to_end(&mut answer);
+            }
+            let _ = send.send(answer);
+        });
+    let outcome = receive
+        .recv_timeout(left(deadline))
+        .map_err(|_| WorkerFailure::Late)
+        .and_then(|answer| wait_by(&mut child, deadline).map(|status| (answer, status)));
+    let (answer, status) = match outcome {
+        Ok(done) => done,
+        Err(failure) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(failure);
+        }
+    };
+    if !status.success() {
+        return Err(WorkerFailure::Failed(format!("the hook worker ended with {status}")));
+    }
+    let answer: Answer = serde_json::from_slice(&answer)
+        .map_err(|e| WorkerFailure::Failed(format!("the hook worker's answer is unreadable: {e}")))?;
+    // INVARIANT: the host sees exit 0 or 2 only.
+    if answer.exit != 0 && answer.exit != cairn_hooks::answer::EXIT_BLOCK {
+        return Err(WorkerFailure::Failed(format!(
+            "the hook worker answered exit {}",
+            answer.exit
+        )));
+    }
+    Ok(answer)
+}
+
+/// The worker's exit status, once it has closed its stdout; `Late` if it outlives the
+/// deadline.
+fn wait_by(
+    child: &mut std::process::Child,
+    deadline: Instant,
+) -> Result<std::process::ExitStatus, WorkerFailure> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_micros(200)),
+            Ok(None) => return Err(WorkerFailure::Late),
+            Err(e) => return Err(WorkerFailure::Failed(format!("waiting for the hook worker: {e}"))),
+        }
+    }
+}
+
+/// The worker process: decides the call on a thread with the stack the policy limits are
+/// sized for, and prints the answer as JSON (exit 0). It is never the process the host
+/// reads: its supervisor turns anything else it does into the event's failure answer.
+fn work(ctx: &Context, args: &HookArgs) -> u8 {
+    let host = host_of(args);
     let environment = Environment {
         clock: Arc::new(SystemClock),
         stores: Arc::new(SqliteStores),
         store_path: ctx.explicit_store.as_ref().map(PathBuf::from),
         keys_dir: ctx.explicit_keys.clone(),
-        fault,
+        fault: fault(),
         gates: Arc::default(),
+        binding: binding(args),
     };
-    let answer = match stdin {
-        Ok(bytes) => {
-            let answer = cairn_hooks::handle(host, &bytes, &environment);
-            #[cfg(unix)]
-            if resident {
-                start_server_if_configured(&bytes);
-            }
-            answer
-        }
-        Err(error) => Answer::fail_closed(format!(
-            "Cairn denied this call: its hook input could not be read (error[{}]: {error}). Nothing was run or recorded.",
-            error.code()
-        )),
+    let decided = std::thread::Builder::new()
+        .name("cairn-hook".to_owned())
+        .stack_size(cairn_policy::limits::STACK_BYTES)
+        .spawn(move || match cairn_hooks::input::read_limited(std::io::stdin().lock()) {
+            Ok(bytes) => cairn_hooks::handle(host, &bytes, &environment),
+            Err(error) => Answer::fail_closed(format!(
+                "Cairn denied this call: its hook input could not be read (error[{}]: {error}). Nothing was run or recorded.",
+                error.code()
+            )),
+        })
+        .ok()
+        .and_then(|thread| thread.join().ok());
+    let Some(answer) = decided else {
+        return 1;
     };
-    emit(&answer)
+    let Ok(json) = serde_json::to_vec(&answer) else {
+        return 1;
+    };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(&json).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    }
 }
 
 /// Starts `cairn hooks serve` for the call's project, in the background and detached from
@@ -146,9 +419,9 @@ fn answer(ctx: &Context, args: &HookArgs) -> u8 {
 /// the call has been answered already, and a server that cannot start only means the next
 /// call is answered by its own process too.
 #[cfg(unix)]
-fn start_server_if_configured(stdin: &[u8]) {
+fn start_server_if_configured(host: Host, stdin: &[u8], binding: &Binding) {
     use std::os::unix::process::CommandExt as _;
-    let Some(project) = cairn_hooks::resident::project_of(stdin) else {
+    let Some(project) = cairn_hooks::resident::project_of(host, stdin, binding) else {
         return;
     };
     let wanted = cairn_hooks::config::HookConfig::load(&project).is_ok_and(|c| c.resident_server);
@@ -163,9 +436,9 @@ fn start_server_if_configured(stdin: &[u8]) {
         .arg(project.root())
         .env_remove("CAIRN_STORE")
         .env_remove("CAIRN_KEYS")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
         .process_group(0)
         .spawn();
 }
@@ -184,5 +457,10 @@ fn emit(answer: &Answer) -> u8 {
     if let Some(text) = &answer.stderr {
         let _ = writeln!(std::io::stderr(), "{text}");
     }
-    exit
+    // INVARIANT: the host sees exit 0 or 2 only.
+    if exit == 0 || exit == cairn_hooks::answer::EXIT_BLOCK {
+        exit
+    } else {
+        cairn_hooks::answer::EXIT_BLOCK
+    }
 }

@@ -64,6 +64,12 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
         keys_dir: None,
         fault: None,
         gates: std::sync::Arc::default(),
+        // The server answers for its own project only; the client sends it only the calls
+        // whose project this is.
+        binding: cairn_hooks::project::Binding {
+            explicit: Some(project.root().to_path_buf()),
+            index: None,
+        },
     };
     let idle = crate::input::parse_duration("--idle", &args.idle)?;
     let idle = std::time::Duration::try_from(idle)

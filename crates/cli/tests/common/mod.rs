@@ -27,7 +27,8 @@ pub fn binary() -> &'static str {
 }
 
 /// A `cairn` command with a clean environment, running in `dir`: no `CAIRN_*` variable of
-/// the developer's shell leaks in, and stdin is empty.
+/// the developer's shell leaks in, the hooks' session index lives in `dir/.cairn-home`
+/// (so that no test binds a session of another test's project), and stdin is empty.
 pub fn command_in(dir: &Path) -> Command {
     let mut command = Command::new(binary());
     command
@@ -37,6 +38,9 @@ pub fn command_in(dir: &Path) -> Command {
         .env_remove("CAIRN_LOG")
         .env_remove("CAIRN_FAULT")
         .env_remove("CAIRN_HOOK_RESIDENT")
+        .env_remove("CAIRN_HOOK_DEADLINE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env("CAIRN_HOME", dir.join(".cairn-home"))
         .stdin(Stdio::null());
     command
 }
