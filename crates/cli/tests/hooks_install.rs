@@ -21,6 +21,14 @@ fn cairn(dir: &Path, args: &[&str]) -> Output {
     Output::of(command_in(dir).args(args))
 }
 
+/// The command `hooks install` writes for Claude Code.
+const CLAUDE: &str = "cairn hook claude-code --project \"$CLAUDE_PROJECT_DIR\"";
+
+/// The command `hooks install` writes for Codex in the project at `dir`.
+fn codex_command(dir: &Path) -> String {
+    format!("cairn hook codex --project '{}'", dir.display())
+}
+
 fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -64,7 +72,7 @@ fn install_into_a_fresh_folder_scaffolds_observe_first_and_uninstall_leaves_noth
     ] {
         assert_eq!(
             commands(&settings, event),
-            ["cairn hook claude-code"],
+            [CLAUDE],
             "{event}"
         );
     }
@@ -127,7 +135,7 @@ fn install_keeps_existing_settings_and_hooks_and_is_idempotent() {
     );
     assert_eq!(
         commands(&settings, "PreToolUse"),
-        ["./scripts/check-bash.sh", "cairn hook claude-code"]
+        ["./scripts/check-bash.sh", CLAUDE]
     );
     // Twice: nothing added, the file byte for byte the same.
     let out = cairn(d, &["hooks", "install", "--claude-code"]);
@@ -192,7 +200,7 @@ fn codex_gets_its_own_file_and_both_hosts_install_together() {
     let codex = read(&d.join(".codex/hooks.json"));
     assert_eq!(
         commands(&codex, "Stop"),
-        ["python3 .codex/hooks/stop.py", "cairn hook codex"]
+        ["python3 .codex/hooks/stop.py".to_owned(), codex_command(d)]
     );
     for event in [
         "SessionStart",
@@ -202,7 +210,7 @@ fn codex_gets_its_own_file_and_both_hosts_install_together() {
         "PreCompact",
         "PostCompact",
     ] {
-        assert_eq!(commands(&codex, event), ["cairn hook codex"], "{event}");
+        assert_eq!(commands(&codex, event), [codex_command(d)], "{event}");
     }
     assert!(codex["hooks"].get("PostToolUseFailure").is_none());
     assert!(d.join(".claude/settings.json").is_file());
@@ -238,4 +246,77 @@ fn an_existing_project_is_kept_as_it_is() {
 fn a_host_is_required() {
     let dir = tempfile::tempdir().unwrap();
     cairn(dir.path(), &["hooks", "install"]).expect(2);
+}
+
+#[test]
+fn issue_15_install_keeps_every_byte_it_does_not_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join(".claude")).unwrap();
+    let before = "{\n    \"big\": 123456789012345678901234567890,\n    \"zero\": -0,\n    \"float\": 1.50,\n    \"nested\": {\"b\": 1, \"a\": [1,2,  3]}\n}\n";
+    std::fs::write(d.join(".claude/settings.json"), before).unwrap();
+    cairn(d, &["hooks", "install", "--claude-code"]).expect(0);
+    let after = std::fs::read_to_string(d.join(".claude/settings.json")).unwrap();
+    for kept in [
+        "\"big\": 123456789012345678901234567890,",
+        "\"zero\": -0,",
+        "\"float\": 1.50,",
+        "\"nested\": {\"b\": 1, \"a\": [1,2,  3]}",
+    ] {
+        assert!(after.contains(kept), "lost `{kept}`:\n{after}");
+    }
+    assert_eq!(commands(&read(&d.join(".claude/settings.json")), "Stop"), [CLAUDE]);
+    // Uninstalling gives back the very bytes.
+    cairn(d, &["hooks", "uninstall", "--claude-code"]).expect(0);
+    assert_eq!(
+        std::fs::read_to_string(d.join(".claude/settings.json")).unwrap(),
+        before
+    );
+}
+
+#[test]
+fn issue_15_duplicate_keys_are_refused_not_collapsed() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join(".claude")).unwrap();
+    let bad = r#"{"env": {"A": "1"}, "env": {"B": "2"}}"#;
+    std::fs::write(d.join(".claude/settings.json"), bad).unwrap();
+    let out = Output::of(command_in(d).args(["--json", "hooks", "install", "--claude-code"]));
+    out.expect(2);
+    assert_eq!(out.error_code(), "settings_malformed");
+    assert!(out.stdout.contains("json_duplicate_key"), "{out:?}");
+    assert_eq!(
+        std::fs::read_to_string(d.join(".claude/settings.json")).unwrap(),
+        bad
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn issue_15_a_symlinked_settings_file_is_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join(".claude")).unwrap();
+    std::fs::create_dir_all(d.join("dotfiles")).unwrap();
+    std::fs::write(d.join("dotfiles/claude.json"), "{\"env\": {}}\n").unwrap();
+    std::os::unix::fs::symlink(d.join("dotfiles/claude.json"), d.join(".claude/settings.json"))
+        .unwrap();
+    cairn(d, &["hooks", "install", "--claude-code"]).expect(0);
+    let link = std::fs::symlink_metadata(d.join(".claude/settings.json")).unwrap();
+    assert!(link.file_type().is_symlink(), "the link stays a link");
+    assert_eq!(commands(&read(&d.join("dotfiles/claude.json")), "PreToolUse"), [CLAUDE]);
+}
+
+#[test]
+fn issue_15_an_older_cairn_command_is_brought_up_to_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join(".claude")).unwrap();
+    let old = json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "cairn hook claude-code", "timeout": 60}]}]}});
+    std::fs::write(d.join(".claude/settings.json"), old.to_string()).unwrap();
+    cairn(d, &["hooks", "install", "--claude-code"]).expect(0);
+    let settings = read(&d.join(".claude/settings.json"));
+    assert_eq!(commands(&settings, "PreToolUse"), [CLAUDE], "updated, not doubled");
+    cairn(d, &["hooks", "uninstall", "--claude-code"]).expect(0);
+    assert!(!d.join(".claude/settings.json").exists() || commands(&read(&d.join(".claude/settings.json")), "PreToolUse").is_empty());
 }

@@ -5,29 +5,38 @@
 //! handlers:
 //!
 //! ```json
-//! {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "cairn hook claude-code", "timeout": 60}]}]}}
+//! {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "cairn hook claude-code --project \"$CLAUDE_PROJECT_DIR\"", "timeout": 60}]}]}}
 //! ```
 //!
-//! Cairn's groups have no `matcher` (every tool, every source). Installing adds one group per
-//! event that does not already run `cairn hook <host>`, and keeps every other setting and hook
-//! as it is (the file is rewritten as pretty JSON); installing twice
-//! changes nothing. A settings file that is not valid JSON, or whose `hooks` do not have the
-//! shape above, is an error and is never overwritten. Uninstalling removes exactly the
-//! handlers whose command is `cairn hook <host>`, the groups and events that become empty
-//! because of it, and the file itself when the install created it and nothing else is left
-//! (recorded in `.cairn/installed-hooks.json`).
+//! The command names its project (see [`command`]), so that a session is gated and recorded
+//! in its project whatever its `cwd`. Cairn's groups have no `matcher` (every tool, every
+//! source). Installing adds one group per event that does not already run `cairn hook
+//! <host>` and brings an older Cairn command up to date; installing twice changes nothing.
+//!
+//! **The file is edited in place.** Everything Cairn does not add or remove stays byte for
+//! byte as it was — formatting, key order, numbers such as `123456789012345678901234567890`
+//! or `-0` — because the edit works on the file's concrete syntax tree (`jsonc-parser`), and
+//! the result is checked to mean exactly the intended merge before it is written. A settings
+//! file that is not strict JSON (a duplicate key, a bad escape, comments), or whose `hooks`
+//! do not have the shape above, is an error and is never overwritten. A symlinked settings
+//! file is written through: its target gets the hooks and the link stays a link.
+//! Uninstalling removes exactly the handlers whose command is `cairn hook <host>…`, the
+//! groups and events that become empty because of it, and the file itself when the install
+//! created it and nothing else is left (recorded in `.cairn/installed-hooks.json`).
 
 use std::path::{Path, PathBuf};
 
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode};
 use serde_json::{Map, Value, json};
 
 use crate::error::HookError;
 use crate::host::Host;
 use crate::project::PROJECT_DIR;
 
-/// How long a host waits for one hook invocation, in seconds. Cairn's own waits (the session
-/// lock, the store's busy timeout) end well before, so a slow store fails closed instead of
-/// timing out (a timeout lets the call through).
+/// How long a host waits for one hook invocation, in seconds. Cairn answers well before (its
+/// deadline, `cairn hook --deadline`, is 10 s by default and at most 50 s), so a slow store
+/// fails closed instead of timing out (a timeout lets the call through).
 pub const HOOK_TIMEOUT_SECS: u64 = 60;
 
 /// The record of what the installer created, inside `.cairn/`.
@@ -62,10 +71,31 @@ pub const fn events(host: Host) -> &'static [&'static str] {
     }
 }
 
-/// The command the host runs.
+/// The command the host runs for the project at `dir`: Claude Code hands every hook its
+/// project as `CLAUDE_PROJECT_DIR` (so a committed `.claude/settings.json` works in every
+/// clone); Codex has no such variable, so its command names the folder itself.
 #[must_use]
-pub fn command(host: Host) -> String {
-    format!("cairn hook {}", host.as_str())
+pub fn command(host: Host, dir: &Path) -> String {
+    match host {
+        Host::ClaudeCode => "cairn hook claude-code --project \"$CLAUDE_PROJECT_DIR\"".to_owned(),
+        Host::Codex => {
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+            format!("cairn hook codex --project {}", shell_quoted(&dir.to_string_lossy()))
+        }
+    }
+}
+
+/// `text` as one word for a POSIX shell.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// Whether `command` runs Cairn's hook for `host` (with or without arguments).
+fn is_cairn_command(command: &str, host: Host) -> bool {
+    let prefix = format!("cairn hook {}", host.as_str());
+    command
+        .strip_prefix(&prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
 }
 
 /// The host's settings file in the project at `dir`.
@@ -84,7 +114,9 @@ pub struct Change {
     pub host: Host,
     /// The settings file.
     pub path: PathBuf,
-    /// The events whose Cairn hook was added or removed.
+    /// The command installed (or removed).
+    pub command: String,
+    /// The events whose Cairn hook was added, updated or removed.
     pub events: Vec<String>,
     /// Whether the file was created (install) or deleted (uninstall).
     pub file_created_or_removed: bool,
@@ -128,18 +160,31 @@ fn hooks_of<'a>(
     Ok(hooks)
 }
 
-fn is_ours(handler: &Value, command: &str) -> bool {
-    handler.get("command").and_then(Value::as_str) == Some(command)
+fn is_ours(handler: &Value, host: Host) -> bool {
+    handler
+        .get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|command| is_cairn_command(command, host))
 }
 
-/// Adds Cairn's hook for `host` to `settings`; returns the events added.
+fn our_handler(command: &str) -> Value {
+    json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS})
+}
+
+/// Adds Cairn's hook `command` for `host` to `settings` (updating an older Cairn command in
+/// place); returns the events added or updated. This is what an install means; the file is
+/// edited to mean exactly this.
 ///
 /// # Errors
 /// [`HookError::Settings`] when `settings` does not have the hosts' shape.
-pub fn merge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<String>, HookError> {
-    let command = command(host);
+pub fn merge(
+    settings: &mut Value,
+    host: Host,
+    command: &str,
+    path: &Path,
+) -> Result<Vec<String>, HookError> {
     let hooks = hooks_of(settings, path)?;
-    let mut added = Vec::new();
+    let mut changed = Vec::new();
     for event in events(host) {
         let groups = hooks
             .entry((*event).to_owned())
@@ -147,22 +192,30 @@ pub fn merge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<String
         let Some(groups) = groups.as_array_mut() else {
             continue;
         };
-        let present = groups.iter().any(|group| {
-            group
-                .get("hooks")
-                .and_then(Value::as_array)
-                .is_some_and(|handlers| handlers.iter().any(|h| is_ours(h, &command)))
-        });
+        let mut present = false;
+        let mut updated = false;
+        for handler in groups
+            .iter_mut()
+            .filter_map(|group| group.get_mut("hooks").and_then(Value::as_array_mut))
+            .flatten()
+            .filter(|handler| is_ours(handler, host))
+        {
+            present = true;
+            if handler.get("command").and_then(Value::as_str) != Some(command)
+                && let Some(object) = handler.as_object_mut()
+            {
+                object.insert("command".to_owned(), Value::String(command.to_owned()));
+                updated = true;
+            }
+        }
         if !present {
-            groups.push(json!({"hooks": [{
-                "type": "command",
-                "command": command,
-                "timeout": HOOK_TIMEOUT_SECS,
-            }]}));
-            added.push((*event).to_owned());
+            groups.push(json!({"hooks": [our_handler(command)]}));
+        }
+        if !present || updated {
+            changed.push((*event).to_owned());
         }
     }
-    Ok(added)
+    Ok(changed)
 }
 
 /// Removes Cairn's hook for `host` from `settings`; returns the events it was removed from.
@@ -170,7 +223,6 @@ pub fn merge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<String
 /// # Errors
 /// [`HookError::Settings`] when `settings` does not have the hosts' shape.
 pub fn unmerge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<String>, HookError> {
-    let command = command(host);
     let had_hooks = settings.get("hooks").is_some();
     let hooks = hooks_of(settings, path)?;
     let mut removed = Vec::new();
@@ -185,7 +237,7 @@ pub fn unmerge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<Stri
                 return true;
             };
             let before = handlers.len();
-            handlers.retain(|h| !is_ours(h, &command));
+            handlers.retain(|h| !is_ours(h, host));
             if handlers.len() == before {
                 return true;
             }
@@ -212,26 +264,200 @@ pub fn unmerge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<Stri
     Ok(removed)
 }
 
-fn read_settings(path: &Path) -> Result<Option<Value>, HookError> {
+/// A settings file as read: its text and what it means.
+struct Settings {
+    text: String,
+    value: Value,
+}
+
+/// Reads the settings at `path` (through a symlink), refusing anything but strict JSON.
+fn read_settings(path: &Path) -> Result<Option<Settings>, HookError> {
     match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map(Some)
-            .map_err(|e| shape_error(path, format!("not valid JSON: {e}"))),
+        Ok(text) => {
+            let value = cairn_core::strict_json::parse_str(&text).map_err(|e| {
+                shape_error(
+                    path,
+                    format!("not strict JSON ({}: {e}); fix it by hand, Cairn edits only what it can keep exactly", cairn_core::ErrorCode::code(&e)),
+                )
+            })?;
+            Ok(Some(Settings { text, value }))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(HookError::io(path, &e)),
     }
 }
 
-/// Writes `bytes` to `path` atomically (a temporary file beside it, then a rename).
+fn strict_options() -> ParseOptions {
+    ParseOptions {
+        allow_comments: false,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+    }
+}
+
+fn input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(flag) => CstInputValue::Bool(*flag),
+        Value::Number(number) => CstInputValue::Number(number.to_string()),
+        Value::String(text) => CstInputValue::String(text.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
+        Value::Object(members) => CstInputValue::Object(
+            members
+                .iter()
+                .map(|(key, value)| (key.clone(), input(value)))
+                .collect(),
+        ),
+    }
+}
+
+fn string_of(node: Option<CstNode>) -> Option<String> {
+    node?.as_string_lit()?.decoded_value().ok()
+}
+
+/// The handlers (objects) of one group, with their array.
+fn handlers_of(group: &CstNode) -> Option<(CstArray, Vec<CstObject>)> {
+    let handlers = group.as_object()?.array_value("hooks")?;
+    let objects = handlers
+        .elements()
+        .iter()
+        .filter_map(CstNode::as_object)
+        .collect();
+    Some((handlers, objects))
+}
+
+fn command_of(handler: &CstObject) -> Option<String> {
+    string_of(handler.get("command")?.value())
+}
+
+/// Applies the install to the file's syntax tree, as [`merge`] does to its value.
+fn merge_text(root: &CstRootNode, host: Host, command: &str) -> Option<()> {
+    let top = root.object_value_or_set();
+    let hooks = top.object_value_or_create("hooks")?;
+    for event in events(host) {
+        let groups = hooks.array_value_or_create(event)?;
+        let mut present = false;
+        for group in groups.elements() {
+            let Some((_, handlers)) = handlers_of(&group) else {
+                continue;
+            };
+            for handler in handlers {
+                let Some(current) = command_of(&handler) else {
+                    continue;
+                };
+                if is_cairn_command(&current, host) {
+                    present = true;
+                    if current != command {
+                        handler
+                            .get("command")?
+                            .set_value(CstInputValue::String(command.to_owned()));
+                    }
+                }
+            }
+        }
+        if !present {
+            groups.append(input(&json!({"hooks": [our_handler(command)]})));
+        }
+    }
+    Some(())
+}
+
+/// Applies the uninstall to the file's syntax tree, as [`unmerge`] does to its value.
+fn unmerge_text(root: &CstRootNode, host: Host, had_hooks: bool) -> Option<()> {
+    let top = root.object_value()?;
+    let Some(hooks) = top.object_value("hooks") else {
+        return Some(());
+    };
+    let mut removed_any = false;
+    for prop in hooks.properties() {
+        let Some(groups) = prop.array_value() else {
+            continue;
+        };
+        let mut touched = false;
+        for group in groups.elements() {
+            let Some((handlers, objects)) = handlers_of(&group) else {
+                continue;
+            };
+            let before = handlers.elements().len();
+            for handler in objects {
+                if command_of(&handler).is_some_and(|c| is_cairn_command(&c, host)) {
+                    handler.remove();
+                }
+            }
+            let after = handlers.elements().len();
+            if after != before {
+                touched = true;
+                if after == 0 {
+                    group.remove();
+                }
+            }
+        }
+        if touched {
+            removed_any = true;
+            if groups.elements().is_empty() {
+                prop.remove();
+            }
+        }
+    }
+    if hooks.properties().is_empty()
+        && (removed_any || !had_hooks)
+        && let Some(prop) = top.get("hooks")
+    {
+        prop.remove();
+    }
+    Some(())
+}
+
+/// The new text of `settings` after `edit` on its syntax tree, checked to mean exactly
+/// `expected`; an edit that would mean anything else is refused, never written.
+fn edited(
+    settings: Option<&Settings>,
+    path: &Path,
+    expected: &Value,
+    edit: impl FnOnce(&CstRootNode) -> Option<()>,
+) -> Result<String, HookError> {
+    let text = settings.map_or("{}\n", |s| s.text.as_str());
+    let root = CstRootNode::parse(text, &strict_options())
+        .map_err(|e| shape_error(path, format!("not strict JSON: {e}")))?;
+    edit(&root).ok_or_else(|| shape_error(path, "its `hooks` do not have the hosts' shape"))?;
+    let out = root.to_string();
+    let means = cairn_core::strict_json::parse_str(&out).ok();
+    if means.as_ref() != Some(expected) {
+        return Err(shape_error(
+            path,
+            "Cairn could not edit it without changing something else; add the hooks by hand (see `cairn hooks install --help`)",
+        ));
+    }
+    Ok(out)
+}
+
+/// Writes `bytes` to `path` atomically (a temporary file beside it, then a rename). A
+/// symlink is written through: its target is replaced and keeps its permissions, the link
+/// stays.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), HookError> {
-    if let Some(dir) = path.parent() {
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            std::fs::canonicalize(path).map_err(|e| HookError::io(path, &e))?
+        }
+        _ => path.to_path_buf(),
+    };
+    if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir).map_err(|e| HookError::io(dir, &e))?;
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    let mut tmp = target.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, bytes).map_err(|e| HookError::io(&tmp, &e))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
+    if let Ok(meta) = std::fs::metadata(&target) {
+        let _ = std::fs::set_permissions(&tmp, meta.permissions());
+    }
+    std::fs::rename(&tmp, &target).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        HookError::io(path, &e)
+        HookError::io(&target, &e)
     })
 }
 
@@ -266,32 +492,48 @@ fn save_created_files(dir: &Path, created: Map<String, Value>) -> Result<(), Hoo
     write_atomic(&path, &pretty(&doc))
 }
 
-/// Checks that `host`'s settings file in `dir`, if any, can be merged (valid JSON of the
-/// hosts' shape), without writing anything.
+/// Checks that `host`'s settings file in `dir`, if any, can be merged (strict JSON of the
+/// hosts' shape, editable in place), without writing anything.
 ///
 /// # Errors
 /// As [`install`].
 pub fn check(host: Host, dir: &Path) -> Result<(), HookError> {
+    plan_install(host, dir).map(|_| ())
+}
+
+/// The install's new text (`None`: nothing to change), the events and whether the file is
+/// created.
+fn plan_install(
+    host: Host,
+    dir: &Path,
+) -> Result<(Option<String>, Vec<String>, bool, String), HookError> {
     let path = settings_path(host, dir);
-    if let Some(mut settings) = read_settings(&path)? {
-        merge(&mut settings, host, &path)?;
+    let command = command(host, dir);
+    let existing = read_settings(&path)?;
+    let created = existing.is_none();
+    let mut expected = existing
+        .as_ref()
+        .map_or_else(|| Value::Object(Map::new()), |s| s.value.clone());
+    let events = merge(&mut expected, host, &command, &path)?;
+    if events.is_empty() {
+        return Ok((None, events, created, command));
     }
-    Ok(())
+    let text = edited(existing.as_ref(), &path, &expected, |root| {
+        merge_text(root, host, &command)
+    })?;
+    Ok((Some(text), events, created, command))
 }
 
 /// Installs Cairn's hooks for `host` into the project at `dir` (its `.cairn/` must exist).
 ///
 /// # Errors
-/// [`HookError::Settings`] for a settings file that is not valid JSON or not of the hosts'
-/// shape (it is left untouched); [`HookError::Io`].
+/// [`HookError::Settings`] for a settings file that is not strict JSON, not of the hosts'
+/// shape, or that cannot be edited in place (it is left untouched); [`HookError::Io`].
 pub fn install(host: Host, dir: &Path) -> Result<Change, HookError> {
     let path = settings_path(host, dir);
-    let existing = read_settings(&path)?;
-    let created = existing.is_none();
-    let mut settings = existing.unwrap_or_else(|| Value::Object(Map::new()));
-    let events = merge(&mut settings, host, &path)?;
-    if !events.is_empty() {
-        write_atomic(&path, &pretty(&settings))?;
+    let (text, events, created, command) = plan_install(host, dir)?;
+    if let Some(text) = text {
+        write_atomic(&path, text.as_bytes())?;
     }
     if created {
         let mut record = created_files(dir);
@@ -301,6 +543,7 @@ pub fn install(host: Host, dir: &Path) -> Result<Change, HookError> {
     Ok(Change {
         host,
         path,
+        command,
         events,
         file_created_or_removed: created,
     })
@@ -309,22 +552,26 @@ pub fn install(host: Host, dir: &Path) -> Result<Change, HookError> {
 /// Removes Cairn's hooks for `host` from the project at `dir`.
 ///
 /// # Errors
-/// [`HookError::Settings`] for a settings file that is not valid JSON or not of the hosts'
+/// [`HookError::Settings`] for a settings file that is not strict JSON or not of the hosts'
 /// shape (it is left untouched); [`HookError::Io`].
 pub fn uninstall(host: Host, dir: &Path) -> Result<Change, HookError> {
     let path = settings_path(host, dir);
-    let Some(mut settings) = read_settings(&path)? else {
+    let command = command(host, dir);
+    let Some(settings) = read_settings(&path)? else {
         return Ok(Change {
             host,
             path,
+            command,
             events: Vec::new(),
             file_created_or_removed: false,
         });
     };
-    let events = unmerge(&mut settings, host, &path)?;
+    let had_hooks = settings.value.get("hooks").is_some();
+    let mut expected = settings.value.clone();
+    let events = unmerge(&mut expected, host, &path)?;
     let mut record = created_files(dir);
     let we_created = record.remove(host.as_str()).is_some();
-    let empty = settings.as_object().is_some_and(Map::is_empty);
+    let empty = expected.as_object().is_some_and(Map::is_empty);
     let removed_file = we_created && empty;
     if removed_file {
         std::fs::remove_file(&path).map_err(|e| HookError::io(&path, &e))?;
@@ -333,12 +580,16 @@ pub fn uninstall(host: Host, dir: &Path) -> Result<Change, HookError> {
             let _ = std::fs::remove_dir(parent);
         }
     } else if !events.is_empty() {
-        write_atomic(&path, &pretty(&settings))?;
+        let text = edited(Some(&settings), &path, &expected, |root| {
+            unmerge_text(root, host, had_hooks)
+        })?;
+        write_atomic(&path, text.as_bytes())?;
     }
     save_created_files(dir, record)?;
     Ok(Change {
         host,
         path,
+        command,
         events,
         file_created_or_removed: removed_file,
     })
@@ -357,11 +608,11 @@ mod tests {
             "permissions": {"allow": ["Bash(npm test)"]},
             "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh"}]}]}
         });
-        let added = merge(&mut settings, Host::ClaudeCode, path).unwrap();
+        let added = merge(&mut settings, Host::ClaudeCode, "cairn hook claude-code", path).unwrap();
         assert_eq!(added.len(), events(Host::ClaudeCode).len());
         let once = settings.clone();
         assert!(
-            merge(&mut settings, Host::ClaudeCode, path)
+            merge(&mut settings, Host::ClaudeCode, "cairn hook claude-code", path)
                 .unwrap()
                 .is_empty()
         );
@@ -388,7 +639,7 @@ mod tests {
             json!({"hooks": {"Stop": [1]}}),
         ] {
             let mut settings = bad.clone();
-            assert!(merge(&mut settings, Host::Codex, path).is_err(), "{bad}");
+            assert!(merge(&mut settings, Host::Codex, "cairn hook codex", path).is_err(), "{bad}");
             assert_eq!(settings, bad);
         }
     }

@@ -223,7 +223,7 @@ fn describe(human: &mut String, change: &Change, base: &Path, done: &str, nothin
             human,
             "{}: {done} `{}` for {} in {file}{}",
             change.host.display_name(),
-            install::command(change.host),
+            change.command,
             change.events.join(", "),
             if change.file_created_or_removed {
                 if done == "installed" {
@@ -242,7 +242,7 @@ fn to_json(change: &Change, base: &Path) -> serde_json::Value {
     json!({
         "host": change.host.as_str(),
         "settings": relative(&change.path, base),
-        "command": install::command(change.host),
+        "command": change.command,
         "events": change.events,
         "file_created_or_removed": change.file_created_or_removed,
     })
