@@ -567,7 +567,12 @@ pub struct HookArgs {
     /// Answer within this long whatever happens inside (a slow policy load, a locked store,
     /// a stuck socket): a tool call not decided by then is denied (`10s` by default; at most
     /// `50s`, under the hosts' hook timeout Cairn installs).
-    #[arg(long, env = "CAIRN_HOOK_DEADLINE", value_name = "DURATION", default_value = "10s")]
+    #[arg(
+        long,
+        env = "CAIRN_HOOK_DEADLINE",
+        value_name = "DURATION",
+        default_value = "10s"
+    )]
     pub deadline: String,
     /// Internal: answer in this process and print the answer as JSON for the supervising
     /// `cairn hook` process, which enforces the deadline and turns any crash into a deny.

@@ -38,14 +38,12 @@ fn main() -> ExitCode {
         .stack_size(cairn_policy::limits::STACK_BYTES)
         .spawn(move || render(commands::run(cli.command, &context), json))
         .map_err(|e| e.to_string())
-        .and_then(|thread| {
-            thread
-                .join()
-                .map_err(|_| "the command panicked".to_owned())
-        });
-    ExitCode::from(ran.unwrap_or_else(|reason| {
-        render(Err(failure::Failure::internal("internal", reason)), json)
-    }))
+        .and_then(|thread| thread.join().map_err(|_| "the command panicked".to_owned()));
+    ExitCode::from(
+        ran.unwrap_or_else(|reason| {
+            render(Err(failure::Failure::internal("internal", reason)), json)
+        }),
+    )
 }
 
 /// Help and version go to stdout with exit 0; usage errors exit 2 — as structured JSON when

@@ -70,11 +70,7 @@ fn install_into_a_fresh_folder_scaffolds_observe_first_and_uninstall_leaves_noth
         "Stop",
         "SessionEnd",
     ] {
-        assert_eq!(
-            commands(&settings, event),
-            [CLAUDE],
-            "{event}"
-        );
+        assert_eq!(commands(&settings, event), [CLAUDE], "{event}");
     }
     assert_eq!(
         settings["hooks"]["PreToolUse"][0]["hooks"][0]["type"],
@@ -265,7 +261,10 @@ fn issue_15_install_keeps_every_byte_it_does_not_change() {
     ] {
         assert!(after.contains(kept), "lost `{kept}`:\n{after}");
     }
-    assert_eq!(commands(&read(&d.join(".claude/settings.json")), "Stop"), [CLAUDE]);
+    assert_eq!(
+        commands(&read(&d.join(".claude/settings.json")), "Stop"),
+        [CLAUDE]
+    );
     // Uninstalling gives back the very bytes.
     cairn(d, &["hooks", "uninstall", "--claude-code"]).expect(0);
     assert_eq!(
@@ -299,12 +298,18 @@ fn issue_15_a_symlinked_settings_file_is_written_through() {
     std::fs::create_dir_all(d.join(".claude")).unwrap();
     std::fs::create_dir_all(d.join("dotfiles")).unwrap();
     std::fs::write(d.join("dotfiles/claude.json"), "{\"env\": {}}\n").unwrap();
-    std::os::unix::fs::symlink(d.join("dotfiles/claude.json"), d.join(".claude/settings.json"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        d.join("dotfiles/claude.json"),
+        d.join(".claude/settings.json"),
+    )
+    .unwrap();
     cairn(d, &["hooks", "install", "--claude-code"]).expect(0);
     let link = std::fs::symlink_metadata(d.join(".claude/settings.json")).unwrap();
     assert!(link.file_type().is_symlink(), "the link stays a link");
-    assert_eq!(commands(&read(&d.join("dotfiles/claude.json")), "PreToolUse"), [CLAUDE]);
+    assert_eq!(
+        commands(&read(&d.join("dotfiles/claude.json")), "PreToolUse"),
+        [CLAUDE]
+    );
 }
 
 #[test]
@@ -316,7 +321,14 @@ fn issue_15_an_older_cairn_command_is_brought_up_to_date() {
     std::fs::write(d.join(".claude/settings.json"), old.to_string()).unwrap();
     cairn(d, &["hooks", "install", "--claude-code"]).expect(0);
     let settings = read(&d.join(".claude/settings.json"));
-    assert_eq!(commands(&settings, "PreToolUse"), [CLAUDE], "updated, not doubled");
+    assert_eq!(
+        commands(&settings, "PreToolUse"),
+        [CLAUDE],
+        "updated, not doubled"
+    );
     cairn(d, &["hooks", "uninstall", "--claude-code"]).expect(0);
-    assert!(!d.join(".claude/settings.json").exists() || commands(&read(&d.join(".claude/settings.json")), "PreToolUse").is_empty());
+    assert!(
+        !d.join(".claude/settings.json").exists()
+            || commands(&read(&d.join(".claude/settings.json")), "PreToolUse").is_empty()
+    );
 }

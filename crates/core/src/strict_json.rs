@@ -249,7 +249,10 @@ impl<'de> Visitor<'de> for ValueVisitor<'_> {
         let inner = self.nested()?;
         let mut map = Map::new();
         while let Some(key) = access.next_key::<String>()? {
-            self.reader.path.borrow_mut().push(Segment::Key(key.clone()));
+            self.reader
+                .path
+                .borrow_mut()
+                .push(Segment::Key(key.clone()));
             if map.contains_key(&key) {
                 return Err(self.reader.refuse(
                     StrictJsonIssue::DuplicateKey,

@@ -430,6 +430,20 @@ impl<'a> Session<'a> {
         Ok(gate)
     }
 
+    /// The project's guard: its configuration, and the store and keys when they live
+    /// elsewhere (`--store`, `--keys`).
+    pub(crate) fn guard(&self) -> cairn_runtime::protect::ProjectGuard {
+        let mut extra: Vec<PathBuf> = self.env.keys_dir.iter().cloned().collect();
+        if let Some(store) = &self.env.store_path {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut path = store.as_os_str().to_owned();
+                path.push(suffix);
+                extra.push(PathBuf::from(path));
+            }
+        }
+        cairn_runtime::protect::ProjectGuard::new(self.project.root(), &extra)
+    }
+
     /// The current instant.
     pub(crate) fn now(&self) -> cairn_core::Timestamp {
         self.env.clock.now()

@@ -80,7 +80,10 @@ pub fn command(host: Host, dir: &Path) -> String {
         Host::ClaudeCode => "cairn hook claude-code --project \"$CLAUDE_PROJECT_DIR\"".to_owned(),
         Host::Codex => {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-            format!("cairn hook codex --project {}", shell_quoted(&dir.to_string_lossy()))
+            format!(
+                "cairn hook codex --project {}",
+                shell_quoted(&dir.to_string_lossy())
+            )
         }
     }
 }
@@ -608,13 +611,24 @@ mod tests {
             "permissions": {"allow": ["Bash(npm test)"]},
             "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh"}]}]}
         });
-        let added = merge(&mut settings, Host::ClaudeCode, "cairn hook claude-code", path).unwrap();
+        let added = merge(
+            &mut settings,
+            Host::ClaudeCode,
+            "cairn hook claude-code",
+            path,
+        )
+        .unwrap();
         assert_eq!(added.len(), events(Host::ClaudeCode).len());
         let once = settings.clone();
         assert!(
-            merge(&mut settings, Host::ClaudeCode, "cairn hook claude-code", path)
-                .unwrap()
-                .is_empty()
+            merge(
+                &mut settings,
+                Host::ClaudeCode,
+                "cairn hook claude-code",
+                path
+            )
+            .unwrap()
+            .is_empty()
         );
         assert_eq!(settings, once);
         assert_eq!(settings["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
@@ -639,7 +653,10 @@ mod tests {
             json!({"hooks": {"Stop": [1]}}),
         ] {
             let mut settings = bad.clone();
-            assert!(merge(&mut settings, Host::Codex, "cairn hook codex", path).is_err(), "{bad}");
+            assert!(
+                merge(&mut settings, Host::Codex, "cairn hook codex", path).is_err(),
+                "{bad}"
+            );
             assert_eq!(settings, bad);
         }
     }

@@ -153,7 +153,8 @@ impl Binding {
         if file.exists() {
             return;
         }
-        let root = std::path::absolute(project.root()).unwrap_or_else(|_| project.root().to_path_buf());
+        let root =
+            std::path::absolute(project.root()).unwrap_or_else(|_| project.root().to_path_buf());
         if let Some(dir) = file.parent()
             && std::fs::create_dir_all(dir).is_ok()
         {

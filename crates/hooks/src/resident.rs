@@ -137,8 +137,8 @@ fn exchange(
     request.extend_from_slice(stdin);
     stream.write_all(&request).map_err(io)?;
     stream.shutdown(std::net::Shutdown::Write).map_err(io)?;
-    let reply = read_by(&mut stream, deadline, ANSWER_MAX_BYTES)
-        .map_err(|e| format!("no answer: {e}"))?;
+    let reply =
+        read_by(&mut stream, deadline, ANSWER_MAX_BYTES).map_err(|e| format!("no answer: {e}"))?;
     serde_json::from_slice(&reply).map_err(|e| format!("unreadable answer: {e}"))
 }
 
@@ -259,8 +259,12 @@ impl Activity {
     }
 
     fn idle_for(&self) -> Option<Duration> {
-        (self.in_flight.load(Ordering::SeqCst) == 0)
-            .then(|| self.last.lock().unwrap_or_else(PoisonError::into_inner).elapsed())
+        (self.in_flight.load(Ordering::SeqCst) == 0).then(|| {
+            self.last
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .elapsed()
+        })
     }
 }
 

@@ -60,7 +60,7 @@ impl crate::engine::Session<'_> {
         let (recorder, rows) = self.recorder_and_rows(needs_rows)?;
         let principal = self.config.principal(self.host);
         let as_gate = Arc::clone(&gate) as Arc<dyn cairn_runtime::Gate>;
-        let mut executor = match rows {
+        let executor = match rows {
             Some(rows) => {
                 let mut executor = Executor::resumed(recorder, &rows, as_gate, principal);
                 if let Some(lanes) = lanes {
@@ -70,6 +70,7 @@ impl crate::engine::Session<'_> {
             }
             None => Executor::new(recorder, as_gate, principal),
         };
+        let mut executor = executor.with_guard(self.guard());
         self.rehydrate_if_due(&mut executor)?;
         let run = executor.recorder().run_id().to_string();
         let consequential = gate.is_consequential(&tool.name);
@@ -269,9 +270,19 @@ fn denial_reason(
                 "Cairn denied `{name}`: the call lies outside the active lane (rule {rules}): {detail}. Work within the lane, or ask the user for a lane ruling."
             )
         }
+        "self_protection" => format!(
+            "Cairn denied `{name}` (rule {rules}): {}. The agent never changes Cairn's policies, lanes, keys, store or hook settings, nor runs a person's commands (approvals, reconciliations); ask the user to do it outside the session.",
+            denial
+                .detail
+                .as_deref()
+                .unwrap_or("the call touches Cairn's own configuration")
+        ),
         "args_unreadable" => format!(
             "Cairn denied `{name}` (rule {rules}): {}. The policies judge exactly the arguments that are recorded, so arguments Cairn cannot read exactly are refused; send them as plain JSON (valid escapes, no repeated keys, at most {} levels of nesting).",
-            denial.detail.as_deref().unwrap_or("the arguments are not strict JSON"),
+            denial
+                .detail
+                .as_deref()
+                .unwrap_or("the arguments are not strict JSON"),
             cairn_core::strict_json::MAX_DEPTH
         ),
         _ => match restriction.filter(|r| denial.reason == r.reason) {

@@ -74,7 +74,12 @@ impl EffectTemplate {
     ///
     /// # Errors
     /// The name of the argument that is missing or neither a string nor an integer.
-    fn render(&self, args: Option<&Value>, root: Option<&str>) -> Result<String, String> {
+    fn render(
+        &self,
+        args: Option<&Value>,
+        root: Option<&str>,
+        resolve: Option<&dyn Fn(&str) -> String>,
+    ) -> Result<String, String> {
         let mut out = String::new();
         for piece in &self.pieces {
             match piece {
@@ -86,6 +91,10 @@ impl EffectTemplate {
                         _ => return Err(name.clone()),
                     };
                     if self.file {
+                        let value = match resolve {
+                            Some(resolve) => resolve(&value),
+                            None => value,
+                        };
                         let path = normalize_path(&value);
                         out.push_str(within_project(&path, root));
                     } else {
@@ -149,12 +158,26 @@ impl Bindings {
     /// # Errors
     /// [`UnknownEffects`] when they cannot be known.
     pub fn effects(&self, tool: &str, args: Option<&Value>) -> Result<Vec<String>, UnknownEffects> {
+        self.effects_resolved(tool, args, None)
+    }
+
+    /// As [`Bindings::effects`], with every file path first put through `resolve` (the
+    /// runtime resolves symbolic links, so that a path is judged by what it really names).
+    ///
+    /// # Errors
+    /// As [`Bindings::effects`].
+    pub fn effects_resolved(
+        &self,
+        tool: &str,
+        args: Option<&Value>,
+        resolve: Option<&dyn Fn(&str) -> String>,
+    ) -> Result<Vec<String>, UnknownEffects> {
         let templates = self.tools.get(tool).ok_or(UnknownEffects::UnboundTool)?;
         let root = self.root.as_deref();
         let mut refs = templates
             .iter()
             .map(|t| {
-                t.render(args, root)
+                t.render(args, root, resolve)
                     .map_err(UnknownEffects::MissingArgument)
             })
             .collect::<Result<Vec<_>, _>>()?;

@@ -119,7 +119,7 @@ struct LaneState {
 }
 
 /// A call as the lane check sees it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct LaneCall<'a> {
     /// Who makes it.
     pub principal: &'a str,
@@ -131,6 +131,24 @@ pub struct LaneCall<'a> {
     pub args: Option<&'a Value>,
     /// The current repository head, policy version and environment, when known.
     pub current: Option<&'a Validity>,
+    /// How a file path in the arguments is resolved before it becomes a `file:` ref: the
+    /// runtime resolves symbolic links (the nearest existing ancestor, canonicalised), so
+    /// that `src/link/x` with `src/link → /outside` is judged as `/outside/x`. `None`
+    /// judges paths lexically.
+    pub resolve: Option<&'a dyn Fn(&str) -> String>,
+}
+
+impl std::fmt::Debug for LaneCall<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LaneCall")
+            .field("principal", &self.principal)
+            .field("lane", &self.lane)
+            .field("tool", &self.tool)
+            .field("args", &self.args)
+            .field("current", &self.current)
+            .field("resolves_paths", &self.resolve.is_some())
+            .finish()
+    }
 }
 
 /// What the lane check decided.
@@ -444,29 +462,34 @@ impl LaneBook {
                 );
             }
         }
-        let effects = match self.config.bindings().effects(call.tool, call.args) {
-            Ok(effects) => effects,
-            Err(UnknownEffects::UnboundTool) => {
-                return denied(
-                    lane,
-                    "cairn.lane-unbound-tool",
-                    format!(
-                        "`{}` has no capability binding: its effects are unknown",
-                        call.tool
-                    ),
-                );
-            }
-            Err(UnknownEffects::MissingArgument(arg)) => {
-                return denied(
-                    lane,
-                    "cairn.lane-unbound-tool",
-                    format!(
-                        "`{}` needs the argument `{arg}` to know its effects",
-                        call.tool
-                    ),
-                );
-            }
-        };
+        let effects =
+            match self
+                .config
+                .bindings()
+                .effects_resolved(call.tool, call.args, call.resolve)
+            {
+                Ok(effects) => effects,
+                Err(UnknownEffects::UnboundTool) => {
+                    return denied(
+                        lane,
+                        "cairn.lane-unbound-tool",
+                        format!(
+                            "`{}` has no capability binding: its effects are unknown",
+                            call.tool
+                        ),
+                    );
+                }
+                Err(UnknownEffects::MissingArgument(arg)) => {
+                    return denied(
+                        lane,
+                        "cairn.lane-unbound-tool",
+                        format!(
+                            "`{}` needs the argument `{arg}` to know its effects",
+                            call.tool
+                        ),
+                    );
+                }
+            };
         for effect in &effects {
             match state.lane.fit(effect) {
                 ScopeFit::Inside => {}

@@ -54,6 +54,7 @@ fn check(book: &LaneBook, principal: &str, lane: &str, tool: &str, args: &Value)
         tool,
         args: Some(args),
         current: None,
+        resolve: None,
     })
 }
 
@@ -325,6 +326,7 @@ fn a_change_of_head_policy_or_environment_sends_a_lane_back_to_review_until_reva
             tool: "fs.edit",
             args: Some(&edit),
             current: Some(current),
+            resolve: None,
         })
     };
     assert_eq!(rule_of(&call(&book, &validated)), "inside");

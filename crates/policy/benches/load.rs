@@ -34,7 +34,11 @@ fn catalog() -> ToolCatalog {
     let tools: Vec<String> = (0..20)
         .map(|i| format!("\"tool{i}.call\": {{\"args\": {{\"amount\": \"Long\"}}}}"))
         .collect();
-    ToolCatalog::from_json("tools.json", &format!("{{\"tools\": {{{}}}}}", tools.join(","))).unwrap()
+    ToolCatalog::from_json(
+        "tools.json",
+        &format!("{{\"tools\": {{{}}}}}", tools.join(",")),
+    )
+    .unwrap()
 }
 
 fn median(times: &mut [Duration]) -> Duration {
@@ -53,7 +57,9 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(5);
     let catalog = catalog();
-    println!("| policies | bytes | PolicyGate::load median (best) | Cedar parse only median (best) | ratio |");
+    println!(
+        "| policies | bytes | PolicyGate::load median (best) | Cedar parse only median (best) | ratio |"
+    );
     println!("|---|---|---|---|---|");
     for size in sizes {
         let text = text(size);

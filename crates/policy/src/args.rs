@@ -96,7 +96,12 @@ impl UnreadableArguments {
 
 impl fmt::Display for UnreadableArguments {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the arguments are not strict JSON ({}): {}", self.code(), self.0)
+        write!(
+            f,
+            "the arguments are not strict JSON ({}): {}",
+            self.code(),
+            self.0
+        )
     }
 }
 
@@ -134,7 +139,15 @@ mod tests {
         assert_eq!(long_literal("-0"), Some(0));
         assert_eq!(long_literal("9223372036854775807"), Some(i64::MAX));
         assert_eq!(long_literal("-9223372036854775808"), Some(i64::MIN));
-        for not in ["9223372036854775808", "25000.0", "2.5e4", "-", "", "1e3", " 1"] {
+        for not in [
+            "9223372036854775808",
+            "25000.0",
+            "2.5e4",
+            "-",
+            "",
+            "1e3",
+            " 1",
+        ] {
             assert_eq!(long_literal(not), None, "{not}");
         }
     }

@@ -539,11 +539,10 @@ fn declared_args(
         };
         let expression = match (ty, value) {
             (ArgType::String, Value::String(text)) => string(text),
-            (ArgType::Long, Value::Number(number)) => match number.as_i64().or_else(|| {
-                args.member_literal(name)
-                    .as_deref()
-                    .and_then(long_literal)
-            }) {
+            (ArgType::Long, Value::Number(number)) => match number
+                .as_i64()
+                .or_else(|| args.member_literal(name).as_deref().and_then(long_literal))
+            {
                 Some(long) => RestrictedExpression::new_long(long),
                 None => return Err(name.clone()),
             },
@@ -565,11 +564,7 @@ mod tests {
     use serde_json::json;
     use std::sync::LazyLock;
 
-    fn call<'a>(
-        tool: &'a str,
-        lane: Option<&'a str>,
-        args: &'a Arguments<'a>,
-    ) -> GateRequest<'a> {
+    fn call<'a>(tool: &'a str, lane: Option<&'a str>, args: &'a Arguments<'a>) -> GateRequest<'a> {
         GateRequest {
             tenant: "acme",
             principal: "bot",

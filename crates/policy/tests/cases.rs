@@ -67,7 +67,10 @@ fn check(case: &Path) {
         };
         let (tool, principal) = (text("tool", ""), text("principal", "agent"));
         let lane = call.get("lane").and_then(Value::as_str);
-        let text = call.get("args").map(ToString::to_string).unwrap_or_default();
+        let text = call
+            .get("args")
+            .map(ToString::to_string)
+            .unwrap_or_default();
         let args = Arguments::read(text.as_bytes()).unwrap();
         let request = GateRequest {
             tenant: "acme",

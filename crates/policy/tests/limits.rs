@@ -50,8 +50,15 @@ fn issue_15_texts_past_the_limits_are_refused_with_their_location() {
         let err = load(&text).expect_err("refused");
         assert_eq!(err.code(), "policy_invalid", "{err}");
         let at = err.location().expect("located");
-        assert_eq!((at.file.as_str(), at.line), ("policies/deep.cedar", 2), "{err}");
-        assert!(err.to_string().starts_with("policies/deep.cedar:2:"), "{err}");
+        assert_eq!(
+            (at.file.as_str(), at.line),
+            ("policies/deep.cedar", 2),
+            "{err}"
+        );
+        assert!(
+            err.to_string().starts_with("policies/deep.cedar:2:"),
+            "{err}"
+        );
     }
 }
 
@@ -62,7 +69,11 @@ fn the_deepest_texts_within_the_limits_load_and_decide() {
     let brackets = MAX_NESTING - 1;
     let cases = [
         // Nesting and operators both at their limits.
-        permit_when(&format!("{}{inner}{}", "(".repeat(brackets), ")".repeat(brackets))),
+        permit_when(&format!(
+            "{}{inner}{}",
+            "(".repeat(brackets),
+            ")".repeat(brackets)
+        )),
         permit_when(&vec!["true"; MAX_OPERATORS + 1].join(" && ")),
         permit_when(&(vec!["false"; MAX_OPERATORS].join(" || ") + " || true")),
         permit_when(&vec!["!false"; MAX_OPERATORS / 2].join(" && ")),

@@ -112,6 +112,22 @@ pub enum Admitted {
     Denied(Denial),
 }
 
+/// The verdict of [`crate::protect::SELF_PROTECTION_RULE`] under `gate`'s policy version.
+fn self_protection_verdict(gate: &dyn Gate) -> GateVerdict {
+    GateVerdict {
+        admission: Admission {
+            decision: Decision::Deny,
+            policy_set_version: gate
+                .policy_set_version()
+                .unwrap_or_else(|| Digest::of(b"unversioned")),
+            rule_ids: Label::new(crate::protect::SELF_PROTECTION_RULE)
+                .map(|rule| vec![rule])
+                .unwrap_or_default(),
+        },
+        reason: "self_protection",
+    }
+}
+
 /// The façade an agent runtime calls for every tool call.
 pub struct Executor {
     recorder: Recorder,
@@ -122,6 +138,9 @@ pub struct Executor {
     pub(crate) lanes: Option<cairn_lanes::LaneBook>,
     /// The repository head, policy version and environment the host reports now.
     pub(crate) validity: Option<cairn_lanes::Validity>,
+    /// The project whose configuration no call may touch, and against which file paths are
+    /// resolved (see [`crate::protect`]).
+    pub(crate) guard: Option<crate::protect::ProjectGuard>,
 }
 
 /// How a dispatched call failed, as far as the caller can tell.
@@ -169,6 +188,7 @@ impl Executor {
             unresolved: Unresolved::default(),
             lanes: None,
             validity: None,
+            guard: None,
         }
     }
 
@@ -188,7 +208,17 @@ impl Executor {
             unresolved: Unresolved::from_rows(rows),
             lanes: None,
             validity: None,
+            guard: None,
         }
+    }
+
+    /// Guards the project: calls that touch its configuration are refused by
+    /// [`crate::protect::SELF_PROTECTION_RULE`], and file paths (lanes included) are judged by
+    /// where they resolve.
+    #[must_use]
+    pub fn with_guard(mut self, guard: crate::protect::ProjectGuard) -> Self {
+        self.guard = Some(guard);
+        self
     }
 
     /// Who the run acts for.
@@ -226,7 +256,14 @@ impl Executor {
         // With lanes configured, a call without a lane is made in the active one, and the
         // record names it.
         let lane = self.resolve_lane(call)?;
+        // INVARIANT: a call that touches Cairn's own configuration is refused whatever the
+        // policies say.
+        let protection = match (&read, &self.guard) {
+            (Ok(args), Some(guard)) => guard.refusal(args.value()),
+            _ => None,
+        };
         let verdict = match &read {
+            _ if protection.is_some() => self_protection_verdict(self.gate.as_ref()),
             Ok(args) => self.gate.decide(&GateRequest {
                 tenant: self.recorder.tenant_id().as_str(),
                 principal: &self.principal,
@@ -240,12 +277,13 @@ impl Executor {
             Err(unreadable) => self.gate.refuse_unreadable(unreadable),
         };
         let parsed = read.as_ref().ok().map(Arguments::value);
-        let detail = read.as_ref().err().map(ToString::to_string);
+        let detail = protection.or_else(|| read.as_ref().err().map(ToString::to_string));
         // A capability blocked on reconciliation is refused whatever the policy says (P-3);
         // the record names the reconciliation rule.
         let blocked = self
             .unresolved
             .blocking(call.tool.name.as_str())
+            .filter(|_| verdict.reason != "self_protection")
             .map(str::to_owned);
         // What the policy allows must also lie within the lane (L-4).
         let lane_denial = match (&blocked, verdict.admission.decision) {

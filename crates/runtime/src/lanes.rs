@@ -71,12 +71,22 @@ impl Executor {
         lane: Option<&LaneId>,
     ) -> Option<LaneDenial> {
         let book = self.lanes.as_ref()?;
+        let resolve = |raw: &str| {
+            self.guard.as_ref().map_or_else(
+                || raw.to_owned(),
+                |guard| guard.resolve(raw).to_string_lossy().into_owned(),
+            )
+        };
         let verdict = book.check(&LaneCall {
             principal: self.principal(),
             lane: lane.map(LaneId::as_str),
             tool,
             args,
             current: self.validity.as_ref(),
+            resolve: self
+                .guard
+                .as_ref()
+                .map(|_| &resolve as &dyn Fn(&str) -> String),
         });
         match verdict {
             LaneVerdict::Inside { .. } => None,

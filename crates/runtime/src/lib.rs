@@ -11,6 +11,7 @@ mod files;
 pub mod keyring;
 pub mod lanes;
 pub mod project;
+pub mod protect;
 pub mod recorder;
 
 pub use error::RuntimeError;

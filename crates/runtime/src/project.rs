@@ -188,8 +188,12 @@ pub fn load_lanes(path: &Path, root: &Path) -> Result<Option<cairn_lanes::LaneBo
             reason: format!("`{}`: {e}", path.display()),
         })?;
     // A relative root (a host that sent `cwd: "."`) is made absolute against the process's
-    // working directory, so that absolute paths below it are still recognised.
-    let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    // working directory, and resolved as file paths in calls are (`crate::protect`), so that
+    // paths below it are recognised however they are spelled.
+    let root = crate::protect::resolve(
+        &std::env::current_dir().unwrap_or_default(),
+        &root.to_string_lossy(),
+    );
     let config = config.with_project_root(&root.to_string_lossy());
     Ok(Some(cairn_lanes::LaneBook::new(config)))
 }

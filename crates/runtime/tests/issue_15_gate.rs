@@ -124,6 +124,122 @@ fn issue_15_a_declared_long_of_minus_zero_is_zero() {
         br#"{"amount": 2.5e4}"#,
         br#"{"amount": 9223372036854775808}"#,
     ] {
-        assert!(!admit(&mut executor, args).0, "{}", String::from_utf8_lossy(args));
+        assert!(
+            !admit(&mut executor, args).0,
+            "{}",
+            String::from_utf8_lossy(args)
+        );
+    }
+}
+
+fn guarded(dir: &std::path::Path, root: &std::path::Path) -> Executor {
+    let (executor, _store) = executor(dir);
+    executor.with_guard(cairn_runtime::protect::ProjectGuard::new(root, &[]))
+}
+
+fn call_of<'a>(tool: &str, args: &'a [u8]) -> ToolCall<'a> {
+    ToolCall {
+        tool: ToolRef {
+            name: common::label(tool),
+            version: common::label("1"),
+        },
+        args,
+        lane: None,
+    }
+}
+
+#[test]
+fn issue_15_no_policy_lets_a_call_touch_cairns_own_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(root.join(".cairn/policies")).unwrap();
+    // The policy permits every tool but refunds over the cap: Write and Bash are permitted.
+    let mut executor = guarded(dir.path(), &root);
+    let target = root.join(".cairn/policies/all.cedar").display().to_string();
+    let hostile = [
+        (
+            "Write",
+            serde_json::json!({"file_path": target, "content": "permit(principal, action, resource);"}),
+        ),
+        (
+            "Edit",
+            serde_json::json!({"file_path": ".cairn/lanes.json", "old_string": "verification", "new_string": "authoring"}),
+        ),
+        (
+            "Bash",
+            serde_json::json!({"command": "sed -i 's/agent:codex/agent:author/' .cairn/hooks.json"}),
+        ),
+        (
+            "Bash",
+            serde_json::json!({"command": "cairn decisions set scope x && cairn decisions approve-change scope --from 1 --to 2 --approval review:self-approved"}),
+        ),
+        (
+            "Bash",
+            serde_json::json!({"command": "cairn reconcile --run r --key r:0 --outcome applied --evidence none"}),
+        ),
+        (
+            "Write",
+            serde_json::json!({"file_path": ".claude/settings.json", "content": "{}"}),
+        ),
+    ];
+    for (tool, args) in hostile {
+        let bytes = args.to_string();
+        match executor.admit(&call_of(tool, bytes.as_bytes())).unwrap() {
+            Admitted::Denied(denial) => {
+                assert_eq!(denial.rule_ids, ["cairn.self-protection"], "{args}");
+                assert_eq!(denial.reason, "self_protection");
+            }
+            Admitted::Permitted(_) => panic!("{tool} {args} was admitted"),
+        }
+    }
+    let fine = serde_json::json!({"command": "cargo test && cairn runs list"}).to_string();
+    assert!(matches!(
+        executor.admit(&call_of("Bash", fine.as_bytes())).unwrap(),
+        Admitted::Permitted(_)
+    ));
+}
+
+#[test]
+fn issue_15_a_lane_path_is_judged_by_where_it_resolves() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("project");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(root.join("src/real")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("src/link")).unwrap();
+    std::os::unix::fs::symlink(outside.join("file.txt"), root.join("src/file-link")).unwrap();
+    let config = serde_json::json!({
+        "schema_version": "cairn.lanes/v1",
+        "active_lane_id": "authoring",
+        "lanes": [{"lane_id": "authoring", "owner_ref": "agent", "objective": "edit src",
+                   "mutation_scope": {"allowed_refs": ["file:src/*"], "denied_refs": []}}],
+        "tool_bindings": {"Write": {"effect_refs": ["file:{file_path}"]}}
+    });
+    let lanes_file = dir.path().join("lanes.json");
+    std::fs::write(&lanes_file, config.to_string()).unwrap();
+    let book = cairn_runtime::project::load_lanes(&lanes_file, &root)
+        .unwrap()
+        .unwrap();
+    let mut executor = guarded(dir.path(), &root).with_lanes(book);
+    let admitted = |executor: &mut Executor, path: String| {
+        let args = serde_json::json!({"file_path": path, "content": "x"}).to_string();
+        matches!(
+            executor.admit(&call_of("Write", args.as_bytes())).unwrap(),
+            Admitted::Permitted(_)
+        )
+    };
+    assert!(admitted(&mut executor, "src/real/ok.rs".to_owned()));
+    assert!(admitted(
+        &mut executor,
+        root.join("src/new/ok.rs").display().to_string()
+    ));
+    for escape in [
+        "src/link/evil.txt".to_owned(),
+        root.join("src/link/evil.txt").display().to_string(),
+        "src/file-link".to_owned(),
+        "src/link/../evil.txt".to_owned(),
+        "src/real/../link/evil.txt".to_owned(),
+    ] {
+        assert!(!admitted(&mut executor, escape.clone()), "{escape}");
     }
 }

@@ -299,6 +299,7 @@ fn a_project_lane_file_judges_absolute_paths_below_the_root_as_project_relative(
             tool: "Edit",
             args: Some(&args),
             current: None,
+            resolve: None,
         })
     };
     // The root as given, and a relative root (a host's `cwd: "."`) taken from the working

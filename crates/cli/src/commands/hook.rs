@@ -165,7 +165,11 @@ fn binding(args: &HookArgs) -> Binding {
 /// The session index folder: `$CAIRN_HOME/sessions`, else under `$XDG_STATE_HOME/cairn` or
 /// `~/.local/state/cairn`.
 fn session_index() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     let home = var("CAIRN_HOME")
         .or_else(|| var("XDG_STATE_HOME").map(|dir| dir.join("cairn")))
         .or_else(|| var("HOME").map(|dir| dir.join(".local/state/cairn")))?;
@@ -209,10 +213,10 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
         && fault().is_none()
         && std::env::var("CAIRN_HOOK_RESIDENT").map_or(true, |v| v != "off");
     #[cfg(unix)]
-    if resident
-        && let Some(result) = cairn_hooks::resident::ask(host, &stdin, &binding, deadline)
-    {
-        return emit(&result.unwrap_or_else(|error| failed(blocks, &error.to_string(), error.code())));
+    if resident && let Some(result) = cairn_hooks::resident::ask(host, &stdin, &binding, deadline) {
+        return emit(
+            &result.unwrap_or_else(|error| failed(blocks, &error.to_string(), error.code())),
+        );
     }
     let answer = match worker(ctx, args, &stdin, deadline) {
         Ok(answer) => answer,
@@ -327,7 +331,9 @@ fn worker(
         .spawn(move || {
             let mut answer = Vec::new();
             if let Some(output) = output {
-                let _ = output.take(WORKER_ANSWER_MAX_BYTES).read_to_end(&mut answer);
+                let _ = output
+                    .take(WORKER_ANSWER_MAX_BYTES)
+                    .read_to_end(&mut answer);
             }
             let _ = send.send(answer);
         });
@@ -344,10 +350,13 @@ fn worker(
         }
     };
     if !status.success() {
-        return Err(WorkerFailure::Failed(format!("the hook worker ended with {status}")));
+        return Err(WorkerFailure::Failed(format!(
+            "the hook worker ended with {status}"
+        )));
     }
-    let answer: Answer = serde_json::from_slice(&answer)
-        .map_err(|e| WorkerFailure::Failed(format!("the hook worker's answer is unreadable: {e}")))?;
+    let answer: Answer = serde_json::from_slice(&answer).map_err(|e| {
+        WorkerFailure::Failed(format!("the hook worker's answer is unreadable: {e}"))
+    })?;
     // INVARIANT: the host sees exit 0 or 2 only.
     if answer.exit != 0 && answer.exit != cairn_hooks::answer::EXIT_BLOCK {
         return Err(WorkerFailure::Failed(format!(
@@ -369,7 +378,11 @@ fn wait_by(
             Ok(Some(status)) => return Ok(status),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_micros(200)),
             Ok(None) => return Err(WorkerFailure::Late),
-            Err(e) => return Err(WorkerFailure::Failed(format!("waiting for the hook worker: {e}"))),
+            Err(e) => {
+                return Err(WorkerFailure::Failed(format!(
+                    "waiting for the hook worker: {e}"
+                )));
+            }
         }
     }
 }

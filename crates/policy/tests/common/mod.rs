@@ -48,8 +48,11 @@ pub fn load_error(files: &[(&str, &str)]) -> PolicyLoadError {
 /// The arguments are written out and read back with [`Arguments::read`], as the executor
 /// reads the bytes it records (leaked: a test's few calls are worth the bytes).
 pub fn call<'a>(tool: &'a str, args: Option<&serde_json::Value>) -> GateRequest<'a> {
-    let text: &'static str =
-        Box::leak(args.map(ToString::to_string).unwrap_or_default().into_boxed_str());
+    let text: &'static str = Box::leak(
+        args.map(ToString::to_string)
+            .unwrap_or_default()
+            .into_boxed_str(),
+    );
     let args: &'static Arguments<'static> = Box::leak(Box::new(
         Arguments::read(text.as_bytes()).unwrap_or_else(|err| panic!("{err}")),
     ));

@@ -1,0 +1,445 @@
+//! The project's own guard: what an agent's tool call may never touch, and how a file path
+//! in a call is judged — by where it really leads, not by how it is spelled.
+//!
+//! # `cairn.self-protection`
+//!
+//! Cairn runs as the agent's own user, so the files that configure it are files the agent
+//! can reach: the policies, `tools.json`, `lanes.json`, `hooks.json`, the keys, the store and
+//! the session state (all of `.cairn/`), and the hosts' hook settings (`.claude/settings.json`,
+//! `.claude/settings.local.json`, `.codex/hooks.json`, `.codex/config.toml`). A call that
+//! could change them would let the agent switch its own gate off, so the executor refuses,
+//! with the built-in rule [`SELF_PROTECTION_RULE`] that no policy can override:
+//!
+//! - a call with a path argument ([`PATH_ARGS`], or the files a patch names) that resolves
+//!   into a protected path — read or write, since the keys and the store are in there too;
+//! - a call with a shell command argument ([`COMMAND_ARGS`]) whose text names a protected
+//!   path (`.cairn` as a path component, the hosts' settings files, the configured store or
+//!   keys) or runs one of Cairn's human-only commands: `cairn reconcile`, `cairn decisions
+//!   set|approve-change|snapshot`, `cairn keys …`, `cairn hooks install|uninstall`, `cairn init`.
+//!   Approvals and reconciliations are a person's, never the agent's.
+//!
+//! The command check is a conservative text match — a tripwire, not a sandbox: a command
+//! that builds a path out of pieces (`.ca""irn`), a script written first and run later, or a
+//! hard link made beforehand gets past it. Only the separate-user service (`cairn serve`)
+//! puts these files out of the agent's reach; until then this rule catches the direct
+//! attempts, and each attempt is recorded.
+//!
+//! # Paths by resolution
+//!
+//! [`resolve`] walks a path component by component against the file system, following
+//! every symbolic link it meets (dangling ones included, at most [`MAX_LINK_HOPS`] in all),
+//! so `src/link/evil.txt` with `src/link → /outside` is judged as `/outside/evil.txt`, and
+//! `..` after a link climbs from the link's target, as the kernel does. Components that do
+//! not exist yet are taken as written. The lanes judge `file:` refs from resolved paths too.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+/// The built-in rule that refuses calls touching Cairn's own configuration.
+pub const SELF_PROTECTION_RULE: &str = "cairn.self-protection";
+
+/// Argument names taken as file paths, in any tool.
+pub const PATH_ARGS: &[&str] = &[
+    "file_path",
+    "filepath",
+    "path",
+    "notebook_path",
+    "file",
+    "filename",
+    "target",
+    "target_file",
+    "destination",
+    "dest",
+    "source",
+    "dir",
+    "directory",
+    "cwd",
+    "workdir",
+    "old_path",
+    "new_path",
+    "paths",
+    "files",
+];
+
+/// Argument names taken as shell command text, in any tool (a string, or an array of
+/// strings such as Codex's `["bash", "-lc", "…"]`).
+pub const COMMAND_ARGS: &[&str] = &["command", "cmd", "script", "shell_command"];
+
+/// Argument names taken as a patch (Codex's `apply_patch`), whose file headers are paths.
+const PATCH_ARGS: &[&str] = &["patch", "input"];
+
+/// How many symbolic links one resolution follows at most (as Linux's `MAXSYMLINKS`).
+pub const MAX_LINK_HOPS: u32 = 40;
+
+/// The host settings files (relative to the project root) the rule protects.
+const HOST_SETTINGS: &[&str] = &[
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".codex/hooks.json",
+    ".codex/config.toml",
+];
+
+/// What the command text match looks for besides `.cairn` path components.
+const SETTINGS_TEXT: &[&str] = &[
+    ".claude/settings",
+    ".codex/hooks.json",
+    ".codex/config.toml",
+];
+
+/// A project's guard: its root (resolved) and the paths no tool call may touch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProjectGuard {
+    root: PathBuf,
+    protected: Vec<PathBuf>,
+    /// Protected locations outside the project, as text to look for in commands.
+    outside: Vec<String>,
+}
+
+impl ProjectGuard {
+    /// The guard of the project at `root`: its `.cairn/` and the hosts' settings, plus
+    /// `extra` (a store or key folder configured elsewhere).
+    #[must_use]
+    pub fn new(root: &Path, extra: &[PathBuf]) -> Self {
+        let root = resolve(
+            &std::env::current_dir().unwrap_or_default(),
+            &root.to_string_lossy(),
+        );
+        let mut protected = vec![root.join(".cairn")];
+        protected.extend(HOST_SETTINGS.iter().map(|file| resolve(&root, file)));
+        let mut outside = Vec::new();
+        for path in extra {
+            let resolved = resolve(&root, &path.to_string_lossy());
+            if !resolved.starts_with(root.join(".cairn")) {
+                outside.push(path.to_string_lossy().into_owned());
+                outside.push(resolved.to_string_lossy().into_owned());
+                protected.push(resolved);
+            }
+        }
+        outside.retain(|text| !text.is_empty());
+        Self {
+            root,
+            protected,
+            outside,
+        }
+    }
+
+    /// The project root, resolved.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `raw` (absolute, or relative to the project root) resolved as [`resolve`] does.
+    #[must_use]
+    pub fn resolve(&self, raw: &str) -> PathBuf {
+        resolve(&self.root, raw)
+    }
+
+    /// Why the call with `args` must be refused, if it must.
+    #[must_use]
+    pub fn refusal(&self, args: &Value) -> Option<String> {
+        let Value::Object(members) = args else {
+            return None;
+        };
+        for (name, value) in members {
+            let name = name.as_str();
+            if PATH_ARGS.contains(&name) {
+                for raw in strings(value) {
+                    if let Some(reason) = self.path_refusal(raw) {
+                        return Some(reason);
+                    }
+                }
+            }
+            if COMMAND_ARGS.contains(&name) {
+                let text = strings(value).collect::<Vec<_>>().join(" ");
+                if let Some(reason) = self.command_refusal(&text) {
+                    return Some(reason);
+                }
+            }
+            if PATCH_ARGS.contains(&name)
+                && let Some(patch) = value.as_str()
+            {
+                for raw in patch_paths(patch) {
+                    if let Some(reason) = self.path_refusal(raw) {
+                        return Some(reason);
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    fn path_refusal(&self, raw: &str) -> Option<String> {
+        let resolved = self.resolve(raw);
+        let hit = self
+            .protected
+            .iter()
+            .find(|protected| resolved.starts_with(protected))?;
+        Some(format!(
+            "`{raw}` resolves to `{}`, inside `{}`, which holds Cairn's own policies, keys, store or the host's hook settings",
+            resolved.display(),
+            hit.display()
+        ))
+    }
+
+    fn command_refusal(&self, text: &str) -> Option<String> {
+        if names_cairn_folder(text) {
+            return Some(
+                "the command names `.cairn`, which holds Cairn's own policies, keys and store"
+                    .to_owned(),
+            );
+        }
+        if let Some(file) = SETTINGS_TEXT
+            .iter()
+            .copied()
+            .chain(self.outside.iter().map(String::as_str))
+            .find(|needle| text.contains(needle))
+        {
+            return Some(format!(
+                "the command names `{file}`, part of Cairn's configuration or the host's hook settings"
+            ));
+        }
+        human_only_command(text).map(|command| {
+            format!(
+                "`{command}` is a person's command (approvals, reconciliations, keys and hook settings are not the agent's to change)"
+            )
+        })
+    }
+}
+
+/// The strings of a value: itself, or the strings of an array.
+fn strings(value: &Value) -> Box<dyn Iterator<Item = &str> + '_> {
+    match value {
+        Value::String(text) => Box::new(std::iter::once(text.as_str())),
+        Value::Array(items) => Box::new(items.iter().filter_map(Value::as_str)),
+        _ => Box::new(std::iter::empty()),
+    }
+}
+
+/// The files a patch in Codex's `apply_patch` format names.
+fn patch_paths(patch: &str) -> impl Iterator<Item = &str> {
+    patch.lines().filter_map(|line| {
+        [
+            "*** Add File: ",
+            "*** Update File: ",
+            "*** Delete File: ",
+            "*** Move to: ",
+        ]
+        .iter()
+        .find_map(|header| line.strip_prefix(header))
+        .map(str::trim)
+    })
+}
+
+/// Whether `text` has `.cairn` as a path component: not preceded by a name character, and
+/// followed by the end, `/`, or anything that cannot continue a file name.
+fn names_cairn_folder(text: &str) -> bool {
+    let name_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
+    text.match_indices(".cairn").any(|(at, needle)| {
+        let before = text.get(..at).and_then(|s| s.chars().next_back());
+        let after = text.get(at + needle.len()..).and_then(|s| s.chars().next());
+        !before.is_some_and(name_char) && !after.is_some_and(name_char)
+    })
+}
+
+/// The first human-only `cairn` command in `text`, if any.
+fn human_only_command(text: &str) -> Option<String> {
+    let words: Vec<&str> = text
+        .split(|c: char| {
+            c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '`' | '"' | '\'')
+        })
+        .filter(|word| !word.is_empty())
+        .collect();
+    for (at, word) in words.iter().enumerate() {
+        let program = word.rsplit('/').next().unwrap_or(word);
+        if program != "cairn" {
+            continue;
+        }
+        // The subcommand: the first word that is not a global flag (or its value).
+        let mut rest = words.iter().skip(at + 1);
+        let mut sub = Vec::new();
+        while let Some(next) = rest.next() {
+            if matches!(*next, "--store" | "--keys") {
+                rest.next();
+            } else if next.starts_with('-') {
+                continue;
+            } else {
+                sub.push(*next);
+                if sub.len() == 2 {
+                    break;
+                }
+            }
+        }
+        let refused = match sub.as_slice() {
+            ["reconcile", ..] | ["keys", ..] | ["init", ..] => true,
+            ["decisions", action, ..] => matches!(*action, "set" | "approve-change" | "snapshot"),
+            ["hooks", action, ..] => matches!(*action, "install" | "uninstall"),
+            _ => false,
+        };
+        if refused {
+            return Some(format!("cairn {}", sub.join(" ")));
+        }
+    }
+    None
+}
+
+/// `raw` — absolute, or relative to `base` — resolved against the file system: each
+/// component in turn, following symbolic links (dangling ones too, [`MAX_LINK_HOPS`] in
+/// all), `..` taken from where the path really is; components that do not exist are kept as
+/// written.
+#[must_use]
+pub fn resolve(base: &Path, raw: &str) -> PathBuf {
+    let raw = Path::new(raw);
+    let joined = if raw.is_absolute() {
+        raw.to_path_buf()
+    } else {
+        base.join(raw)
+    };
+    let mut hops = 0;
+    walk(&joined, &mut hops)
+}
+
+fn walk(path: &Path, hops: &mut u32) -> PathBuf {
+    let mut current = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => current.push(component.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                current.pop();
+            }
+            Component::Normal(name) => {
+                let next = current.join(name);
+                let link = std::fs::symlink_metadata(&next)
+                    .is_ok_and(|meta| meta.file_type().is_symlink());
+                match (link && *hops < MAX_LINK_HOPS)
+                    .then(|| std::fs::read_link(&next).ok())
+                    .flatten()
+                {
+                    Some(target) => {
+                        *hops += 1;
+                        let target = if target.is_absolute() {
+                            target
+                        } else {
+                            current.join(target)
+                        };
+                        current = walk(&target, hops);
+                    }
+                    None => current = next,
+                }
+            }
+        }
+    }
+    current
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn commands_naming_the_configuration_or_human_only_commands_are_refused() {
+        let guard = ProjectGuard::new(Path::new("/nonexistent/project"), &[]);
+        for refused in [
+            "sed -i s/verification/authoring/ .cairn/lanes.json",
+            "rm -rf .cairn",
+            "cat /nonexistent/project/.cairn/keys/active",
+            "cd .cairn && ls",
+            "echo '{}' > .claude/settings.local.json",
+            "cat .codex/hooks.json",
+            "cairn decisions set scope x && cairn decisions approve-change scope --from 1 --to 2",
+            "/usr/local/bin/cairn reconcile --run r --key k --outcome applied --evidence e",
+            "cairn --store x.db keys rotate",
+            "cairn hooks uninstall --claude-code",
+            "true; cairn init --dir .",
+        ] {
+            assert!(
+                guard.refusal(&json!({"command": refused})).is_some(),
+                "{refused}"
+            );
+        }
+        for allowed in [
+            "cargo test",
+            "cairn runs list",
+            "cairn ledger verify --all",
+            "cairn policy explain --tool Bash --args '{}'",
+            "cairn decisions status",
+            "ls docs/my.cairnfile notes.cairn-draft",
+            "grep -r cairn src",
+        ] {
+            assert_eq!(
+                guard.refusal(&json!({"command": allowed})),
+                None,
+                "{allowed}"
+            );
+        }
+        assert!(
+            guard
+                .refusal(&json!({"command": ["bash", "-lc", "cat .cairn/hooks.json"]}))
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn file_paths_into_the_configuration_are_refused_however_spelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".cairn/policies")).unwrap();
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::os::unix::fs::symlink(root.join(".cairn"), root.join("docs/config")).unwrap();
+        let guard = ProjectGuard::new(root, &[]);
+        for path in [
+            ".cairn/policies/allow.cedar".to_owned(),
+            root.join(".cairn/tools.json").display().to_string(),
+            "src/../.cairn/lanes.json".to_owned(),
+            "docs/config/policies/x.cedar".to_owned(),
+            ".claude/settings.json".to_owned(),
+        ] {
+            assert!(
+                guard.refusal(&json!({"file_path": path})).is_some(),
+                "{path}"
+            );
+        }
+        assert_eq!(guard.refusal(&json!({"file_path": "docs/readme.md"})), None);
+        let patch = "*** Begin Patch\n*** Update File: .cairn/hooks.json\n@@\n*** End Patch";
+        assert!(guard.refusal(&json!({"input": patch})).is_some());
+    }
+
+    #[test]
+    fn resolution_follows_links_and_climbs_from_their_targets() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = resolve(Path::new("/"), &dir.path().display().to_string());
+        let outside = root.join("outside");
+        std::fs::create_dir_all(root.join("project/src")).unwrap();
+        std::fs::create_dir_all(outside.join("deep")).unwrap();
+        std::os::unix::fs::symlink(outside.join("deep"), root.join("project/src/link")).unwrap();
+        std::os::unix::fs::symlink(
+            outside.join("missing.txt"),
+            root.join("project/src/dangling"),
+        )
+        .unwrap();
+        let project = root.join("project");
+        assert_eq!(
+            resolve(&project, "src/link/evil.txt"),
+            outside.join("deep/evil.txt")
+        );
+        // `..` after a link leaves from the link's target, as the kernel does.
+        assert_eq!(resolve(&project, "src/link/../x"), outside.join("x"));
+        assert_eq!(
+            resolve(&project, "src/dangling"),
+            outside.join("missing.txt")
+        );
+        assert_eq!(
+            resolve(&project, "src/new/./a.rs"),
+            project.join("src/new/a.rs")
+        );
+        // A loop ends after the hop limit instead of running forever.
+        std::os::unix::fs::symlink(root.join("project/loop"), root.join("project/loop")).unwrap();
+        let _ = resolve(&project, "loop/x");
+    }
+}
