@@ -80,6 +80,7 @@ fn exit_for(code: &'static str) -> u8 {
         "invalid_key_name",
         "invalid_key_file",
         "key_file_permissions",
+        "keys_writable_by_others",
         "key_file_too_large",
         "private_key_in_pub_file",
         "invalid_active_key",
@@ -88,9 +89,6 @@ fn exit_for(code: &'static str) -> u8 {
         "malformed_key",
         "unsupported_key_algorithm",
         "key_id_mismatch",
-        "bundle_empty",
-        "bundle_duplicate_checkpoint",
-        "bundle_invalid_checkpoint",
         "step_not_covered",
         "proof_malformed",
         "unsupported_store",
@@ -100,6 +98,7 @@ fn exit_for(code: &'static str) -> u8 {
         "unreadable_input",
         "policy_parse",
         "policy_missing_id",
+        "policy_invalid_id",
         "policy_duplicate_id",
         "policy_invalid",
         "policy_template",
@@ -133,6 +132,12 @@ fn exit_for(code: &'static str) -> u8 {
         "boundary_before_snapshot",
     ];
     const TAMPER: &[&str] = &[
+        // A bundle or a store that does not even parse is evidence of tampering too.
+        "bundle_empty",
+        "bundle_unreadable",
+        "bundle_duplicate_checkpoint",
+        "bundle_invalid_checkpoint",
+        "store_corrupt",
         "record_modified",
         "checkpoint_rejected",
         "proof_mismatch",

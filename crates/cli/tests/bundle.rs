@@ -242,17 +242,34 @@ fn a_line_that_is_not_a_record_is_reported_at_its_position() {
     assert_finding(&tampered_findings(&project, &lines), "modified", 2);
 }
 
+/// Issue 15, item 11: an evidence bundle that does not parse is evidence of tampering or
+/// corruption (exit 5, naming the line), not invalid input; only a file that cannot be read at
+/// all is.
 #[test]
-fn unusable_bundles_are_invalid_input() {
+fn issue_15_a_bundle_that_does_not_parse_is_evidence_of_tampering() {
     let (project, _, lines) = exported();
     let empty = project.verify_bundle_lines(&[], "empty.jsonl");
-    assert_eq!(empty.expect(INVALID).error_code(), "bundle_empty");
+    assert_eq!(empty.expect(TAMPER).error_code(), "bundle_empty");
     let mut twice = lines.clone();
     twice.push(lines[lines.len() - 1].clone());
     let duplicate = project.verify_bundle_lines(&twice, "twice.jsonl");
     assert_eq!(
-        duplicate.expect(INVALID).error_code(),
+        duplicate.expect(TAMPER).error_code(),
         "bundle_duplicate_checkpoint"
+    );
+    let last = lines.len();
+    let mut broken = lines.clone();
+    broken[last - 1] = broken[last - 1].replacen("\"tenant_id\":\"", "\"tenant_id\":\"/", 1);
+    let invalid = project.verify_bundle_lines(&broken, "broken.jsonl");
+    assert_eq!(
+        invalid.expect(TAMPER).error_code(),
+        "bundle_invalid_checkpoint"
+    );
+    assert!(
+        invalid
+            .error_message()
+            .contains(&format!("line {last} (after step {})", last - 1)),
+        "{invalid:?}"
     );
     let missing = project.cairn_json(&[
         "ledger",
@@ -261,6 +278,60 @@ fn unusable_bundles_are_invalid_input() {
         arg(&project.path("missing.jsonl")),
     ]);
     assert_eq!(missing.expect(INVALID).error_code(), "unreadable_input");
+}
+
+/// Issue 15, item 11: a byte that makes a line invalid UTF-8 damages that record, reported
+/// at its step.
+#[test]
+fn issue_15_a_line_that_is_not_utf8_is_a_damaged_record_at_its_step() {
+    let (project, _, lines) = exported();
+    let mut bytes = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        let mut line = line.clone().into_bytes();
+        if index == 3 {
+            line[10] = 0xff;
+        }
+        bytes.extend_from_slice(&line);
+        bytes.push(b'\n');
+    }
+    let path = project.path("utf8.jsonl");
+    std::fs::write(&path, bytes).unwrap();
+    let out = project.cairn_json(&["ledger", "verify", "--bundle", arg(&path)]);
+    let findings = findings_of(&out.expect(TAMPER).json()["runs"][0]);
+    assert_finding(&findings, "modified", 3);
+}
+
+/// Issue 15, item 11: every one-byte change of an exported bundle is reported as tampering
+/// (exit 5), never as invalid input (2) or an internal error (1). The only change that can
+/// leave it intact is one to the final newline that keeps it white space.
+#[test]
+fn issue_15_one_byte_tamperings_always_exit_5() {
+    let (project, _, _) = exported();
+    let original = std::fs::read(project.path("run.jsonl")).unwrap();
+    let mut seed: u64 = 0x15_15_15;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        seed >> 33
+    };
+    let path = project.path("tampered.jsonl");
+    for round in 0..150 {
+        let mut bytes = original.clone();
+        let at = usize::try_from(next()).unwrap() % bytes.len();
+        let value = u8::try_from(next() % 256).unwrap();
+        if bytes[at] == value {
+            continue;
+        }
+        bytes[at] = value;
+        std::fs::write(&path, &bytes).unwrap();
+        let out = project.cairn_json(&["ledger", "verify", "--bundle", arg(&path)]);
+        let benign = at == bytes.len() - 1 && value.is_ascii_whitespace();
+        assert!(
+            out.code == TAMPER || (benign && out.code == OK),
+            "round {round}: byte {at} set to {value:#04x}: {out:?}"
+        );
+    }
 }
 
 /// Bug: `ledger verify --bundle F` with no trusted key configured (empty or missing key

@@ -76,7 +76,7 @@ fn records(dir: &Path) -> u64 {
 }
 
 fn denied(out: &Output) -> bool {
-    out.code == 0 && out.stdout.contains("\"permissionDecision\":\"deny\"")
+    out.code == 2 && out.stdout.contains("\"permissionDecision\":\"deny\"")
 }
 
 #[test]

@@ -7,9 +7,11 @@
 //! - Exit `2` blocks a `PreToolUse` and shows stderr to the model. Any other non-zero exit,
 //!   and a timeout, let the call through — so Cairn never uses them: an internal failure of
 //!   a `PreToolUse` answers exit `2` (fail closed).
-//! - A `PreToolUse` deny is `{"hookSpecificOutput": {"hookEventName": "PreToolUse",
-//!   "permissionDecision": "deny", "permissionDecisionReason": …}}` for both hosts (Codex's
-//!   output schemas define the same form, and only deny is reliable there).
+//! - A `PreToolUse` deny exits `2` with the reason on stderr — the one answer both hosts
+//!   block on whatever they make of stdout — and also prints `{"hookSpecificOutput":
+//!   {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+//!   "permissionDecisionReason": …}}` (Codex's output schemas define the same form). So exit
+//!   0 always means the call may run, as far as Cairn is concerned.
 //! - An allow is answered with **nothing** by default: Claude Code's `"allow"` skips the
 //!   user's permission prompt, and a policy that only narrows must not widen what the user's
 //!   own settings allow. A project can ask for explicit allows (`explicit_allow` in
@@ -76,11 +78,13 @@ impl Answer {
         }
     }
 
-    /// A `PreToolUse` deny with its reason.
+    /// A `PreToolUse` deny with its reason: exit 2, the reason on stderr, and the hosts'
+    /// JSON deny on stdout.
     #[must_use]
     pub fn deny(reason: &str) -> Self {
         Self {
             denies: true,
+            exit: EXIT_BLOCK,
             stderr: Some(reason.to_owned()),
             ..Self::json(&json!({
                 "hookSpecificOutput": {

@@ -48,9 +48,7 @@ use crate::context::{ContextFacts, DecisionLine, LaneLine, render};
 use crate::engine::Session;
 use crate::error::HookError;
 use crate::gate::{RULE_CONFLICTING, RULE_DROPPED, RULE_EVIDENCE_MISSING, Restriction};
-use crate::session::{
-    Boundary, ContinuityNote, DecisionNote, MAX_SUMMARY_BYTES, Phase, SnapshotNote,
-};
+use crate::session::{Boundary, ContinuityNote, DecisionNote, Phase, SnapshotNote};
 
 /// What became of the decision snapshot before a boundary.
 enum Snap {
@@ -149,6 +147,7 @@ impl Session<'_> {
                 Snap::Written(_) => SnapshotNote::Written,
                 Snap::Missing { .. } => SnapshotNote::Missing,
             },
+            summary_sha256: None,
             summary: None,
             summary_bound: false,
             unbound: false,
@@ -227,11 +226,8 @@ impl Session<'_> {
         let boundary = &mut self.state.boundary;
         boundary.phase = Phase::Compacted;
         boundary.unbound = summary.is_none();
-        // Kept only until rehydration; a summary too large to keep is rehydrated as empty,
-        // which fails the digest check (recorded) rather than passing unchecked.
-        boundary.summary = summary
-            .filter(|s| s.len() <= MAX_SUMMARY_BYTES)
-            .map(str::to_owned);
+        // Only the digest is kept until rehydration; the text went to the content store.
+        boundary.summary_sha256 = Some(cairn_continuity::summary_sha256(summary.unwrap_or("")));
         boundary.summary_bound = summary.is_some();
         Ok(())
     }
@@ -252,9 +248,25 @@ impl Session<'_> {
         }
         self.rehydrate_standalone_if_due()?;
         let context = self.state.context.take();
-        Ok(context.map_or_else(Answer::silent, |text| {
+        let answer = context.map_or_else(Answer::silent, |text| {
             Answer::context("SessionStart", &text)
-        }))
+        });
+        // Without a signing key the session is gated and recorded, but its run can never be
+        // closed with a signed checkpoint: say so now, not silently at `SessionEnd`.
+        Ok(match Keyring::open(self.keys_dir()).active_signing_key() {
+            Ok(_) => answer,
+            Err(error) => {
+                let line = format!(
+                    "cairn: WARNING: no usable signing key (error[{}]: {error}); this session is gated and recorded, but its run cannot be closed with a signed checkpoint at SessionEnd and stays unterminated. Run `cairn keys generate` in the project.",
+                    cairn_core::ErrorCode::code(&error)
+                );
+                if answer.stdout.is_some() {
+                    answer.with_note(line)
+                } else {
+                    Answer::system_message(&line).with_note(line.clone())
+                }
+            }
+        })
     }
 
     /// Rehydrates with an executor of its own when a compaction awaits it.
@@ -288,8 +300,12 @@ impl Session<'_> {
             }
         } else {
             let facts = self.facts(executor);
-            let summary = self.state.boundary.summary.clone().unwrap_or_default();
-            let decision = executor.rehydrate(&facts, &summary, now)?;
+            let summary = self
+                .state
+                .boundary
+                .summary_sha256
+                .unwrap_or_else(|| cairn_continuity::summary_sha256(""));
+            let decision = executor.rehydrate_with_digest(&facts, &summary, now)?;
             ContinuityNote {
                 status: decision.status().as_str().to_owned(),
                 reason: decision.reason().as_str().to_owned(),
@@ -300,7 +316,7 @@ impl Session<'_> {
         self.state.continuity = Some(note);
         if !blocked {
             self.state.boundary.phase = Phase::Rehydrated;
-            self.state.boundary.summary = None;
+            self.state.boundary.summary_sha256 = None;
         }
         let comparison = self.compare_decisions(run.as_str(), now);
         if changed || !blocked {

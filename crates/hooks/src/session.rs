@@ -12,8 +12,9 @@
 //! - the digest of the latest observation (the previous tool's result, a user prompt),
 //!   which the next record names;
 //! - the compaction in progress: its number, trigger, whether the decision snapshot was
-//!   written, and — between `PostCompact` and the rehydration that checks it — the summary
-//!   text, dropped as soon as rehydration has run;
+//!   written, and — between `PostCompact` and the rehydration that checks it — the digest of
+//!   the summary (never its text: the summary is user content, which goes only to the
+//!   content store under the project's retention);
 //! - what the model has still to be told (the re-injected context after a compaction).
 //!
 //! The file is a journal (mode 0600): each invocation appends the whole state as one JSON
@@ -45,8 +46,6 @@ pub const STATE_SCHEMA_VERSION: &str = "cairn.hook-session/v1";
 pub const LOCK_TIMEOUT: Duration = Duration::from_secs(5);
 /// How many in-flight tool calls are remembered (the oldest are forgotten first).
 const MAX_PENDING_STEPS: usize = 512;
-/// The largest summary kept between `PostCompact` and rehydration.
-pub const MAX_SUMMARY_BYTES: usize = 1 << 20;
 /// The largest state file read.
 const MAX_STATE_BYTES: u64 = 4 << 20;
 
@@ -105,7 +104,13 @@ pub struct Boundary {
     pub capability: Option<String>,
     /// The decision snapshot.
     pub snapshot: SnapshotNote,
-    /// The summary the envelope bound, kept only until rehydration has run.
+    /// The digest of the summary the envelope bound (`summary_sha256`), kept until
+    /// rehydration has run.
+    #[serde(default)]
+    pub summary_sha256: Option<Digest>,
+    /// The summary text, as journals written before it was kept by digest only held it:
+    /// read so that it can be dropped, never written.
+    #[serde(default, skip_serializing)]
     pub summary: Option<String>,
     /// Whether the host sent a summary whose digest the envelope bound.
     #[serde(default)]
@@ -293,7 +298,7 @@ impl SessionFiles {
         let text = std::fs::read(&self.path).map_err(|e| error(e.to_string()))?;
         let mut last_error = "the file holds no entry".to_owned();
         let mut lines = text.split(|b| *b == b'\n').filter(|l| !l.is_empty()).rev();
-        let state = loop {
+        let mut state = loop {
             let Some(line) = lines.next() else {
                 return Err(error(last_error));
             };
@@ -314,6 +319,17 @@ impl SessionFiles {
                 "it belongs to session `{}`, not `{session_id}`",
                 state.session_id
             )));
+        }
+        // A journal written before summaries were kept by digest may hold summary texts in
+        // any of its entries: keep the digest, and rewrite the journal as this one entry
+        // without them.
+        if let Some(summary) = state.boundary.summary.take() {
+            state.boundary.summary_sha256 = Some(cairn_continuity::summary_sha256(&summary));
+        }
+        if contains(&text, b"\"summary\":\"") {
+            let mut line = serde_json::to_vec(&state).map_err(|e| error(e.to_string()))?;
+            line.push(b'\n');
+            write_private(&self.path, &line)?;
         }
         Ok(state)
     }
@@ -351,6 +367,12 @@ impl SessionFiles {
         }
         Ok(())
     }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
 }
 
 /// Writes `bytes` to `path` atomically and owner-only: a temporary file beside it, created

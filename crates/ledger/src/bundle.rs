@@ -68,23 +68,34 @@ pub struct ParsedBundle {
     pub checkpoint_note: Option<String>,
 }
 
-/// Errors that make a file unusable as a bundle at all.
+/// Errors that make a file unusable as a bundle at all. Each is evidence of tampering or
+/// corruption of an exported bundle (the CLI exits 5 on them), and names its line.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum BundleError {
     /// No record and no checkpoint.
     #[error("the bundle has no records and no checkpoint")]
     Empty,
+    /// Lines, none of which reads as a record or a checkpoint.
+    #[error("no line of the bundle reads as a record or a checkpoint; the first: {first}")]
+    Unreadable {
+        /// What is wrong with the first line (its number included).
+        first: String,
+    },
     /// More than one checkpoint line.
-    #[error("line {line}: a second checkpoint line")]
+    #[error("line {line} (after step {after_step}): a second checkpoint line")]
     DuplicateCheckpoint {
         /// 1-based line number.
         line: usize,
+        /// How many record lines came before it.
+        after_step: u64,
     },
     /// The checkpoint line is not valid.
-    #[error("line {line}: invalid checkpoint line: {reason}")]
+    #[error("line {line} (after step {after_step}): invalid checkpoint line: {reason}")]
     InvalidCheckpoint {
         /// 1-based line number.
         line: usize,
+        /// How many record lines came before it.
+        after_step: u64,
         /// Why.
         reason: String,
     },
@@ -94,56 +105,111 @@ impl ErrorCode for BundleError {
     fn code(&self) -> &'static str {
         match self {
             Self::Empty => "bundle_empty",
+            Self::Unreadable { .. } => "bundle_unreadable",
             Self::DuplicateCheckpoint { .. } => "bundle_duplicate_checkpoint",
             Self::InvalidCheckpoint { .. } => "bundle_invalid_checkpoint",
         }
     }
 }
 
-/// Parses a bundle. Lines that are not valid records become [`RowFault`]s so that
-/// verification reports them at their position instead of refusing the whole file.
+/// Parses a bundle's text; see [`parse_bundle_bytes`].
 ///
 /// # Errors
-/// [`BundleError`] when the file cannot be a bundle at all.
+/// As [`parse_bundle_bytes`].
 pub fn parse_bundle(text: &str) -> Result<ParsedBundle, BundleError> {
+    parse_bundle_bytes(text.as_bytes())
+}
+
+/// The schema tag of a line, when it is a JSON object with a string `schema` member.
+#[derive(Deserialize)]
+struct Probe {
+    schema: Option<serde_json::Value>,
+}
+
+/// Parses a bundle. Lines that are not valid records — not UTF-8, not JSON, not a record —
+/// become [`RowFault`]s at their position, so that verification reports them where they are
+/// instead of refusing the whole file. A line is the checkpoint line when it parses as a JSON
+/// object whose `schema` is `cairn.checkpoint/v1` — decided by parsing, so a record whose
+/// tool is named `cairn.checkpoint/v1` is still a record.
+///
+/// # Errors
+/// [`BundleError`] when the file cannot be a bundle at all (no line, a second or an invalid
+/// checkpoint line), naming the line.
+pub fn parse_bundle_bytes(bytes: &[u8]) -> Result<ParsedBundle, BundleError> {
     let mut rows = Vec::new();
     let mut checkpoint: Option<CheckpointLine> = None;
-    for (number, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l)) {
-        if line.trim().is_empty() {
+    let lines = bytes
+        .split(|b| *b == b'\n')
+        .enumerate()
+        .map(|(i, l)| (i + 1, l));
+    for (number, line) in lines {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         let position = rows.len() as u64;
-        if line.len() > MAX_LINE_BYTES {
-            rows.push(Err(RowFault {
+        let fault = |detail: String| {
+            Err(RowFault {
                 step_index: position,
-                detail: format!("line {number} is longer than {MAX_LINE_BYTES} bytes"),
-            }));
+                detail,
+            })
+        };
+        if line.len() > MAX_LINE_BYTES {
+            rows.push(fault(format!(
+                "line {number} is longer than {MAX_LINE_BYTES} bytes"
+            )));
             continue;
         }
-        if line.contains("\"cairn.checkpoint/v1\"") {
-            match serde_json::from_str::<CheckpointLine>(line) {
-                Ok(parsed) if checkpoint.is_none() => checkpoint = Some(parsed),
-                Ok(_) => return Err(BundleError::DuplicateCheckpoint { line: number }),
-                Err(e) => {
-                    return Err(BundleError::InvalidCheckpoint {
-                        line: number,
-                        reason: e.to_string(),
-                    });
+        let line = match std::str::from_utf8(line) {
+            Ok(line) => line,
+            Err(e) => {
+                rows.push(fault(format!("line {number} is not UTF-8: {e}")));
+                continue;
+            }
+        };
+        match serde_json::from_str::<IntentRecord>(line) {
+            Ok(record) => rows.push(Ok(record)),
+            Err(record_error) => {
+                let is_checkpoint = serde_json::from_str::<Probe>(line).is_ok_and(|probe| {
+                    probe.schema.as_ref().and_then(serde_json::Value::as_str)
+                        == Some("cairn.checkpoint/v1")
+                });
+                if !is_checkpoint {
+                    rows.push(fault(format!(
+                        "line {number} is not a valid cairn.intent/v1 record: {record_error}"
+                    )));
+                    continue;
+                }
+                match serde_json::from_str::<CheckpointLine>(line) {
+                    Ok(parsed) if checkpoint.is_none() => checkpoint = Some(parsed),
+                    Ok(_) => {
+                        return Err(BundleError::DuplicateCheckpoint {
+                            line: number,
+                            after_step: position,
+                        });
+                    }
+                    Err(e) => {
+                        return Err(BundleError::InvalidCheckpoint {
+                            line: number,
+                            after_step: position,
+                            reason: e.to_string(),
+                        });
+                    }
                 }
             }
-            continue;
         }
-        rows.push(
-            serde_json::from_str::<IntentRecord>(line).map_err(|e| RowFault {
-                step_index: position,
-                detail: format!("line {number} is not a valid cairn.intent/v1 record: {e}"),
-            }),
-        );
     }
     let (tenant_id, run_id) = match (&checkpoint, rows.iter().find_map(|r| r.as_ref().ok())) {
         (Some(cp), _) => (cp.tenant_id.clone(), cp.run_id.clone()),
         (None, Some(record)) => (record.tenant_id.clone(), record.run_id.clone()),
-        (None, None) => return Err(BundleError::Empty),
+        (None, None) => {
+            return Err(match rows.first() {
+                Some(Err(fault)) => BundleError::Unreadable {
+                    first: fault.detail.clone(),
+                },
+                _ => BundleError::Empty,
+            });
+        }
     };
     Ok(ParsedBundle {
         tenant_id,

@@ -38,6 +38,14 @@ pub struct InclusionProof {
     pub checkpoint: String,
 }
 
+/// The longest audit path a proof may hold: RFC 6962 paths have one hash per level of the
+/// tree, and a tree of up to 2^64 records (tree sizes are 64-bit) has at most 64 levels.
+pub const MAX_AUDIT_PATH: usize = 64;
+
+/// The largest proof document accepted, in bytes: one record, one signed checkpoint and at
+/// most [`MAX_AUDIT_PATH`] hashes fit in far less.
+pub const MAX_PROOF_BYTES: u64 = 1 << 20;
+
 /// Errors building or checking a proof.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ProofError {
@@ -64,6 +72,14 @@ pub enum ProofError {
         /// Position in the path.
         index: usize,
     },
+    /// The audit path is longer than any tree this format describes can need.
+    #[error(
+        "the audit path holds {len} hashes; an RFC 6962 audit path has at most {MAX_AUDIT_PATH} (one per level of a tree of up to 2^64 records)"
+    )]
+    PathTooLong {
+        /// How many hashes it holds.
+        len: usize,
+    },
     /// The proof's index or size disagrees with the record or checkpoint.
     #[error("{0}")]
     Inconsistent(String),
@@ -76,7 +92,7 @@ impl ErrorCode for ProofError {
             Self::RecordModified => "record_modified",
             Self::Checkpoint(_) => "checkpoint_rejected",
             Self::PathMismatch(_) => "proof_mismatch",
-            Self::BadHash { .. } => "proof_malformed",
+            Self::BadHash { .. } | Self::PathTooLong { .. } => "proof_malformed",
             Self::Inconsistent(_) => "proof_inconsistent",
         }
     }
@@ -147,6 +163,11 @@ pub fn verify_proof(
             "tree_size {} differs from the checkpoint's size {}",
             proof.tree_size, cp.size
         )));
+    }
+    if proof.audit_path.len() > MAX_AUDIT_PATH {
+        return Err(ProofError::PathTooLong {
+            len: proof.audit_path.len(),
+        });
     }
     let mut path = Vec::with_capacity(proof.audit_path.len());
     for (index, text) in proof.audit_path.iter().enumerate() {

@@ -233,6 +233,10 @@ pub enum StoreError {
         /// Why it is not one.
         reason: String,
     },
+    /// The store's own structure is damaged (garbage pages, a broken index): evidence of
+    /// corruption or tampering, not a usage error.
+    #[error("the store is corrupt: {0}")]
+    Corrupt(String),
     /// The backend failed (I/O, disk full, locked database, ...).
     #[error("store backend error: {0}")]
     Backend(String),
@@ -249,6 +253,7 @@ impl ErrorCode for StoreError {
             Self::SchemaTooNew { .. } => "store_schema_too_new",
             Self::NotFound { .. } => "store_not_found",
             Self::NotAStore { .. } => "not_a_store",
+            Self::Corrupt(_) => "store_corrupt",
             Self::Backend(_) => "store_backend",
         }
     }

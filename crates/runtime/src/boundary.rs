@@ -153,6 +153,13 @@ impl Executor {
         };
         let policy_version = policy_version(self.gate());
         let summary_digest = summary_sha256(summary);
+        // The summary is user content: only its digest goes into the envelope and the record;
+        // the text goes to the content store under the run's retention, and nowhere else.
+        let stripped = cairn_continuity::strip_summary(summary);
+        if !stripped.is_empty() {
+            self.recorder()
+                .keep_content(summary_digest, stripped.as_bytes().to_vec());
+        }
         let envelope_id = format!("ce-{run}-{step}");
         let envelope = ContinuityEnvelope {
             schema_version: EnvelopeSchemaVersion::default(),
@@ -236,6 +243,21 @@ impl Executor {
         summary: &str,
         now: Timestamp,
     ) -> Result<ContinuityDecision, RuntimeError> {
+        self.rehydrate_with_digest(facts, &summary_sha256(summary), now)
+    }
+
+    /// As [`Executor::rehydrate`], for a caller that kept only the summary's digest
+    /// ([`cairn_continuity::summary_sha256`]) — the summary text itself is user content that
+    /// a session need not hold on to.
+    ///
+    /// # Errors
+    /// As [`Executor::rehydrate`].
+    pub fn rehydrate_with_digest(
+        &mut self,
+        facts: &SessionFacts,
+        summary_digest: &Digest,
+        now: Timestamp,
+    ) -> Result<ContinuityDecision, RuntimeError> {
         self.recorder().flush()?;
         let tenant = self.recorder().tenant_id().clone();
         let run = self.recorder().run_id().clone();
@@ -285,7 +307,14 @@ impl Executor {
             "checkpoint_ref": format!("checkpoint:{run}:{}", saved.step_index),
         });
         let state = ContinuityState::from_value(&state).map_err(|f| invalid("state", &f))?;
-        let decision = cairn_continuity::decide(&envelope, &state, summary, now);
+        let validated = cairn_continuity::validate_envelope(&envelope);
+        let decision = match &validated {
+            Ok(envelope) => {
+                cairn_continuity::decide_validated(envelope, &state, summary_digest, now)
+            }
+            // An invalid envelope is decided before the summary is looked at.
+            Err(_) => cairn_continuity::decide_checked(validated.as_ref(), &state, "", now),
+        };
         let event = match decision.status() {
             ContinuityStatus::ReauthorizationRequired => Some("context_rehydration"),
             ContinuityStatus::ContinuityValidationFailed => Some("continuity_validation_failed"),
@@ -295,7 +324,7 @@ impl Executor {
             let mut boundary = BoundaryEvent::new(label(event)?);
             boundary.envelope_id = Some(label(&saved.envelope_id)?);
             boundary.reason = Some(label(decision.reason().as_str())?);
-            boundary.summary_digest = Some(summary_sha256(summary));
+            boundary.summary_digest = Some(*summary_digest);
             self.recorder().record_boundary(boundary, None)?;
         }
         Ok(decision)

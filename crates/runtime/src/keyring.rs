@@ -74,6 +74,18 @@ pub enum KeyringError {
         /// Its permission bits.
         mode: u32,
     },
+    /// The key directory, its `active` file or a `.pub` file the verifier trusts can be
+    /// written by group or others, who could then choose the signer or add a trusted key.
+    #[error(
+        "`{}` has mode {mode:04o}, which lets group or others write it (and so choose which keys sign and are trusted); run `chmod go-w` on it",
+        .path.display()
+    )]
+    KeysWritableByOthers {
+        /// The directory or file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
     /// A key file's content is not a valid key.
     #[error("invalid key file `{}`: {source}", .path.display())]
     InvalidKeyFile {
@@ -139,6 +151,7 @@ impl ErrorCode for KeyringError {
             Self::NoSigningKey { .. } => "no_signing_key",
             Self::NoTrustedKeys { .. } => "no_trusted_keys",
             Self::KeyFilePermissions { .. } => "key_file_permissions",
+            Self::KeysWritableByOthers { .. } => "keys_writable_by_others",
             Self::InvalidKeyFile { .. } => "invalid_key_file",
             Self::KeyFileTooLarge { .. } => "key_file_too_large",
             Self::PrivateKeyInPublicFile { .. } => "private_key_in_pub_file",
@@ -235,6 +248,8 @@ impl Keyring {
     ///   [`KeyringError::KeyFileMismatch`] when the file holds another key than its name says.
     pub fn active_signing_key(&self) -> Result<SigningKey, KeyringError> {
         let active_path = self.dir.join(ACTIVE_FILE);
+        not_writable_by_others(&self.dir)?;
+        not_writable_by_others(&active_path)?;
         let stem = match read_small_file(&active_path) {
             Ok(text) => text.trim_end().to_owned(),
             Err(KeyringError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
@@ -277,6 +292,7 @@ impl Keyring {
         let no_keys = || KeyringError::NoTrustedKeys {
             dir: self.dir.clone(),
         };
+        not_writable_by_others(&self.dir)?;
         let entries = match fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(no_keys()),
@@ -288,6 +304,7 @@ impl Keyring {
                 .map_err(|source| io_error("list", &self.dir, source))?
                 .path();
             if path.extension().is_some_and(|ext| ext == "pub") {
+                not_writable_by_others(&path)?;
                 paths.push(path);
             }
         }
@@ -355,7 +372,8 @@ impl Keyring {
     /// directory is left as it is.
     fn ensure_dir(&self) -> Result<(), KeyringError> {
         if self.dir.is_dir() {
-            return Ok(());
+            // A folder others can write is refused, not silently tightened: someone set it.
+            return not_writable_by_others(&self.dir);
         }
         DirBuilder::new()
             .recursive(true)
@@ -379,6 +397,22 @@ impl Keyring {
         fs::rename(&temp, &active).map_err(|source| io_error("replace", &active, source))?;
         sync_dir(&self.dir)
     }
+}
+
+/// Refuses `path` (followed through links: what matters is what is read) when group or
+/// others can write it. A path that does not exist is for the caller to report.
+fn not_writable_by_others(path: &Path) -> Result<(), KeyringError> {
+    let Ok(meta) = fs::metadata(path) else {
+        return Ok(());
+    };
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(KeyringError::KeysWritableByOthers {
+            path: path.to_owned(),
+            mode,
+        });
+    }
+    Ok(())
 }
 
 /// `<name>-<key id as 8 hex digits>`: the file stem of a key's files.
@@ -527,6 +561,38 @@ mod tests {
             );
             assert!(message.contains(&format!("{mode:04o}")), "{message}");
         }
+    }
+
+    #[test]
+    fn issue_15_a_keys_folder_or_file_others_can_write_is_refused() {
+        let (_dir, ring) = keyring();
+        let generated = ring.generate(&mut rand_core::OsRng, "cairn.test").unwrap();
+        fs::set_permissions(ring.dir(), fs::Permissions::from_mode(0o777)).unwrap();
+        for err in [
+            ring.active_signing_key().unwrap_err(),
+            ring.trusted_keys().unwrap_err(),
+            ring.generate(&mut rand_core::OsRng, "cairn.test")
+                .unwrap_err(),
+        ] {
+            assert_eq!(err.code(), "keys_writable_by_others");
+        }
+        fs::set_permissions(ring.dir(), fs::Permissions::from_mode(0o700)).unwrap();
+        fs::set_permissions(
+            &generated.verifier_key_path,
+            fs::Permissions::from_mode(0o666),
+        )
+        .unwrap();
+        assert_eq!(
+            ring.trusted_keys().unwrap_err().code(),
+            "keys_writable_by_others"
+        );
+        fs::set_permissions(
+            &generated.verifier_key_path,
+            fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        assert!(ring.trusted_keys().is_ok());
+        assert!(ring.active_signing_key().is_ok());
     }
 
     #[test]

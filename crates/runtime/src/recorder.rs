@@ -423,7 +423,9 @@ impl Recorder {
         })
     }
 
-    fn keep_content(&mut self, digest: Digest, bytes: Vec<u8>) {
+    /// Keeps `bytes`, whose digest is `digest`, in the content store under the run's
+    /// retention (nothing when retention is off), committed with the next record.
+    pub(crate) fn keep_content(&mut self, digest: Digest, bytes: Vec<u8>) {
         if let Some(retention) = self.options.content_retention {
             let now = self.clock.now();
             self.pending_content.push(ContentItem {

@@ -52,7 +52,20 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
-    StoreError::Backend(e.to_string())
+    if is_corruption(&e) {
+        StoreError::Corrupt(e.to_string())
+    } else {
+        StoreError::Backend(e.to_string())
+    }
+}
+
+/// Whether SQLite reports damaged pages or structure (`SQLITE_CORRUPT`), or a file that was
+/// a database and no longer reads as one (`SQLITE_NOTADB`).
+pub(crate) fn is_corruption(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
 }
 
 fn micros(ts: Timestamp) -> i64 {
@@ -74,6 +87,40 @@ where
     })
 }
 
+/// Creates the store's missing folders (mode 0700) and the empty database file (mode 0600,
+/// whatever the umask) when it does not exist, so that neither the file nor the write-ahead
+/// log and shared-memory files SQLite creates beside it (it gives them the database file's
+/// mode) are ever readable by others.
+fn create_owner_only(path: &Path) -> Result<(), StoreError> {
+    let failed = |what: &Path, e: std::io::Error| {
+        StoreError::Backend(format!("cannot create `{}`: {e}", what.display()))
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+        && !parent.exists()
+    {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt as _;
+            builder.mode(0o700);
+        }
+        builder.create(parent).map_err(|e| failed(parent, e))?;
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(failed(path, e)),
+    }
+}
+
 fn as_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
@@ -91,11 +138,7 @@ impl SqliteStore {
             | OpenFlags::SQLITE_OPEN_URI;
         match mode {
             OpenMode::CreateIfMissing => {
-                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        StoreError::Backend(format!("cannot create `{}`: {e}", parent.display()))
-                    })?;
-                }
+                create_owner_only(&path)?;
                 flags |= OpenFlags::SQLITE_OPEN_CREATE;
             }
             OpenMode::MustExist => {
@@ -125,6 +168,35 @@ impl SqliteStore {
             path,
             conn: Mutex::new(conn),
         })
+    }
+
+    /// Makes the store at `path` and its side files (`-wal`, `-shm`, `-journal`) owner-only
+    /// (mode 0600), for a store created before Cairn created them so: they hold the retained
+    /// raw arguments and observations. Files that do not exist are skipped.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] naming a file whose mode cannot be changed.
+    pub fn restrict_to_owner(path: &Path) -> Result<(), StoreError> {
+        #[cfg(unix)]
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            let file = PathBuf::from(file);
+            match std::fs::symlink_metadata(&file) {
+                Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o077 != 0 => {
+                    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                        .map_err(|e| {
+                            StoreError::Backend(format!(
+                                "cannot restrict `{}`: {e}",
+                                file.display()
+                            ))
+                        })?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     /// The database file.

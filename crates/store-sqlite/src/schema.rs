@@ -90,7 +90,15 @@ pub fn ensure_cairn_store(conn: &Connection, path: &str, mode: OpenMode) -> Resu
             [],
             |row| Ok((row.get(0)?, row.get(1)?)),
         )
-        .map_err(|e| not_a_store(e.to_string()))?;
+        .map_err(|e| {
+            // A file that starts as a SQLite database but no longer reads as one was one: its
+            // pages are damaged. Anything else never was a store.
+            if crate::is_corruption(&e) && has_sqlite_header(path) {
+                StoreError::Corrupt(format!("`{path}`: {e}"))
+            } else {
+                not_a_store(e.to_string())
+            }
+        })?;
     if version == 0 && tables > 0 {
         return Err(not_a_store(
             "it holds tables of another application".to_owned(),
@@ -102,6 +110,15 @@ pub fn ensure_cairn_store(conn: &Connection, path: &str, mode: OpenMode) -> Resu
         ));
     }
     Ok(())
+}
+
+/// Whether the file at `path` starts with SQLite's 16-byte header string.
+fn has_sqlite_header(path: &str) -> bool {
+    use std::io::Read as _;
+    let mut header = [0_u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut header))
+        .is_ok_and(|()| &header == b"SQLite format 3\0")
 }
 
 /// Brings the database up to [`CURRENT_VERSION`].

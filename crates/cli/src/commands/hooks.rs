@@ -148,6 +148,7 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     let mut human = String::new();
     let project = base.join(PROJECT_DIR);
     let scaffolded = if project.is_dir() {
+        init::restrict_project(&project)?;
         let _ = writeln!(
             human,
             "kept the existing {} (its policies apply)",

@@ -101,6 +101,24 @@ pub fn run(_ctx: &Context, args: &InitArgs) -> Result<Outcome, Failure> {
     ))
 }
 
+/// Makes `.cairn/` owner-only (0700) and the store in it, with its side files, owner-only
+/// (0600): they hold the retained raw arguments and observations. Fixes a project created
+/// before Cairn created them so.
+pub(crate) fn restrict_project(project: &Path) -> Result<(), Failure> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(project, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
+            Failure::internal(
+                "io",
+                format!("cannot restrict `{}`: {e}", project.display()),
+            )
+        })?;
+    }
+    cairn_store_sqlite::SqliteStore::restrict_to_owner(&project.join(crate::context::STORE_FILE))
+        .map_err(|e| Failure::from_error(&e))
+}
+
 /// Scaffolds `.cairn/` in `base` in observe-first mode (also used by `cairn hooks install`):
 /// existing files are kept, missing ones created, and the policy set must load.
 pub(crate) fn scaffold(base: &Path) -> Result<Scaffold, Failure> {
@@ -127,6 +145,7 @@ pub(crate) fn scaffold(base: &Path) -> Result<Scaffold, Failure> {
         }
         Err(e) => return Err(e.into()),
     };
+    restrict_project(&project)?;
     // The gate must load what we just wrote; a broken starter set would be a Cairn bug.
     let gate = cairn_runtime::project::load_gate(&project.join(POLICIES_DIR), Some(&tools_file))?;
     Ok(Scaffold {

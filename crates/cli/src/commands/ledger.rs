@@ -6,7 +6,7 @@ use std::path::Path;
 
 use cairn_core::Digest;
 use cairn_ledger::Store;
-use cairn_ledger::bundle::{CheckpointLine, parse_bundle};
+use cairn_ledger::bundle::{CheckpointLine, parse_bundle_bytes};
 use cairn_ledger::keys::TrustedKeys;
 use cairn_ledger::proof::{InclusionProof, build_proof, verify_proof};
 use cairn_ledger::record::IntentRecord;
@@ -41,6 +41,62 @@ pub fn run(ctx: &Context, command: LedgerCommand) -> Result<Outcome, Failure> {
 }
 
 fn read_input(path: &Path, what: &str) -> Result<String, Failure> {
+    let bytes = read_input_bytes(path, what)?;
+    String::from_utf8(bytes).map_err(|e| {
+        Failure::invalid(
+            "unreadable_input",
+            format!("{what} `{}` is not UTF-8: {e}", path.display()),
+        )
+    })
+}
+
+/// The text of `path` (`-`: stdin), refused unread beyond `limit` bytes with `why`.
+fn read_bounded(path: &Path, what: &str, limit: u64, why: &str) -> Result<String, Failure> {
+    let too_large = || {
+        Failure::invalid(
+            "input_too_large",
+            format!(
+                "{what} `{}` is larger than {limit} bytes, the most a {what} can need ({why})",
+                path.display()
+            ),
+        )
+    };
+    if path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|meta| meta.len() > limit) {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    let read = if path.as_os_str() == "-" {
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(std::io::stdin(), limit.saturating_add(1)),
+            &mut bytes,
+        )
+    } else {
+        std::fs::File::open(path).and_then(|file| {
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(file, limit.saturating_add(1)),
+                &mut bytes,
+            )
+        })
+    };
+    read.map_err(|e| {
+        Failure::invalid(
+            "unreadable_input",
+            format!("cannot read {what} `{}`: {e}", path.display()),
+        )
+    })?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Failure::invalid(
+            "unreadable_input",
+            format!("{what} `{}` is not UTF-8: {e}", path.display()),
+        )
+    })
+}
+
+/// The bytes of `path` (`-`: stdin), at most [`MAX_INPUT_BYTES`].
+fn read_input_bytes(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
     let unreadable = |e: std::io::Error| {
         Failure::invalid(
             "unreadable_input",
@@ -48,13 +104,13 @@ fn read_input(path: &Path, what: &str) -> Result<String, Failure> {
         )
     };
     if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
             &mut std::io::Read::take(std::io::stdin(), MAX_INPUT_BYTES),
-            &mut text,
+            &mut bytes,
         )
         .map_err(unreadable)?;
-        return Ok(text);
+        return Ok(bytes);
     }
     let len = std::fs::metadata(path).map_err(unreadable)?.len();
     if len > MAX_INPUT_BYTES {
@@ -66,7 +122,7 @@ fn read_input(path: &Path, what: &str) -> Result<String, Failure> {
             ),
         ));
     }
-    std::fs::read_to_string(path).map_err(unreadable)
+    std::fs::read(path).map_err(unreadable)
 }
 
 /// Trusted keys, or none when no keys are configured (chains still verify; checkpoints then
@@ -82,8 +138,10 @@ fn trusted_or_empty(ctx: &Context, files: &[std::path::PathBuf]) -> Result<Trust
 fn verify(ctx: &Context, args: &VerifyArgs) -> Result<Outcome, Failure> {
     let reports = match &args.bundle {
         Some(path) => {
-            let text = read_input(path, "bundle")?;
-            let bundle = parse_bundle(&text)?;
+            // Read as bytes: a line that is not UTF-8 is a damaged record, reported at its
+            // place, not an unreadable file.
+            let bytes = read_input_bytes(path, "bundle")?;
+            let bundle = parse_bundle_bytes(&bytes)?;
             // A bundle is checked against its signature: without a trusted key that is a
             // configuration problem, not tampering.
             let trusted = ctx.trusted_keys(&args.trusted_keys)?;
@@ -118,8 +176,24 @@ fn verify(ctx: &Context, args: &VerifyArgs) -> Result<Outcome, Failure> {
             let bar = ctx.progress(runs.len() as u64, "verifying runs");
             let mut reports = Vec::with_capacity(runs.len());
             for info in &runs {
-                let rows = store.rows(&info.meta.tenant_id, &info.meta.run_id)?;
-                let note = store.checkpoint(&info.meta.tenant_id, &info.meta.run_id)?;
+                // A store whose pages no longer read is reported as the tampering it is, with
+                // the run it was reading.
+                let in_run = |e: cairn_ledger::StoreError| {
+                    let failure = Failure::from_error(&e);
+                    Failure {
+                        message: format!(
+                            "run {}/{}: {}",
+                            info.meta.tenant_id, info.meta.run_id, failure.message
+                        ),
+                        ..failure
+                    }
+                };
+                let rows = store
+                    .rows(&info.meta.tenant_id, &info.meta.run_id)
+                    .map_err(in_run)?;
+                let note = store
+                    .checkpoint(&info.meta.tenant_id, &info.meta.run_id)
+                    .map_err(in_run)?;
                 reports.push(verify_run(
                     &info.meta.tenant_id,
                     &info.meta.run_id,
@@ -501,7 +575,12 @@ fn verify_proof_cmd(
     checkpoint_path: Option<&Path>,
     trusted_files: &[std::path::PathBuf],
 ) -> Result<Outcome, Failure> {
-    let text = read_input(proof_path, "proof")?;
+    let text = read_bounded(
+        proof_path,
+        "proof",
+        cairn_ledger::proof::MAX_PROOF_BYTES,
+        "an inclusion proof holds one record, one signed checkpoint and an RFC 6962 audit path of at most 64 hashes",
+    )?;
     let proof: InclusionProof = serde_json::from_str(&text).map_err(|e| {
         Failure::invalid(
             "proof_malformed",

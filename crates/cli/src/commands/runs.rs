@@ -35,11 +35,32 @@ pub fn run(ctx: &Context, command: RunsCommand) -> Result<Outcome, Failure> {
         unterminated_only: unterminated,
         idle_before,
     })?;
+    warn_without_signing_key(ctx, &runs);
     let json: Vec<serde_json::Value> = runs.iter().map(run_json).collect();
     Ok(Outcome::ok(
         serde_json::Value::Array(json),
         human(&runs, tenant_id.as_ref()),
     ))
+}
+
+/// Unterminated runs can only be closed with a signed checkpoint: when no signing key is
+/// usable, say so on stderr (the listing itself keeps its shape).
+fn warn_without_signing_key(ctx: &Context, runs: &[RunInfo]) {
+    if !runs.iter().any(|info| !info.terminated()) {
+        return;
+    }
+    let problem = match ctx.keyring() {
+        Ok(keyring) => keyring
+            .active_signing_key()
+            .err()
+            .map(|e| format!("error[{}]: {e}", cairn_core::ErrorCode::code(&e))),
+        Err(failure) => Some(format!("error[{}]: {}", failure.code, failure.message)),
+    };
+    if let Some(problem) = problem {
+        eprintln!(
+            "warning: no usable signing key ({problem}): the unterminated runs below cannot be closed with a signed checkpoint (hooks leave them open at SessionEnd); run `cairn keys generate`"
+        );
+    }
 }
 
 fn run_json(info: &RunInfo) -> serde_json::Value {
