@@ -418,6 +418,13 @@ fn issue_15_item_6_no_exit_code_but_0_or_2_whatever_breaks() {
     let call = pre_tool_use("faults", d, "Bash", r#"{"command": "ls"}"#);
     let compact = json!({"session_id": "faults", "cwd": d, "hook_event_name": "PreCompact", "trigger": "auto"}).to_string();
     for host in HOSTS {
+        let faulted = |fault: &str, stdin: &str| {
+            let mut command = command_in(d);
+            command
+                .env("CAIRN_FAULT", fault)
+                .args(["hook", host, "--deadline", "2s"]);
+            raw_hook(&mut command, stdin).code
+        };
         for fault in [
             "gate-panic",
             "gate-abort",
@@ -425,17 +432,8 @@ fn issue_15_item_6_no_exit_code_but_0_or_2_whatever_breaks() {
             "gate-exit",
             "gate-hang",
         ] {
-            let mut command = command_in(d);
-            command
-                .env("CAIRN_FAULT", fault)
-                .args(["hook", host, "--deadline", "2s"]);
-            let out = raw_hook(&mut command, &call);
-            assert_eq!(out.code, 2, "{host} {fault}: {out:?}");
-            let mut command = command_in(d);
-            command
-                .env("CAIRN_FAULT", fault)
-                .args(["hook", host, "--deadline", "2s"]);
-            assert_eq!(raw_hook(&mut command, &compact).code, 0, "{host} {fault}");
+            assert_eq!(faulted(fault, &call), 2, "{host} {fault}");
+            assert_eq!(faulted(fault, &compact), 0, "{host} {fault}");
         }
         #[cfg(unix)]
         {
