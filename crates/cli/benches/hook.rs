@@ -9,9 +9,10 @@
 //! 200 timed calls are consecutive calls of one session, so the run grows from 20 to 220
 //! records as it would in a real session. Target: median ≤ 5 ms and ≤ 3× the bare start.
 //!
-//! Each call is measured twice, in two sessions: answered by the `cairn hook` process itself
-//! (`CAIRN_HOOK_RESIDENT=off`) and by the project's resident server (`cairn hooks serve`),
-//! interleaved with the bare start.
+//! Each call is measured twice, in two sessions: answered without a server
+//! (`CAIRN_HOOK_RESIDENT=off`: the `cairn hook` process supervises a worker process that
+//! decides) and by the project's resident server (`cairn hooks serve`), interleaved with the
+//! bare start.
 //!
 //! Run: `cargo bench -p cairn-cli --bench hook` (set `CAIRN_BENCH_CALLS` to change the 200).
 
@@ -30,13 +31,20 @@ use std::time::{Duration, Instant};
 
 const WARM_UP: usize = 20;
 
+/// The session index of the benchmark's hook calls, away from the user's own.
+static HOME: std::sync::LazyLock<tempfile::TempDir> =
+    std::sync::LazyLock::new(|| tempfile::tempdir().unwrap());
+
 fn cairn() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_cairn"));
     command
         .env_remove("CAIRN_STORE")
         .env_remove("CAIRN_KEYS")
         .env_remove("CAIRN_LOG")
-        .env_remove("CAIRN_FAULT");
+        .env_remove("CAIRN_FAULT")
+        .env_remove("CAIRN_HOOK_DEADLINE")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .env("CAIRN_HOME", HOME.path());
     command
 }
 
@@ -178,7 +186,7 @@ fn main() {
         ms(part.iter().sum::<Duration>()) / part.len().max(1) as f64
     };
     let growth = format!(
-        "resident {:.2} -> {:.2} ms, by itself {:.2} -> {:.2} ms",
+        "resident {:.2} -> {:.2} ms, no server {:.2} -> {:.2} ms",
         quarter(&resident, false),
         quarter(&resident, true),
         quarter(&cold, false),
@@ -199,7 +207,7 @@ fn main() {
             &resident,
         ),
         (
-            "`cairn hook claude-code` PreToolUse, answered by itself",
+            "`cairn hook claude-code` PreToolUse, no server (supervisor + worker process)",
             &cold,
         ),
         ("`cairn --version` (bare process start)", &bare),
@@ -212,7 +220,7 @@ fn main() {
             median.as_secs_f64() / bare_median.as_secs_f64()
         );
     }
-    for (what, v) in [("resident", &resident), ("by itself", &cold)] {
+    for (what, v) in [("resident", &resident), ("no server", &cold)] {
         let median = percentile(v, 50.0);
         let ratio = median.as_secs_f64() / bare_median.as_secs_f64();
         println!(

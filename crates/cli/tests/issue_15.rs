@@ -60,7 +60,7 @@ fn hook_with(dir: &Path, host: &str, args: &[&str], stdin: &str) -> Output {
 }
 
 /// Runs a prepared `cairn hook …` command with `stdin`.
-fn raw_hook(command: &mut std::process::Command, stdin: &str) -> Output {
+fn raw_hook(command: &mut std::process::Command, stdin: impl AsRef<[u8]>) -> Output {
     use std::io::Write as _;
     let args = format!("{command:?}");
     command
@@ -68,7 +68,7 @@ fn raw_hook(command: &mut std::process::Command, stdin: &str) -> Output {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = command.spawn().unwrap();
-    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
     let out = child.wait_with_output().unwrap();
     Output {
         code: out.status.code().unwrap_or(-1),
@@ -304,7 +304,7 @@ fn issue_15_item_4_a_session_stays_gated_in_its_project_wherever_its_cwd_goes() 
         .args(["hook", "claude-code"]);
     raw_hook(
         &mut command,
-        &pre_tool_use("from-env", elsewhere.path(), "Bash", r#"{"command": "ls"}"#),
+        pre_tool_use("from-env", elsewhere.path(), "Bash", r#"{"command": "ls"}"#),
     )
     .expect(2);
     assert_eq!(exported(d, "cc-from-env").len(), 1);
@@ -435,6 +435,12 @@ fn issue_15_item_6_no_exit_code_but_0_or_2_whatever_breaks() {
             assert_eq!(faulted(fault, &call), 2, "{host} {fault}");
             assert_eq!(faulted(fault, &compact), 0, "{host} {fault}");
         }
+        // Found by the hook_stdin fuzz target: an unknown event carrying a tool call, whose
+        // payload is not UTF-8, was answered exit 0 (only its event name was looked at).
+        let renamed = b"{\"session_id\": \"fz\xff\", \"cwd\": \"/tmp\", \"hook_event_name\": \"PreolUse\", \"tool_name\": \"Bash\", \"tool_input\": {}}";
+        let mut command = command_in(d);
+        command.args(["hook", host]);
+        assert_eq!(raw_hook(&mut command, renamed).code, 2, "{host}");
         #[cfg(unix)]
         {
             use std::os::unix::ffi::OsStrExt as _;

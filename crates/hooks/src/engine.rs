@@ -69,7 +69,7 @@ impl std::fmt::Debug for Environment {
 pub fn handle(host: Host, stdin: &[u8], env: &Environment) -> Answer {
     let input = match input::parse(host, stdin) {
         Ok(input) => input,
-        Err(error) => return malformed(&error),
+        Err(error) => return malformed(&error, input::blocks_on_failure(stdin)),
     };
     match &input.event {
         Event::Ignored(_) => return Answer::silent(),
@@ -109,22 +109,17 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a panic without a message".to_owned())
 }
 
-/// The answer to an input that is not the host's hook JSON. A `PreToolUse` — or an input
-/// whose event cannot be told — is denied (exit 2); an event that must never be blocked
-/// (its name still readable) gets exit 0.
-fn malformed(error: &HookError) -> Answer {
-    let event = match error {
-        HookError::InputMalformed { event, .. } => event.as_deref(),
-        _ => None,
-    };
+/// The answer to an input that is not the host's hook JSON: denied (exit 2) when it
+/// `blocks` ([`input::blocks_on_failure`]: a `PreToolUse`, a tool call under another name, or
+/// an input whose event cannot be told); an event that must never be blocked gets exit 0.
+fn malformed(error: &HookError, blocks: bool) -> Answer {
     let line = format!("error[{}]: {error}", error.code());
-    match event {
-        Some(name) if name != "PreToolUse" && !name.is_empty() => {
-            Answer::note(format!("cairn: {line}"))
-        }
-        _ => Answer::fail_closed(format!(
+    if blocks {
+        Answer::fail_closed(format!(
             "Cairn denied this call: its hook input could not be read, so the call could not be decided ({line}). Nothing was run or recorded."
-        )),
+        ))
+    } else {
+        Answer::note(format!("cairn: {line}"))
     }
 }
 

@@ -248,7 +248,9 @@ pub fn blocks_on_failure(bytes: &[u8]) -> bool {
         tool_response: Option<serde::de::IgnoredAny>,
     }
     let Ok(peek) = serde_json::from_slice::<Peek>(bytes) else {
-        return sniff_event_name(bytes).is_none_or(|name| name == "PreToolUse");
+        // Not JSON: only an event that is known never to carry a call may pass.
+        return sniff_event_name(bytes)
+            .is_none_or(|name| name == "PreToolUse" || !is_known_event(&name));
     };
     match peek.hook_event_name.as_deref() {
         Some("PreToolUse") | None => true,

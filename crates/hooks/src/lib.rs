@@ -8,9 +8,10 @@
 //! host-neutral events, [`answer`] renders the answers, [`install`] edits the hosts'
 //! settings files. Everything else calls the runtime (`cairn_runtime::Executor`).
 //!
-//! - [`engine`]: one invocation — [`handle`] parses, finds the project (the nearest `.cairn/`
-//!   at or above the payload's `cwd`; none: nothing is recorded and the call is not blocked),
-//!   locks the session, acts and answers; it never panics and never fails open.
+//! - [`engine`]: one invocation — [`handle`] parses, finds the project
+//!   ([`project::Binding`]: the one the hook names, the session's, or the nearest `.cairn/`
+//!   at or above the payload's `cwd`; none: nothing is recorded and the call is not
+//!   blocked), locks the session, acts and answers; it never panics and never fails open.
 //! - [`session`]: what survives between invocations (`.cairn/sessions/<run>.json`).
 //! - [`gate`]: the session's restrictions in front of the project's Cedar gate, and the
 //!   test-only fault switch.
@@ -26,7 +27,9 @@
 //! - A `PreToolUse` that cannot be decided is denied with exit 2 — a corrupt store, an
 //!   invalid configuration, an unreadable input, a panic. No failure path answers "allow",
 //!   and no exit code other than 0 and 2 is ever used (the hosts let a call through on any
-//!   other).
+//!   other). A deny always exits 2, so exit 0 means the call may run. (The `cairn` binary
+//!   adds a supervisor around this crate that holds the same for aborts, stack overflows and
+//!   hangs, within a deadline.)
 //! - `PreCompact`, `PostCompact`, `SessionStart`, `Stop` and `SessionEnd` are never blocked:
 //!   they answer exit 0 whatever happens.
 //! - The record is committed (`sync`) before `PreToolUse` answers; the session state is

@@ -16,7 +16,7 @@
 //! `cairn hook HOST` first calls [`ask`]: when the call's project (see
 //! [`crate::project::Binding`]) has a socket that accepts the connection, the call is sent
 //! there and its answer printed, within the caller's deadline; otherwise (no server, a stale
-//! socket, a refused connection) the process answers by itself as before.
+//! socket, a refused connection) a worker process answers it.
 //! Once the call has been sent, the client never falls back — the server may already have
 //! recorded it — so a failure from then on is answered as any internal failure is: a
 //! `PreToolUse` is denied with exit 2, every other event answers exit 0 with a note.

@@ -277,13 +277,14 @@ impl Executor {
             Err(unreadable) => self.gate.refuse_unreadable(unreadable),
         };
         let parsed = read.as_ref().ok().map(Arguments::value);
+        let protected = protection.is_some();
         let detail = protection.or_else(|| read.as_ref().err().map(ToString::to_string));
         // A capability blocked on reconciliation is refused whatever the policy says (P-3);
         // the record names the reconciliation rule.
         let blocked = self
             .unresolved
             .blocking(call.tool.name.as_str())
-            .filter(|_| verdict.reason != "self_protection")
+            .filter(|_| !protected)
             .map(str::to_owned);
         // What the policy allows must also lie within the lane (L-4).
         let lane_denial = match (&blocked, verdict.admission.decision) {

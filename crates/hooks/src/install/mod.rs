@@ -26,13 +26,15 @@
 
 use std::path::{Path, PathBuf};
 
-use jsonc_parser::ParseOptions;
-use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode};
 use serde_json::{Map, Value, json};
 
 use crate::error::HookError;
 use crate::host::Host;
 use crate::project::PROJECT_DIR;
+
+mod text;
+
+use text::{edited, merge_text, unmerge_text};
 
 /// How long a host waits for one hook invocation, in seconds. Cairn answers well before (its
 /// deadline, `cairn hook --deadline`, is 10 s by default and at most 50 s), so a slow store
@@ -94,7 +96,7 @@ fn shell_quoted(text: &str) -> String {
 }
 
 /// Whether `command` runs Cairn's hook for `host` (with or without arguments).
-fn is_cairn_command(command: &str, host: Host) -> bool {
+pub(crate) fn is_cairn_command(command: &str, host: Host) -> bool {
     let prefix = format!("cairn hook {}", host.as_str());
     command
         .strip_prefix(&prefix)
@@ -125,7 +127,7 @@ pub struct Change {
     pub file_created_or_removed: bool,
 }
 
-fn shape_error(path: &Path, reason: impl Into<String>) -> HookError {
+pub(crate) fn shape_error(path: &Path, reason: impl Into<String>) -> HookError {
     HookError::Settings {
         path: path.to_path_buf(),
         reason: reason.into(),
@@ -170,7 +172,7 @@ fn is_ours(handler: &Value, host: Host) -> bool {
         .is_some_and(|command| is_cairn_command(command, host))
 }
 
-fn our_handler(command: &str) -> Value {
+pub(crate) fn our_handler(command: &str) -> Value {
     json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS})
 }
 
@@ -268,9 +270,9 @@ pub fn unmerge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<Stri
 }
 
 /// A settings file as read: its text and what it means.
-struct Settings {
-    text: String,
-    value: Value,
+pub(crate) struct Settings {
+    pub(crate) text: String,
+    pub(crate) value: Value,
 }
 
 /// Reads the settings at `path` (through a symlink), refusing anything but strict JSON.
@@ -288,154 +290,6 @@ fn read_settings(path: &Path) -> Result<Option<Settings>, HookError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(HookError::io(path, &e)),
     }
-}
-
-fn strict_options() -> ParseOptions {
-    ParseOptions {
-        allow_comments: false,
-        allow_loose_object_property_names: false,
-        allow_trailing_commas: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-    }
-}
-
-fn input(value: &Value) -> CstInputValue {
-    match value {
-        Value::Null => CstInputValue::Null,
-        Value::Bool(flag) => CstInputValue::Bool(*flag),
-        Value::Number(number) => CstInputValue::Number(number.to_string()),
-        Value::String(text) => CstInputValue::String(text.clone()),
-        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
-        Value::Object(members) => CstInputValue::Object(
-            members
-                .iter()
-                .map(|(key, value)| (key.clone(), input(value)))
-                .collect(),
-        ),
-    }
-}
-
-fn string_of(node: Option<CstNode>) -> Option<String> {
-    node?.as_string_lit()?.decoded_value().ok()
-}
-
-/// The handlers (objects) of one group, with their array.
-fn handlers_of(group: &CstNode) -> Option<(CstArray, Vec<CstObject>)> {
-    let handlers = group.as_object()?.array_value("hooks")?;
-    let objects = handlers
-        .elements()
-        .iter()
-        .filter_map(CstNode::as_object)
-        .collect();
-    Some((handlers, objects))
-}
-
-fn command_of(handler: &CstObject) -> Option<String> {
-    string_of(handler.get("command")?.value())
-}
-
-/// Applies the install to the file's syntax tree, as [`merge`] does to its value.
-fn merge_text(root: &CstRootNode, host: Host, command: &str) -> Option<()> {
-    let top = root.object_value_or_set();
-    let hooks = top.object_value_or_create("hooks")?;
-    for event in events(host) {
-        let groups = hooks.array_value_or_create(event)?;
-        let mut present = false;
-        for group in groups.elements() {
-            let Some((_, handlers)) = handlers_of(&group) else {
-                continue;
-            };
-            for handler in handlers {
-                let Some(current) = command_of(&handler) else {
-                    continue;
-                };
-                if is_cairn_command(&current, host) {
-                    present = true;
-                    if current != command {
-                        handler
-                            .get("command")?
-                            .set_value(CstInputValue::String(command.to_owned()));
-                    }
-                }
-            }
-        }
-        if !present {
-            groups.append(input(&json!({"hooks": [our_handler(command)]})));
-        }
-    }
-    Some(())
-}
-
-/// Applies the uninstall to the file's syntax tree, as [`unmerge`] does to its value.
-fn unmerge_text(root: &CstRootNode, host: Host, had_hooks: bool) -> Option<()> {
-    let top = root.object_value()?;
-    let Some(hooks) = top.object_value("hooks") else {
-        return Some(());
-    };
-    let mut removed_any = false;
-    for prop in hooks.properties() {
-        let Some(groups) = prop.array_value() else {
-            continue;
-        };
-        let mut touched = false;
-        for group in groups.elements() {
-            let Some((handlers, objects)) = handlers_of(&group) else {
-                continue;
-            };
-            let before = handlers.elements().len();
-            for handler in objects {
-                if command_of(&handler).is_some_and(|c| is_cairn_command(&c, host)) {
-                    handler.remove();
-                }
-            }
-            let after = handlers.elements().len();
-            if after != before {
-                touched = true;
-                if after == 0 {
-                    group.remove();
-                }
-            }
-        }
-        if touched {
-            removed_any = true;
-            if groups.elements().is_empty() {
-                prop.remove();
-            }
-        }
-    }
-    if hooks.properties().is_empty()
-        && (removed_any || !had_hooks)
-        && let Some(prop) = top.get("hooks")
-    {
-        prop.remove();
-    }
-    Some(())
-}
-
-/// The new text of `settings` after `edit` on its syntax tree, checked to mean exactly
-/// `expected`; an edit that would mean anything else is refused, never written.
-fn edited(
-    settings: Option<&Settings>,
-    path: &Path,
-    expected: &Value,
-    edit: impl FnOnce(&CstRootNode) -> Option<()>,
-) -> Result<String, HookError> {
-    let text = settings.map_or("{}\n", |s| s.text.as_str());
-    let root = CstRootNode::parse(text, &strict_options())
-        .map_err(|e| shape_error(path, format!("not strict JSON: {e}")))?;
-    edit(&root).ok_or_else(|| shape_error(path, "its `hooks` do not have the hosts' shape"))?;
-    let out = root.to_string();
-    let means = cairn_core::strict_json::parse_str(&out).ok();
-    if means.as_ref() != Some(expected) {
-        return Err(shape_error(
-            path,
-            "Cairn could not edit it without changing something else; add the hooks by hand (see `cairn hooks install --help`)",
-        ));
-    }
-    Ok(out)
 }
 
 /// Writes `bytes` to `path` atomically (a temporary file beside it, then a rename). A
