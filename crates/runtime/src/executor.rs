@@ -42,8 +42,7 @@ pub trait Gate: Send + Sync {
     /// The verdict for a call whose arguments are not strict JSON: a deny by the built-in
     /// rule `cairn.args-unreadable`, which no policy can override (the policies cannot be
     /// shown exactly the bytes that are recorded).
-    fn refuse_unreadable(&self, unreadable: &UnreadableArguments) -> GateVerdict {
-        let _ = unreadable;
+    fn refuse_unreadable(&self, _unreadable: &UnreadableArguments) -> GateVerdict {
         GateVerdict {
             admission: Admission {
                 decision: Decision::Deny,
