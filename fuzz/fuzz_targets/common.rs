@@ -4,9 +4,9 @@
 #![allow(dead_code, reason = "each target uses a different part")]
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock};
 
-use cairn_hooks::{Environment, StoreOpener};
+use cairn_hooks::{Environment, KeptStores, StoreOpener};
 use cairn_ledger::{Store, StoreError};
 use cairn_policy::{Arguments, GateRequest, PolicyGate, PolicySource, ToolCatalog};
 
@@ -37,23 +37,16 @@ pub struct HookFixture {
     pub env: Environment,
 }
 
-struct OneStore(Mutex<Option<Arc<dyn Store>>>);
+/// The embedded store, opened once (through `KeptStores`) for every call of the process.
+struct Sqlite;
 
-impl StoreOpener for OneStore {
+impl StoreOpener for Sqlite {
     fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
-        let mut kept = self
-            .0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(store) = kept.as_ref() {
-            return Ok(Arc::clone(store));
-        }
-        let store: Arc<dyn Store> = Arc::new(cairn_store_sqlite::SqliteStore::open(
+        let store = cairn_store_sqlite::SqliteStore::open(
             path,
             cairn_store_sqlite::OpenMode::CreateIfMissing,
-        )?);
-        *kept = Some(Arc::clone(&store));
-        Ok(store)
+        )?;
+        Ok(Arc::new(store))
     }
 }
 
@@ -70,7 +63,7 @@ pub static HOOK: LazyLock<HookFixture> = LazyLock::new(|| {
     std::fs::write(root.join(".cairn/tools.json"), TOOLS).expect("tools");
     let env = Environment {
         clock: Arc::new(cairn_core::SystemClock),
-        stores: Arc::new(OneStore(Mutex::new(None))),
+        stores: Arc::new(KeptStores::new(Sqlite)),
         store_path: None,
         keys_dir: None,
         fault: None,

@@ -15,10 +15,10 @@
 mod common;
 
 use std::path::Path;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock};
 
 use cairn_core::Digest;
-use cairn_hooks::{Answer, Environment, Host, StoreOpener};
+use cairn_hooks::{Answer, Environment, Host, KeptStores, StoreOpener};
 use cairn_ledger::{Store, StoreError};
 use cairn_policy::{Arguments, GateRequest, PolicyGate};
 use proptest::prelude::*;
@@ -43,20 +43,16 @@ struct Fixture {
     store: Arc<dyn Store>,
 }
 
-struct OneStore(Mutex<Option<Arc<dyn Store>>>);
+/// The embedded store, opened once (through `KeptStores`) for every call of the process.
+struct Sqlite;
 
-impl StoreOpener for OneStore {
+impl StoreOpener for Sqlite {
     fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
-        let mut kept = self.0.lock().unwrap();
-        if let Some(store) = kept.as_ref() {
-            return Ok(Arc::clone(store));
-        }
-        let store: Arc<dyn Store> = Arc::new(cairn_store_sqlite::SqliteStore::open(
+        let store = cairn_store_sqlite::SqliteStore::open(
             path,
             cairn_store_sqlite::OpenMode::CreateIfMissing,
-        )?);
-        *kept = Some(Arc::clone(&store));
-        Ok(store)
+        )?;
+        Ok(Arc::new(store))
     }
 }
 
@@ -67,7 +63,7 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
     let policies = dir.path().join(".cairn/policies");
     let tools = dir.path().join(".cairn/tools.json");
     let gate = cairn_runtime::project::load_gate(&policies, Some(&tools)).unwrap();
-    let opener = Arc::new(OneStore(Mutex::new(None)));
+    let opener = Arc::new(KeptStores::new(Sqlite));
     let store = opener.open(&dir.path().join(".cairn/cairn.db")).unwrap();
     let env = Environment {
         clock: Arc::new(cairn_core::SystemClock),

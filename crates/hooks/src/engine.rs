@@ -31,6 +31,49 @@ pub trait StoreOpener: Send + Sync {
     /// # Errors
     /// The store's own errors.
     fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError>;
+
+    /// The files the store at `path` consists of (its side files too), which no tool call
+    /// may touch; by default `path` alone.
+    fn files(&self, path: &Path) -> Vec<PathBuf> {
+        vec![path.to_path_buf()]
+    }
+}
+
+/// The opener of a long-lived process (the resident server, a test, a fuzz target): each
+/// store is opened once through `inner` and kept.
+pub struct KeptStores<O> {
+    inner: O,
+    open: std::sync::Mutex<std::collections::HashMap<PathBuf, Arc<dyn Store>>>,
+}
+
+impl<O: StoreOpener> KeptStores<O> {
+    /// Keeps the stores `inner` opens.
+    #[must_use]
+    pub fn new(inner: O) -> Self {
+        Self {
+            inner,
+            open: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl<O: StoreOpener> StoreOpener for KeptStores<O> {
+    fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
+        let mut open = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(store) = open.get(path) {
+            return Ok(Arc::clone(store));
+        }
+        let store = self.inner.open(path)?;
+        open.insert(path.to_path_buf(), Arc::clone(&store));
+        Ok(store)
+    }
+
+    fn files(&self, path: &Path) -> Vec<PathBuf> {
+        self.inner.files(path)
+    }
 }
 
 /// What a hook invocation gets from its process.
@@ -430,11 +473,7 @@ impl<'a> Session<'a> {
     pub(crate) fn guard(&self) -> cairn_runtime::protect::ProjectGuard {
         let mut extra: Vec<PathBuf> = self.env.keys_dir.iter().cloned().collect();
         if let Some(store) = &self.env.store_path {
-            for suffix in ["", "-wal", "-shm", "-journal"] {
-                let mut path = store.as_os_str().to_owned();
-                path.push(suffix);
-                extra.push(PathBuf::from(path));
-            }
+            extra.extend(self.env.stores.files(store));
         }
         cairn_runtime::protect::ProjectGuard::new(self.project.root(), &extra)
     }

@@ -19,7 +19,6 @@
 use std::sync::{Arc, OnceLock};
 
 use cairn_core::Digest;
-use cairn_ledger::record::{Admission, Decision, Label};
 use cairn_runtime::{Gate, GateRequest, GateVerdict};
 
 use crate::config::ToolClasses;
@@ -146,20 +145,7 @@ impl HookGate {
     }
 
     fn deny(&self, rule: &str, reason: &'static str) -> GateVerdict {
-        GateVerdict {
-            admission: Admission {
-                decision: Decision::Deny,
-                policy_set_version: self.version(),
-                rule_ids: Label::new(rule).map(|l| vec![l]).unwrap_or_default(),
-            },
-            reason,
-        }
-    }
-
-    fn version(&self) -> Digest {
-        self.inner
-            .policy_set_version()
-            .unwrap_or_else(|| Digest::of(b"unversioned"))
+        GateVerdict::built_in_deny(self, rule, reason)
     }
 }
 

@@ -58,7 +58,7 @@ mod tools;
 
 pub use answer::Answer;
 pub use boundary::restricts;
-pub use engine::{Environment, StoreOpener, handle, run_base};
+pub use engine::{Environment, KeptStores, StoreOpener, handle, run_base};
 pub use error::HookError;
 pub use gate::Fault;
 pub use host::Host;

@@ -144,6 +144,22 @@ impl Binding {
         Ok(Project::find(&start))
     }
 
+    /// The project of the hook call `stdin` of `host`, if the call can be read that far and
+    /// its project exists (only `session_id` and `cwd` are read).
+    #[must_use]
+    pub fn project_of(&self, host: crate::Host, stdin: &[u8]) -> Option<Project> {
+        #[derive(serde::Deserialize)]
+        struct Peek {
+            cwd: Option<String>,
+            session_id: Option<String>,
+        }
+        let peek: Peek = serde_json::from_slice(stdin).ok()?;
+        let session = peek.session_id.unwrap_or_default();
+        self.resolve(host, &session, peek.cwd.as_deref().map(Path::new))
+            .ok()
+            .flatten()
+    }
+
     /// Binds `host`'s session `session_id` to `project` unless it is bound already. Best
     /// effort: without an index a session is still found by its hook command or its `cwd`.
     pub fn remember(&self, host: crate::Host, session_id: &str, project: &Project) {

@@ -14,7 +14,7 @@
 //! socket disappears.
 //!
 //! `cairn hook HOST` first calls [`ask`]: when the call's project (see
-//! [`crate::project::Binding`]) has a socket that accepts the connection, the call is sent
+//! [`crate::project::Binding::project_of`]) has a socket that accepts the connection, the call is sent
 //! there and its answer printed, within the caller's deadline; otherwise (no server, a stale
 //! socket, a refused connection) a worker process answers it.
 //! Once the call has been sent, the client never falls back — the server may already have
@@ -39,7 +39,7 @@ use crate::answer::Answer;
 use crate::engine::Environment;
 use crate::error::HookError;
 use crate::host::Host;
-use crate::project::{Binding, Project};
+use crate::project::Project;
 
 /// The server's socket inside `.cairn/`.
 pub const SOCKET_FILE: &str = "hookd.sock";
@@ -63,34 +63,15 @@ struct Request {
     host: String,
 }
 
-/// What the client needs of the payload to find the server.
-#[derive(Deserialize)]
-struct Peek {
-    cwd: Option<String>,
-    session_id: Option<String>,
-}
-
-/// The project of the hook call `stdin` of `host` under `binding`, if the call can be read
-/// that far and its project exists.
-#[must_use]
-pub fn project_of(host: Host, stdin: &[u8], binding: &Binding) -> Option<Project> {
-    let peek: Peek = serde_json::from_slice(stdin).ok()?;
-    let session = peek.session_id.unwrap_or_default();
-    binding
-        .resolve(host, &session, peek.cwd.as_deref().map(Path::new))
-        .ok()
-        .flatten()
-}
-
 /// The socket of `project`'s resident server.
 #[must_use]
 pub fn socket_path(project: &Project) -> PathBuf {
     project.dir().join(SOCKET_FILE)
 }
 
-/// Sends the hook call `stdin` of `host` to the resident server of its project and returns
-/// the server's answer; `None` when no server takes the call (the caller then answers it by
-/// itself). The exchange ends by `deadline`; from the moment the server accepted the call, a
+/// Sends the hook call `stdin` of `host` to the resident server of its `project` (see
+/// [`Binding::project_of`]) and returns the server's answer; `None` when no server takes the
+/// call (the caller then answers it another way). The exchange ends by `deadline`; from the moment the server accepted the call, a
 /// failure (a lost or late answer) is returned as an error — the server may already have
 /// recorded the call, so the caller must not answer it a second time. Never panics.
 ///
@@ -99,11 +80,10 @@ pub fn socket_path(project: &Project) -> PathBuf {
 pub fn ask(
     host: Host,
     stdin: &[u8],
-    binding: &Binding,
+    project: &Project,
     deadline: Instant,
 ) -> Option<Result<Answer, HookError>> {
-    let project = project_of(host, stdin, binding)?;
-    let socket = socket_path(&project);
+    let socket = socket_path(project);
     let stream = UnixStream::connect(&socket).ok()?;
     // From here on the server may act on the call: no fallback.
     Some(

@@ -375,30 +375,12 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
         .any(|window| window == needle)
 }
 
-/// Writes `bytes` to `path` atomically and owner-only: a temporary file beside it, created
-/// with mode 0600 whatever the umask, then renamed over it.
+/// Writes `bytes` to `path` atomically and owner-only (mode 0600 whatever the umask).
 ///
 /// # Errors
 /// [`HookError::Io`].
 pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), HookError> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    let written = options
-        .open(&tmp)
-        .and_then(|mut file| file.write_all(bytes))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        HookError::io(path, &e)
-    })
+    cairn_runtime::files::replace(path, 0o600, bytes).map_err(|(_, e)| HookError::io(path, &e))
 }
 
 /// The journal is compacted into its last entry beyond this size.

@@ -47,7 +47,9 @@ fn outcome_unknown(outcome: &ToolOutcome) -> bool {
 impl crate::engine::Session<'_> {
     /// `PreToolUse`: gate, record, answer.
     pub(crate) fn pre_tool_use(&mut self, tool: &ToolUse) -> Result<Answer, HookError> {
-        let lanes = cairn_runtime::project::load_lanes(&self.project.lanes(), self.project.root())?;
+        // The lanes judge file paths below the same resolved root as the guard.
+        let guard = self.guard();
+        let lanes = cairn_runtime::project::load_lanes(&self.project.lanes(), guard.root())?;
         let needs_rows = lanes.is_some()
             || self.state.unresolved_hint != Some(false)
             || self.state.boundary.phase == crate::session::Phase::Compacted;
@@ -70,7 +72,7 @@ impl crate::engine::Session<'_> {
             }
             None => Executor::new(recorder, as_gate, principal),
         };
-        let mut executor = executor.with_guard(self.guard());
+        let mut executor = executor.with_guard(guard);
         self.rehydrate_if_due(&mut executor)?;
         let run = executor.recorder().run_id().to_string();
         let consequential = gate.is_consequential(&tool.name);

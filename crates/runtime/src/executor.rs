@@ -29,6 +29,24 @@ pub struct GateVerdict {
     pub reason: &'static str,
 }
 
+impl GateVerdict {
+    /// A deny by the built-in `rule` for `reason`, under `gate`'s policy-set version (or the
+    /// digest of `unversioned` for a gate that has none).
+    #[must_use]
+    pub fn built_in_deny(gate: &(impl Gate + ?Sized), rule: &str, reason: &'static str) -> Self {
+        Self {
+            admission: Admission {
+                decision: Decision::Deny,
+                policy_set_version: gate
+                    .policy_set_version()
+                    .unwrap_or_else(|| Digest::of(b"unversioned")),
+                rule_ids: Label::new(rule).map(|rule| vec![rule]).unwrap_or_default(),
+            },
+            reason,
+        }
+    }
+}
+
 /// Anything that decides calls. The Cedar policy gate is the one Cairn ships.
 pub trait Gate: Send + Sync {
     /// Decides one call. Must not panic; an internal failure must come back as a deny.
@@ -43,18 +61,7 @@ pub trait Gate: Send + Sync {
     /// rule `cairn.args-unreadable`, which no policy can override (the policies cannot be
     /// shown exactly the bytes that are recorded).
     fn refuse_unreadable(&self, _unreadable: &UnreadableArguments) -> GateVerdict {
-        GateVerdict {
-            admission: Admission {
-                decision: Decision::Deny,
-                policy_set_version: self
-                    .policy_set_version()
-                    .unwrap_or_else(|| Digest::of(b"unversioned")),
-                rule_ids: Label::new(cairn_policy::ARGS_UNREADABLE_RULE)
-                    .map(|rule| vec![rule])
-                    .unwrap_or_default(),
-            },
-            reason: "args_unreadable",
-        }
+        GateVerdict::built_in_deny(self, cairn_policy::ARGS_UNREADABLE_RULE, "args_unreadable")
     }
 }
 
@@ -109,22 +116,6 @@ pub enum Admitted {
     Permitted(Permit),
     /// The call was refused and recorded; show the denial to the model.
     Denied(Denial),
-}
-
-/// The verdict of [`crate::protect::SELF_PROTECTION_RULE`] under `gate`'s policy version.
-fn self_protection_verdict(gate: &dyn Gate) -> GateVerdict {
-    GateVerdict {
-        admission: Admission {
-            decision: Decision::Deny,
-            policy_set_version: gate
-                .policy_set_version()
-                .unwrap_or_else(|| Digest::of(b"unversioned")),
-            rule_ids: Label::new(crate::protect::SELF_PROTECTION_RULE)
-                .map(|rule| vec![rule])
-                .unwrap_or_default(),
-        },
-        reason: "self_protection",
-    }
 }
 
 /// The façade an agent runtime calls for every tool call.
@@ -262,7 +253,11 @@ impl Executor {
             _ => None,
         };
         let verdict = match &read {
-            _ if protection.is_some() => self_protection_verdict(self.gate.as_ref()),
+            _ if protection.is_some() => GateVerdict::built_in_deny(
+                self.gate.as_ref(),
+                crate::protect::SELF_PROTECTION_RULE,
+                "self_protection",
+            ),
             Ok(args) => self.gate.decide(&GateRequest {
                 tenant: self.recorder.tenant_id().as_str(),
                 principal: &self.principal,

@@ -1,20 +1,18 @@
-//! Durable small-file writes shared by the keyring and the decision files: a file created
-//! with its permission bits from the first instant and flushed before it counts, and the
-//! directory entry flushed after a create or rename.
+//! Durable small-file writes shared by the keyring, the decision files and the hooks' own
+//! files: a file created with its permission bits from the first instant and flushed before
+//! it counts, a file replaced atomically, and the directory entry flushed after a create or
+//! rename.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
-use std::os::unix::fs::OpenOptionsExt as _;
-use std::path::Path;
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Creates `path` (failing if it exists) with permission bits `mode`, writes `bytes` and
 /// flushes them to disk; removes the file again if the write fails, so that no truncated file
 /// is left behind. The error says which step failed (`create` or `write`).
-pub(crate) fn write_new(
-    path: &Path,
-    mode: u32,
-    bytes: &[u8],
-) -> Result<(), (&'static str, io::Error)> {
+pub fn write_new(path: &Path, mode: u32, bytes: &[u8]) -> Result<(), (&'static str, io::Error)> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -30,6 +28,38 @@ pub(crate) fn write_new(
 }
 
 /// Flushes a directory's entries (new and renamed files) to disk.
-pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir).and_then(|handle| handle.sync_all())
+}
+
+/// Replaces `path` with `bytes` atomically, the new file having exactly the permission bits
+/// `mode` (whatever the umask): a hidden temporary file beside it ([`temp_path`]), written
+/// and flushed, renamed over `path`, then the folder flushed. On failure `path` is untouched
+/// and the temporary file removed. The error says which step failed.
+///
+/// # Errors
+/// `(step, error)`: `create`, `write`, `restrict`, `replace` or `sync`.
+pub fn replace(path: &Path, mode: u32, bytes: &[u8]) -> Result<(), (&'static str, io::Error)> {
+    let temp = temp_path(path);
+    write_new(&temp, mode, bytes)?;
+    let placed = fs::set_permissions(&temp, fs::Permissions::from_mode(mode))
+        .map_err(|e| ("restrict", e))
+        .and_then(|()| fs::rename(&temp, path).map_err(|e| ("replace", e)));
+    if let Err(failure) = placed {
+        let _ = fs::remove_file(&temp);
+        return Err(failure);
+    }
+    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty());
+    sync_dir(dir.unwrap_or_else(|| Path::new("."))).map_err(|e| ("sync", e))
+}
+
+/// A fresh temporary name beside `path`: hidden, and unique per process and call.
+#[must_use]
+pub fn temp_path(path: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let file = path
+        .file_name()
+        .map_or_else(|| "file".into(), |name| name.to_string_lossy());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{file}.{}.{n}.tmp", std::process::id()))
 }

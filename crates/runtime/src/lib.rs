@@ -7,7 +7,7 @@ pub mod decision_files;
 pub mod effects;
 pub mod error;
 pub mod executor;
-mod files;
+pub mod files;
 pub mod keyring;
 pub mod lanes;
 pub mod project;

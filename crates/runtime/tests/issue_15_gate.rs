@@ -17,7 +17,7 @@ use std::sync::Arc;
 use cairn_ledger::Store;
 use cairn_ledger::record::{Decision, ToolRef};
 use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
-use cairn_runtime::{Admitted, Durability, Executor, Recorder, RecorderOptions, ToolCall};
+use cairn_runtime::{Admitted, Executor, ToolCall};
 
 const POLICY: &str = r#"
 @id("all") permit(principal, action, resource);
@@ -31,20 +31,7 @@ fn executor(dir: &std::path::Path) -> (Executor, Arc<cairn_store_sqlite::SqliteS
     let store = common::open(&dir.join("gate.db"));
     let catalog = ToolCatalog::from_json("tools.json", CATALOG).unwrap();
     let gate = PolicyGate::load(&[PolicySource::new("p.cedar", POLICY)], &catalog).unwrap();
-    let recorder = Recorder::open(
-        store.clone(),
-        Arc::new(cairn_core::SystemClock),
-        (
-            "acme".parse().unwrap(),
-            "task-g".parse().unwrap(),
-            "run-g".parse().unwrap(),
-        ),
-        RecorderOptions {
-            durability: Durability::Sync,
-            content_retention: None,
-        },
-    )
-    .unwrap();
+    let recorder = common::sync_recorder(store.clone(), "task-g", "run-g");
     (Executor::new(recorder, Arc::new(gate), "agent"), store)
 }
 

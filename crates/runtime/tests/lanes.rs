@@ -61,20 +61,7 @@ fn lanes(active: &str) -> LaneBook {
 }
 
 fn executor(store: Arc<SqliteStore>, run: &str, principal: &str, active: &str) -> Executor {
-    let recorder = Recorder::open(
-        store,
-        Arc::new(cairn_core::SystemClock),
-        (
-            "acme".parse().unwrap(),
-            "task-l".parse().unwrap(),
-            run.parse().unwrap(),
-        ),
-        RecorderOptions {
-            durability: Durability::Sync,
-            content_retention: None,
-        },
-    )
-    .unwrap();
+    let recorder = common::sync_recorder(store, "task-l", run);
     Executor::new(recorder, Arc::new(AllowAll), principal).with_lanes(lanes(active))
 }
 
@@ -345,20 +332,7 @@ fn resumed(store: Arc<SqliteStore>, run: &str, principal: &str) -> (Executor, La
 fn after_a_restart_lane_state_is_rebuilt_from_records_and_unruled_changes_are_held() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::open(&dir.path().join("restart.db"));
-    let recorder = Recorder::open(
-        store.clone(),
-        Arc::new(cairn_core::SystemClock),
-        (
-            "acme".parse().unwrap(),
-            "task-l".parse().unwrap(),
-            "run-restart".parse().unwrap(),
-        ),
-        RecorderOptions {
-            durability: Durability::Sync,
-            content_retention: None,
-        },
-    )
-    .unwrap();
+    let recorder = common::sync_recorder(store.clone(), "task-l", "run-restart");
     let mut first = Executor::new(recorder, Arc::new(AllowAll), AUTHOR);
     assert!(
         first

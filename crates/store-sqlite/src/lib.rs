@@ -170,6 +170,20 @@ impl SqliteStore {
         })
     }
 
+    /// The files that make up the store at `path`: the database and the side files SQLite
+    /// keeps beside it (`-wal`, `-shm`, `-journal`), whether they exist now or not.
+    #[must_use]
+    pub fn files(path: &Path) -> Vec<PathBuf> {
+        ["", "-wal", "-shm", "-journal"]
+            .iter()
+            .map(|suffix| {
+                let mut file = path.as_os_str().to_owned();
+                file.push(suffix);
+                PathBuf::from(file)
+            })
+            .collect()
+    }
+
     /// Makes the store at `path` and its side files (`-wal`, `-shm`, `-journal`) owner-only
     /// (mode 0600), for a store created before Cairn created them so: they hold the retained
     /// raw arguments and observations. Files that do not exist are skipped.
@@ -178,11 +192,8 @@ impl SqliteStore {
     /// [`StoreError::Backend`] naming a file whose mode cannot be changed.
     pub fn restrict_to_owner(path: &Path) -> Result<(), StoreError> {
         #[cfg(unix)]
-        for suffix in ["", "-wal", "-shm", "-journal"] {
+        for file in Self::files(path) {
             use std::os::unix::fs::PermissionsExt as _;
-            let mut file = path.as_os_str().to_owned();
-            file.push(suffix);
-            let file = PathBuf::from(file);
             match std::fs::symlink_metadata(&file) {
                 Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o077 != 0 => {
                     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))

@@ -60,8 +60,9 @@ const MIN_DEADLINE: Duration = Duration::from_millis(100);
 /// The longest answer read from a worker.
 const WORKER_ANSWER_MAX_BYTES: u64 = 8 << 20;
 
-/// The embedded SQLite store, created on first use.
-struct SqliteStores;
+/// The embedded SQLite store, created on first use (a long-lived process keeps it open
+/// through `cairn_hooks::KeptStores`).
+pub struct SqliteStores;
 
 impl StoreOpener for SqliteStores {
     fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
@@ -71,26 +72,9 @@ impl StoreOpener for SqliteStores {
         store.tune_for_short_lived_process()?;
         Ok(Arc::new(store))
     }
-}
 
-/// The embedded SQLite store for a long-lived process: each store is opened once and kept.
-#[derive(Default)]
-pub struct KeptSqliteStores {
-    open: std::sync::Mutex<std::collections::HashMap<PathBuf, Arc<dyn Store>>>,
-}
-
-impl StoreOpener for KeptSqliteStores {
-    fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
-        let mut open = self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(store) = open.get(path) {
-            return Ok(Arc::clone(store));
-        }
-        let store = SqliteStores.open(path)?;
-        open.insert(path.to_path_buf(), Arc::clone(&store));
-        Ok(store)
+    fn files(&self, path: &Path) -> Vec<PathBuf> {
+        SqliteStore::files(path)
     }
 }
 
@@ -206,26 +190,35 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
     };
     let blocks = cairn_hooks::input::blocks_on_failure(&stdin);
     let host = host_of(args);
-    let binding = binding(args);
+    // The project is found once, here: the resident server is asked for it and the worker is
+    // told it, so that both answer for the same project.
+    let project = binding(args).project_of(host, &stdin);
     #[cfg(unix)]
     let resident = ctx.explicit_store.is_none()
         && ctx.explicit_keys.is_none()
         && fault().is_none()
         && std::env::var("CAIRN_HOOK_RESIDENT").map_or(true, |v| v != "off");
     #[cfg(unix)]
-    if resident && let Some(result) = cairn_hooks::resident::ask(host, &stdin, &binding, deadline) {
+    if resident
+        && let Some(project) = &project
+        && let Some(result) = cairn_hooks::resident::ask(host, &stdin, project, deadline)
+    {
         return emit(
             &result.unwrap_or_else(|error| failed(blocks, &error.to_string(), error.code())),
         );
     }
-    let answer = match worker(ctx, args, &stdin, deadline) {
+    let named = project
+        .as_ref()
+        .map(cairn_hooks::project::Project::root)
+        .or(args.project.as_deref());
+    let answer = match worker(ctx, args, named, &stdin, deadline) {
         Ok(answer) => answer,
         Err(WorkerFailure::Late) => late(blocks, limit),
         Err(WorkerFailure::Failed(reason)) => failed(blocks, &reason, "hook_worker_failed"),
     };
     #[cfg(unix)]
-    if resident {
-        start_server_if_configured(host, &stdin, &binding);
+    if resident && let Some(project) = &project {
+        start_server_if_configured(project);
     }
     emit(&answer)
 }
@@ -294,6 +287,7 @@ enum WorkerFailure {
 fn worker(
     ctx: &Context,
     args: &HookArgs,
+    project: Option<&Path>,
     stdin: &[u8],
     deadline: Instant,
 ) -> Result<Answer, WorkerFailure> {
@@ -301,7 +295,7 @@ fn worker(
         .map_err(|e| WorkerFailure::Failed(format!("cannot find the cairn binary: {e}")))?;
     let mut command = std::process::Command::new(program);
     command.arg("hook").arg(args.host.as_str()).arg("--worker");
-    if let Some(project) = &args.project {
+    if let Some(project) = project {
         command.arg("--project").arg(project);
     }
     if let Some(store) = &ctx.explicit_store {
@@ -432,13 +426,10 @@ fn work(ctx: &Context, args: &HookArgs) -> u8 {
 /// the call has been answered already, and a server that cannot start only means the next
 /// call is answered by its own process too.
 #[cfg(unix)]
-fn start_server_if_configured(host: Host, stdin: &[u8], binding: &Binding) {
+fn start_server_if_configured(project: &cairn_hooks::project::Project) {
     use std::os::unix::process::CommandExt as _;
-    let Some(project) = cairn_hooks::resident::project_of(host, stdin, binding) else {
-        return;
-    };
-    let wanted = cairn_hooks::config::HookConfig::load(&project).is_ok_and(|c| c.resident_server);
-    if !wanted || cairn_hooks::resident::is_serving(&project) {
+    let wanted = cairn_hooks::config::HookConfig::load(project).is_ok_and(|c| c.resident_server);
+    if !wanted || cairn_hooks::resident::is_serving(project) {
         return;
     }
     let Ok(program) = std::env::current_exe() else {

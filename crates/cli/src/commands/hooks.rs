@@ -59,7 +59,9 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
     }
     let environment = cairn_hooks::Environment {
         clock: std::sync::Arc::new(cairn_core::SystemClock),
-        stores: std::sync::Arc::new(crate::commands::hook::KeptSqliteStores::default()),
+        stores: std::sync::Arc::new(cairn_hooks::KeptStores::new(
+            crate::commands::hook::SqliteStores,
+        )),
         store_path: None,
         keys_dir: None,
         fault: None,

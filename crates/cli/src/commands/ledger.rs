@@ -41,7 +41,12 @@ pub fn run(ctx: &Context, command: LedgerCommand) -> Result<Outcome, Failure> {
 }
 
 fn read_input(path: &Path, what: &str) -> Result<String, Failure> {
-    let bytes = read_input_bytes(path, what)?;
+    read_text(path, what, MAX_INPUT_BYTES, "the limit of every input")
+}
+
+/// The text of `path` (`-`: stdin), as [`read_input_bytes`] reads it.
+fn read_text(path: &Path, what: &str, limit: u64, why: &str) -> Result<String, Failure> {
+    let bytes = read_input_bytes(path, what, limit, why)?;
     String::from_utf8(bytes).map_err(|e| {
         Failure::invalid(
             "unreadable_input",
@@ -50,79 +55,44 @@ fn read_input(path: &Path, what: &str) -> Result<String, Failure> {
     })
 }
 
-/// The text of `path` (`-`: stdin), refused unread beyond `limit` bytes with `why`.
-fn read_bounded(path: &Path, what: &str, limit: u64, why: &str) -> Result<String, Failure> {
+/// The bytes of `path` (`-`: stdin), refused — unread, where the size is known first —
+/// beyond `limit` bytes, saying `why` that is the limit.
+fn read_input_bytes(path: &Path, what: &str, limit: u64, why: &str) -> Result<Vec<u8>, Failure> {
     let too_large = || {
         Failure::invalid(
             "input_too_large",
             format!(
-                "{what} `{}` is larger than {limit} bytes, the most a {what} can need ({why})",
+                "{what} `{}` is larger than {limit} bytes ({why})",
                 path.display()
             ),
         )
     };
-    if path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|meta| meta.len() > limit) {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::new();
-    let read = if path.as_os_str() == "-" {
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(std::io::stdin(), limit.saturating_add(1)),
-            &mut bytes,
-        )
-    } else {
-        std::fs::File::open(path).and_then(|file| {
-            std::io::Read::read_to_end(
-                &mut std::io::Read::take(file, limit.saturating_add(1)),
-                &mut bytes,
-            )
-        })
-    };
-    read.map_err(|e| {
-        Failure::invalid(
-            "unreadable_input",
-            format!("cannot read {what} `{}`: {e}", path.display()),
-        )
-    })?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large());
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        Failure::invalid(
-            "unreadable_input",
-            format!("{what} `{}` is not UTF-8: {e}", path.display()),
-        )
-    })
-}
-
-/// The bytes of `path` (`-`: stdin), at most [`MAX_INPUT_BYTES`].
-fn read_input_bytes(path: &Path, what: &str) -> Result<Vec<u8>, Failure> {
     let unreadable = |e: std::io::Error| {
         Failure::invalid(
             "unreadable_input",
             format!("cannot read {what} `{}`: {e}", path.display()),
         )
     };
+    let mut bytes = Vec::new();
+    let budget = limit.saturating_add(1);
     if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
         std::io::Read::read_to_end(
-            &mut std::io::Read::take(std::io::stdin(), MAX_INPUT_BYTES),
+            &mut std::io::Read::take(std::io::stdin(), budget),
             &mut bytes,
         )
         .map_err(unreadable)?;
-        return Ok(bytes);
+    } else {
+        if std::fs::metadata(path).map_err(unreadable)?.len() > limit {
+            return Err(too_large());
+        }
+        let file = std::fs::File::open(path).map_err(unreadable)?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(file, budget), &mut bytes)
+            .map_err(unreadable)?;
     }
-    let len = std::fs::metadata(path).map_err(unreadable)?.len();
-    if len > MAX_INPUT_BYTES {
-        return Err(Failure::invalid(
-            "input_too_large",
-            format!(
-                "{what} `{}` is {len} bytes; the limit is {MAX_INPUT_BYTES}",
-                path.display()
-            ),
-        ));
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
     }
-    std::fs::read(path).map_err(unreadable)
+    Ok(bytes)
 }
 
 /// Trusted keys, or none when no keys are configured (chains still verify; checkpoints then
@@ -140,7 +110,8 @@ fn verify(ctx: &Context, args: &VerifyArgs) -> Result<Outcome, Failure> {
         Some(path) => {
             // Read as bytes: a line that is not UTF-8 is a damaged record, reported at its
             // place, not an unreadable file.
-            let bytes = read_input_bytes(path, "bundle")?;
+            let bytes =
+                read_input_bytes(path, "bundle", MAX_INPUT_BYTES, "the limit of every input")?;
             let bundle = parse_bundle_bytes(&bytes)?;
             // A bundle is checked against its signature: without a trusted key that is a
             // configuration problem, not tampering.
@@ -575,11 +546,11 @@ fn verify_proof_cmd(
     checkpoint_path: Option<&Path>,
     trusted_files: &[std::path::PathBuf],
 ) -> Result<Outcome, Failure> {
-    let text = read_bounded(
+    let text = read_text(
         proof_path,
         "proof",
         cairn_ledger::proof::MAX_PROOF_BYTES,
-        "an inclusion proof holds one record, one signed checkpoint and an RFC 6962 audit path of at most 64 hashes",
+        "the most a proof can need: one record, one signed checkpoint and an RFC 6962 audit path of at most 64 hashes",
     )?;
     let proof: InclusionProof = serde_json::from_str(&text).map_err(|e| {
         Failure::invalid(

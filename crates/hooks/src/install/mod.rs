@@ -305,17 +305,11 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), HookError> {
     if let Some(dir) = target.parent() {
         std::fs::create_dir_all(dir).map_err(|e| HookError::io(dir, &e))?;
     }
-    let mut tmp = target.as_os_str().to_owned();
-    tmp.push(format!(".tmp-{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).map_err(|e| HookError::io(&tmp, &e))?;
-    if let Ok(meta) = std::fs::metadata(&target) {
-        let _ = std::fs::set_permissions(&tmp, meta.permissions());
-    }
-    std::fs::rename(&tmp, &target).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        HookError::io(&target, &e)
-    })
+    let mode = std::fs::metadata(&target).map_or(0o644, |meta| {
+        use std::os::unix::fs::PermissionsExt as _;
+        meta.permissions().mode() & 0o7777
+    });
+    cairn_runtime::files::replace(&target, mode, bytes).map_err(|(_, e)| HookError::io(&target, &e))
 }
 
 fn pretty(value: &Value) -> Vec<u8> {

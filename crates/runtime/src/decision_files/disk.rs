@@ -6,8 +6,7 @@
 use std::fs::{self, File};
 use std::io::{self, Read as _};
 use std::os::unix::fs::PermissionsExt as _;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
 use cairn_core::{Digest, HmacKey};
 use serde::Serialize;
@@ -81,24 +80,11 @@ pub(super) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), Dec
 pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DecisionFilesError> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     ensure_dir(dir)?;
-    let temp = temp_path(path);
-    write_new(&temp, 0o644, bytes)?;
-    if let Err(source) = fs::rename(&temp, path) {
-        let _ = fs::remove_file(&temp);
-        return Err(io_error("replace", path, source));
-    }
-    sync_dir(dir)
+    crate::files::replace(path, 0o644, bytes)
+        .map_err(|(action, source)| io_error(action, path, source))
 }
 
-/// A fresh temporary name beside `path`: hidden, and unique per process and call.
-pub(super) fn temp_path(path: &Path) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let file = path
-        .file_name()
-        .map_or_else(|| "file".into(), |name| name.to_string_lossy());
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    path.with_file_name(format!(".{file}.{}.{n}.tmp", std::process::id()))
-}
+pub(super) use crate::files::temp_path;
 
 /// Creates `path` (failing if it exists) with mode `mode` from the first instant, writes
 /// `bytes` and flushes them to disk; removes the file again if the write fails.

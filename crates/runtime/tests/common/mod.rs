@@ -33,6 +33,25 @@ pub fn admission(decision: Decision, rules: &[&str]) -> Admission {
     }
 }
 
+/// A new run `run` of tenant `acme` in `store`, recorded with `sync` durability and no
+/// content retention, on the system clock.
+pub fn sync_recorder(store: Arc<SqliteStore>, task: &str, run: &str) -> Recorder {
+    Recorder::open(
+        store,
+        Arc::new(cairn_core::SystemClock),
+        (
+            "acme".parse().expect("tenant"),
+            task.parse().expect("task"),
+            run.parse().expect("run"),
+        ),
+        RecorderOptions {
+            durability: Durability::Sync,
+            content_retention: None,
+        },
+    )
+    .expect("open run")
+}
+
 /// Writes a closed run of `steps` tool calls (every fifth denied, a boundary in the middle)
 /// and returns its ids.
 pub fn write_run(
