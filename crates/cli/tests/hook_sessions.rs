@@ -40,7 +40,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use common::{Output, command_in};
+use common::{Output, command_in, matches, strings};
 
 fn cases_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/hook_sessions")
@@ -62,34 +62,6 @@ fn copy_tree(from: &Path, to: &Path, project: &Path) {
             let text = std::fs::read_to_string(entry.path()).unwrap();
             std::fs::write(&target, substitute(&text, project)).unwrap();
         }
-    }
-}
-
-/// Whether `actual` matches the partial expectation `expected` (see the module docs).
-fn matches(expected: &Value, actual: &Value) -> bool {
-    match (expected, actual) {
-        (Value::Object(e), Value::Object(a)) => e
-            .iter()
-            .all(|(k, v)| a.get(k).is_some_and(|actual| matches(v, actual))),
-        (Value::Array(e), Value::Array(a)) => {
-            e.len() == a.len() && e.iter().zip(a).all(|(e, a)| matches(e, a))
-        }
-        (Value::String(e), Value::String(a)) => e
-            .strip_prefix('~')
-            .map_or(e == a, |needle| a.contains(needle)),
-        _ => expected == actual,
-    }
-}
-
-fn texts(value: Option<&Value>) -> Vec<String> {
-    match value {
-        None => Vec::new(),
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|i| i.as_str().unwrap().to_owned())
-            .collect(),
-        Some(other) => panic!("expected a string or an array of strings, got {other}"),
     }
 }
 
@@ -140,21 +112,21 @@ fn run_step(case: &str, line: usize, step: &Value, project: &Path) {
             );
         }
     }
-    for needle in texts(expect.get("stdout_contains")) {
+    for needle in strings(expect.get("stdout_contains")) {
         assert!(
             out.stdout.contains(&needle),
             "stdout lacks `{needle}`: {}",
             context()
         );
     }
-    for needle in texts(expect.get("stderr_contains")) {
+    for needle in strings(expect.get("stderr_contains")) {
         assert!(
             out.stderr.contains(&needle),
             "stderr lacks `{needle}`: {}",
             context()
         );
     }
-    for needle in texts(expect.get("stdout_lacks")) {
+    for needle in strings(expect.get("stdout_lacks")) {
         assert!(
             !out.stdout.contains(&needle),
             "stdout has `{needle}`: {}",

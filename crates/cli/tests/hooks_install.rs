@@ -181,7 +181,7 @@ fn codex_gets_its_own_file_and_both_hosts_install_together() {
     std::fs::create_dir_all(d.join(".codex")).unwrap();
     let before = json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "python3 .codex/hooks/stop.py", "timeout": 30}]}]}});
     std::fs::write(d.join(".codex/hooks.json"), before.to_string()).unwrap();
-    cairn(
+    let out = cairn(
         d,
         &[
             "hooks",
@@ -191,8 +191,13 @@ fn codex_gets_its_own_file_and_both_hosts_install_together() {
             "--dir",
             d.to_str().unwrap(),
         ],
-    )
-    .expect(0);
+    );
+    out.expect(0);
+    // Codex runs no project hook until the project and the hooks are trusted (issue 16, B7).
+    assert!(
+        out.stdout.contains("codex exec --trust") && out.stdout.contains("Trust all and continue"),
+        "{out:?}"
+    );
     let codex = read(&d.join(".codex/hooks.json"));
     assert_eq!(
         commands(&codex, "Stop"),
@@ -205,9 +210,13 @@ fn codex_gets_its_own_file_and_both_hosts_install_together() {
         "PostToolUse",
         "PreCompact",
         "PostCompact",
+        "SessionEnd",
     ] {
         assert_eq!(commands(&codex, event), [codex_command(d)], "{event}");
     }
+    // Codex clamps a `SessionEnd` hook's timeout to 3 s and warns above it (issue 16, B6).
+    assert_eq!(codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3);
+    assert_eq!(codex["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 60);
     assert!(codex["hooks"].get("PostToolUseFailure").is_none());
     assert!(d.join(".claude/settings.json").is_file());
     let out = Output::of(command_in(d).args(["--json", "hooks", "uninstall", "--codex"]));
@@ -331,4 +340,54 @@ fn issue_15_an_older_cairn_command_is_brought_up_to_date() {
         !d.join(".claude/settings.json").exists()
             || commands(&read(&d.join(".claude/settings.json")), "PreToolUse").is_empty()
     );
+}
+
+/// Issue 16, B8: the scaffold's catalog declares the hosts' own tools, so the first policy a
+/// user writes — forbid `Bash` — is valid, and every other tool still runs.
+#[test]
+fn issue_16_the_first_policy_a_user_writes_against_the_scaffold_is_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    cairn(d, &["hooks", "install", "--claude-code", "--codex"]).expect(0);
+    std::fs::write(
+        d.join(".cairn/policies/no-bash.cedar"),
+        "@id(\"team.no-bash\")\nforbid(principal, action == Action::\"Bash\", resource)\nwhen { context.args has command && context.args.command like \"*rm -rf*\" };\n",
+    )
+    .unwrap();
+    cairn(d, &["policy", "check"]).expect(0);
+    let explain = |tool: &str, args: &str| {
+        let out = cairn(
+            d,
+            &[
+                "--json", "policy", "explain", "--tool", tool, "--args", args,
+            ],
+        );
+        out.expect(0);
+        out.json()["decision"]["decision"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(explain("Bash", r#"{"command": "rm -rf /"}"#), "deny");
+    assert_eq!(explain("Bash", r#"{"command": "ls"}"#), "allow");
+    for (tool, args) in [
+        ("Read", r#"{"file_path": "/x"}"#),
+        ("Write", r#"{"file_path": "/x", "content": "y"}"#),
+        (
+            "Edit",
+            r#"{"file_path": "/x", "old_string": "a", "new_string": "b"}"#,
+        ),
+        ("Glob", r#"{"pattern": "*.rs"}"#),
+        ("Grep", r#"{"pattern": "fn"}"#),
+        (
+            "Agent",
+            r#"{"description": "d", "prompt": "p", "subagent_type": "general-purpose"}"#,
+        ),
+        (
+            "WebFetch",
+            r#"{"url": "https://example.com", "prompt": "p"}"#,
+        ),
+    ] {
+        assert_eq!(explain(tool, args), "allow", "{tool}");
+    }
 }

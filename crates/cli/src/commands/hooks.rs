@@ -179,6 +179,10 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
         describe(&mut human, &change, &base, "installed", "already installed");
         changes.push(change);
     }
+    let codex = changes.iter().any(|c| c.host == Host::Codex);
+    if codex {
+        human.push_str(&codex_trust_steps(&base));
+    }
     let _ = writeln!(
         human,
         "\nnext: use the agent as usual; every tool call is gated and recorded.\n  cairn runs list              one run per session (cc-<session>, codex-<session>)\n  cairn ledger verify --all    check every chain and signed checkpoint"
@@ -188,9 +192,22 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
             "project": project,
             "created": scaffolded,
             "hooks": changes.iter().map(|c| to_json(c, &base)).collect::<Vec<_>>(),
+            "codex_trust_required": codex,
         }),
         human,
     ))
+}
+
+/// What a Codex user must do before Codex runs the hooks at all (issue 16, B7): Codex
+/// ignores a project's `.codex/hooks.json` until the project is trusted, and runs no hook
+/// until its exact command has been reviewed and trusted — and `codex exec` says nothing of
+/// either, it simply runs every tool ungated.
+fn codex_trust_steps(base: &Path) -> String {
+    let dir = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
+    format!(
+        "\nCodex: until both steps below are done, Codex ignores these hooks and runs every tool ungated and unrecorded (`codex exec` warns about an untrusted project, but says nothing of untrusted hooks):\n  1. trust the project: run `codex` in {dir} and accept the trust prompt, or run `codex exec --trust` there once\n     (it adds [projects.\"{dir}\"] trust_level = \"trusted\" to ~/.codex/config.toml);\n  2. trust the hooks: run `codex` in {dir} and choose \"Trust all and continue\" at \"Hooks need review\"\n     (Codex asks again whenever a hook's command changes, e.g. after `cairn hooks install` updates it).\n  Check: `cairn runs list` shows a codex-<session> run after a Codex session that used a tool.\n",
+        dir = dir.display()
+    )
 }
 
 fn uninstall_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {

@@ -338,3 +338,34 @@ pub fn write_lines(path: &Path, lines: &[String]) {
 pub fn parse(line: &str) -> Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
 }
+
+/// Whether `actual` matches the partial expectation `expected`: objects by the keys expected,
+/// arrays element by element and of the same length, equal scalars — except strings starting
+/// with `~`, which must be contained in the actual string.
+pub fn matches(expected: &Value, actual: &Value) -> bool {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => e
+            .iter()
+            .all(|(k, v)| a.get(k).is_some_and(|actual| matches(v, actual))),
+        (Value::Array(e), Value::Array(a)) => {
+            e.len() == a.len() && e.iter().zip(a).all(|(e, a)| matches(e, a))
+        }
+        (Value::String(e), Value::String(a)) => e
+            .strip_prefix('~')
+            .map_or(e == a, |needle| a.contains(needle)),
+        _ => expected == actual,
+    }
+}
+
+/// A string or an array of strings, as a list.
+pub fn strings(value: Option<&Value>) -> Vec<String> {
+    match value {
+        None => Vec::new(),
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| i.as_str().unwrap().to_owned())
+            .collect(),
+        Some(other) => panic!("expected a string or an array of strings, got {other}"),
+    }
+}

@@ -44,9 +44,12 @@ pub const HOOK_TIMEOUT_SECS: u64 = 60;
 /// The record of what the installer created, inside `.cairn/`.
 pub const INSTALLED_FILE: &str = "installed-hooks.json";
 
-/// The events Cairn installs for `host`. Codex gets only the events its published hook
-/// schemas define (it has no `PostToolUseFailure` and, in the versions documented, no
-/// `SessionEnd`).
+/// How long Codex lets a `SessionEnd` hook run, in seconds: it clamps a longer timeout to
+/// this and warns about it at every start. Closing a run takes milliseconds.
+pub const CODEX_SESSION_END_TIMEOUT_SECS: u64 = 3;
+
+/// The events Cairn installs for `host`. Codex has no `PostToolUseFailure`; it sends
+/// `SessionEnd` (reason `other`) from 0.17x on, and without it no Codex run would ever close.
 #[must_use]
 pub const fn events(host: Host) -> &'static [&'static str] {
     match host {
@@ -69,7 +72,17 @@ pub const fn events(host: Host) -> &'static [&'static str] {
             "PreCompact",
             "PostCompact",
             "Stop",
+            "SessionEnd",
         ],
+    }
+}
+
+/// The timeout Cairn installs for `host`'s `event`, in seconds.
+#[must_use]
+pub fn timeout_secs(host: Host, event: &str) -> u64 {
+    match (host, event) {
+        (Host::Codex, "SessionEnd") => CODEX_SESSION_END_TIMEOUT_SECS,
+        _ => HOOK_TIMEOUT_SECS,
     }
 }
 
@@ -172,8 +185,8 @@ fn is_ours(handler: &Value, host: Host) -> bool {
         .is_some_and(|command| is_cairn_command(command, host))
 }
 
-pub(crate) fn our_handler(command: &str) -> Value {
-    json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECS})
+pub(crate) fn our_handler(host: Host, event: &str, command: &str) -> Value {
+    json!({"type": "command", "command": command, "timeout": timeout_secs(host, event)})
 }
 
 /// Adds Cairn's hook `command` for `host` to `settings` (updating an older Cairn command in
@@ -214,7 +227,7 @@ pub fn merge(
             }
         }
         if !present {
-            groups.push(json!({"hooks": [our_handler(command)]}));
+            groups.push(json!({"hooks": [our_handler(host, event, command)]}));
         }
         if !present || updated {
             changed.push((*event).to_owned());

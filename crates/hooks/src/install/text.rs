@@ -85,7 +85,9 @@ pub(super) fn merge_text(root: &CstRootNode, host: Host, command: &str) -> Optio
             }
         }
         if !present {
-            groups.append(input(&json!({"hooks": [our_handler(command)]})));
+            groups.append(input(
+                &json!({"hooks": [our_handler(host, event, command)]}),
+            ));
         }
     }
     Some(())

@@ -1,0 +1,437 @@
+//! The real Claude Code and Codex, from the npm registry, drive the built `cairn` binary
+//! through the hooks `cairn hooks install` writes (issue 16).
+//!
+//! Each file of `tests/hosts/scenarios/` is one scenario, played in each host it names
+//! (`"hosts"`, both by default) in a fresh project:
+//!
+//! - `"cairn"` — files put into `.cairn/` after `cairn hooks install` scaffolded it (a JSON value is written as
+//!   JSON, a string as it is); `"project"` — files put into the project folder;
+//! - `"model"` — the fake model server's script (`tests/hosts/fake-model.mjs` says its form);
+//! - `"steps"`, in order, each optionally `"only": "claude-code"|"codex"`:
+//!   - `{"host": {"prompt": "…", "resume": bool, "kill": {"signal": "TERM", "when": "file"}},
+//!     "exit": N}` runs the host (resuming its session), optionally sending it a signal once
+//!     `file` exists in the project; `exit` (optional) is the exit code expected;
+//!   - `{"cli": ["decisions", "set", …], "exit": N}` is a person's `cairn` command in the
+//!     project (`exit` 0 by default);
+//!   - `{"write": {"path": "text"}}` writes project files (a person's or an attacker's hand);
+//!   - `{"check": {…}}` checks the state now (see [`check`]).
+//! - `"check"` — the checks after the last step, and `"checks_by_host"` — more of them for
+//!   one host (`{"codex": {…}}`); `cairn ledger verify --all` must also pass unless
+//!   `"verify": false`.
+//!
+//! `${PROJECT}`, `${RUN}` (the session's first run) and `${SESSION}` are replaced in steps and
+//! checks. Scenario files name host tools as each host calls them (`Bash` on both).
+//!
+//! Without the hosts installed the test says it is skipped (run `npm ci --prefix tests/hosts`);
+//! `.ci/run` installs them and sets `CAIRN_REQUIRE_HOSTS=1`, which turns a skip into a failure.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+
+mod common;
+#[path = "real_hosts/harness.rs"]
+mod harness;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use common::{Output, command_in, matches, strings};
+use harness::{Host, HostRun, Installed, ModelServer};
+
+/// The `cairn` binary the hooks run.
+pub fn cairn_binary() -> &'static str {
+    env!("CARGO_BIN_EXE_cairn")
+}
+
+fn scenarios_dir() -> PathBuf {
+    harness::harness_dir().join("scenarios")
+}
+
+/// The hosts, or `None` after saying why the test is skipped.
+fn hosts_or_skip(test: &str) -> Option<Installed> {
+    match harness::installed() {
+        Ok(installed) => Some(installed),
+        Err(why) => {
+            assert!(
+                std::env::var("CAIRN_REQUIRE_HOSTS").as_deref() != Ok("1"),
+                "CAIRN_REQUIRE_HOSTS=1 but {why}"
+            );
+            eprintln!("SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+/// One scenario played in one host.
+struct Play<'a> {
+    name: String,
+    scenario: &'a Value,
+    run: HostRun,
+    server: ModelServer,
+    /// How many requests the server had logged when the latest host step began.
+    mark: usize,
+    _dir: tempfile::TempDir,
+}
+
+impl Play<'_> {
+    fn context(&self) -> String {
+        format!("{} in {}", self.name, self.run.host.name())
+    }
+
+    fn substitute(&self, text: &str) -> String {
+        text.replace("${PROJECT}", self.run.project.to_str().unwrap())
+            .replace("${RUN}", &self.run.run_id())
+            .replace("${SESSION}", self.run.session.as_deref().unwrap_or(""))
+    }
+
+    fn substituted(&self, value: &Value) -> Value {
+        serde_json::from_str(&self.substitute(&value.to_string())).unwrap()
+    }
+
+    fn cairn(&self, args: &[&str]) -> Output {
+        let mut command = command_in(&self.run.project);
+        command.env("CAIRN_HOME", self.run.project.join("../cairn-home"));
+        Output::of(command.args(args))
+    }
+
+    fn step(&mut self, index: usize, step: &Value) {
+        if let Some(only) = step.get("only").and_then(Value::as_str) {
+            if only != self.run.host.name() {
+                return;
+            }
+        }
+        let step = self.substituted(step);
+        let at = format!("{} step {index}", self.context());
+        if let Some(host) = step.get("host") {
+            self.mark = self.server.requests().len();
+            let prompt = host["prompt"].as_str().unwrap();
+            let resume = host.get("resume").and_then(Value::as_bool).unwrap_or(false);
+            let child = self.run.spawn(prompt, resume);
+            if let Some(kill) = host.get("kill") {
+                let when = self.run.project.join(kill["when"].as_str().unwrap());
+                let started = Instant::now();
+                while !when.exists() {
+                    assert!(
+                        started.elapsed() < Duration::from_secs(60),
+                        "{at}: {} never appeared",
+                        when.display()
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                harness::signal(&child, kill["signal"].as_str().unwrap());
+            }
+            let out = self.run.finish(child);
+            if let Some(exit) = step.get("exit") {
+                assert_eq!(
+                    out.code.map(i64::from),
+                    exit.as_i64(),
+                    "{at}: the host's exit code\n--- stdout\n{}\n--- stderr\n{}",
+                    out.stdout,
+                    out.stderr
+                );
+            }
+        } else if let Some(args) = step.get("cli") {
+            let args: Vec<&str> = args
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap())
+                .collect();
+            let exit = step.get("exit").and_then(Value::as_i64).unwrap_or(0);
+            self.cairn(&args).expect(i32::try_from(exit).unwrap());
+        } else if let Some(files) = step.get("write").and_then(Value::as_object) {
+            write_files(&self.run.project, files);
+        } else if let Some(expect) = step.get("check") {
+            self.check(&at, expect);
+        } else {
+            panic!("{at}: unknown step {step}");
+        }
+    }
+
+    /// Checks what `expect` says:
+    /// - `"absent"` / `"present"`: project files;
+    /// - `"runs"`: the runs (`cairn runs list --json`), each partially matched, in order;
+    /// - `"records"`: the records of `${RUN}` (or of `"run"`) in a short form — `kind`,
+    ///   `tool`, `decision`, `rules`, `event`, `trigger`, `reason`, `termination` — each
+    ///   partially matched, all of them in order; `"records_include"`: a subsequence;
+    /// - `"model_saw"`: texts some request since the step began carried;
+    ///   `"model_never_saw"`: texts no request of the whole play carried;
+    ///   `"last_request_once"`: texts the latest main request carries exactly once;
+    /// - `"cli"`: `[args, exit, "text stdout contains"]` triples.
+    fn check(&self, at: &str, expect: &Value) {
+        for path in strings(expect.get("absent")) {
+            assert!(
+                !self.run.project.join(&path).exists(),
+                "{at}: {path} exists (the call should not have run)"
+            );
+        }
+        for path in strings(expect.get("present")) {
+            assert!(
+                self.run.project.join(&path).exists(),
+                "{at}: {path} does not exist"
+            );
+        }
+        if let Some(runs) = expect.get("runs") {
+            let actual = self.cairn(&["--json", "runs", "list"]).expect(0).json();
+            assert!(
+                matches(runs, &actual),
+                "{at}: the runs {actual:#} do not match {runs:#}"
+            );
+        }
+        let run = expect
+            .get("run")
+            .and_then(Value::as_str)
+            .map_or_else(|| self.run.run_id(), str::to_owned);
+        if let Some(records) = expect.get("records") {
+            let actual = self.records(&run);
+            assert!(
+                matches(records, &Value::Array(actual.clone())),
+                "{at}: the records of {run}\n{}\ndo not match\n{records:#}",
+                lines(&actual)
+            );
+        }
+        if let Some(records) = expect.get("records_include") {
+            let actual = self.records(&run);
+            assert!(
+                includes(records.as_array().unwrap(), &actual),
+                "{at}: the records of {run}\n{}\ndo not include, in order,\n{records:#}",
+                lines(&actual)
+            );
+        }
+        let requests = self.server.requests();
+        let bodies: Vec<String> = requests.iter().map(|r| r["body"].to_string()).collect();
+        for needle in strings(expect.get("model_saw")) {
+            let needle = escaped(&needle);
+            assert!(
+                bodies.iter().skip(self.mark).any(|b| b.contains(&needle)),
+                "{at}: no request since the latest host step began carried {needle:?}"
+            );
+        }
+        for needle in strings(expect.get("model_never_saw")) {
+            let needle = escaped(&needle);
+            assert!(
+                !bodies.iter().any(|b| b.contains(&needle)),
+                "{at}: a request carried {needle:?}"
+            );
+        }
+        if let Some(needles) = expect.get("last_request_once") {
+            let last = requests
+                .iter()
+                .rev()
+                .find(|r| r["kind"] == "main")
+                .map(|r| r["body"].to_string())
+                .unwrap_or_default();
+            for needle in strings(Some(needles)) {
+                let count = last.matches(&escaped(&needle)).count();
+                assert_eq!(
+                    count, 1,
+                    "{at}: the latest request carried {needle:?} {count} times"
+                );
+            }
+        }
+        if let Some(commands) = expect.get("cli").and_then(Value::as_array) {
+            for command in commands {
+                let args: Vec<&str> = command[0]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap())
+                    .collect();
+                let out = self.cairn(&args);
+                out.expect(i32::try_from(command[1].as_i64().unwrap()).unwrap());
+                if let Some(text) = command.get(2).and_then(Value::as_str) {
+                    assert!(
+                        out.stdout.contains(text),
+                        "{at}: `cairn {}` printed\n{}\nwithout {text:?}",
+                        args.join(" "),
+                        out.stdout
+                    );
+                }
+            }
+        }
+    }
+
+    /// The records of `run`, short.
+    fn records(&self, run: &str) -> Vec<Value> {
+        let out = self.cairn(&["ledger", "export", "--run", run]);
+        out.expect(0);
+        out.stdout
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|record| record.get("kind").is_some())
+            .map(|r| short(&r))
+            .collect()
+    }
+}
+
+/// A record's short form for the checks.
+fn short(record: &Value) -> Value {
+    let mut short = json!({"kind": record["kind"]});
+    let fields = [
+        ("tool", &record["tool"]["name"]),
+        ("decision", &record["admission"]["decision"]),
+        ("rules", &record["admission"]["rule_ids"]),
+        ("event", &record["boundary"]["event"]),
+        ("trigger", &record["boundary"]["trigger"]),
+        ("reason", &record["boundary"]["reason"]),
+        ("termination", &record["termination"]["reason"]),
+        ("lane", &record["lane_id"]),
+    ];
+    for (name, value) in fields {
+        if !value.is_null() {
+            short[name] = value.clone();
+        }
+    }
+    short
+}
+
+fn lines(records: &[Value]) -> String {
+    records
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A text as it appears inside a JSON string.
+fn escaped(text: &str) -> String {
+    let quoted = Value::String(text.to_owned()).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// Whether `expected` matches a subsequence of `actual`, in order.
+fn includes(expected: &[Value], actual: &[Value]) -> bool {
+    let mut rest = actual.iter();
+    expected
+        .iter()
+        .all(|e| rest.by_ref().any(|a| matches(e, a)))
+}
+
+fn write_files(root: &Path, files: &serde_json::Map<String, Value>) {
+    for (path, content) in files {
+        let target = root.join(path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        let text = match content {
+            Value::String(text) => text.clone(),
+            other => serde_json::to_string_pretty(other).unwrap(),
+        };
+        std::fs::write(&target, text).unwrap();
+    }
+}
+
+/// Plays the scenario `file` in `host`.
+fn play(installed: &Installed, file: &Path, scenario: &Value, host: Host) {
+    let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("cairn-host-{name}-"))
+        .tempdir()
+        .unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let server = ModelServer::start(installed, &scenario["model"], &root);
+    let run = HostRun::new(host, installed, &root, &project, server.port);
+    let mut play = Play {
+        name,
+        scenario,
+        run,
+        server,
+        mark: 0,
+        _dir: dir,
+    };
+    // As the quickstart goes: `hooks install` scaffolds `.cairn/` in a fresh project.
+    let flag = format!("--{}", host.name());
+    play.cairn(&[
+        "hooks",
+        "install",
+        &flag,
+        "--dir",
+        project.to_str().unwrap(),
+    ])
+    .expect(0);
+    if let Some(files) = scenario.get("cairn").and_then(Value::as_object) {
+        let files = play.substituted(&Value::Object(files.clone()));
+        write_files(&project.join(".cairn"), files.as_object().unwrap());
+    }
+    if let Some(files) = scenario.get("project").and_then(Value::as_object) {
+        write_files(&project, files);
+    }
+    for (i, step) in scenario["steps"].as_array().unwrap().iter().enumerate() {
+        play.step(i + 1, step);
+    }
+    let at = format!("{} at the end", play.context());
+    if let Some(expect) = play.scenario.get("check") {
+        let expect = play.substituted(expect);
+        play.check(&at, &expect);
+    }
+    if let Some(expect) = play.scenario["checks_by_host"].get(host.name()) {
+        let expect = play.substituted(expect);
+        play.check(&at, &expect);
+    }
+    if play.scenario.get("verify") != Some(&Value::Bool(false)) {
+        play.cairn(&["ledger", "verify", "--all"]).expect(0);
+    }
+}
+
+fn scenario_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn play_all(host: Host) {
+    let Some(installed) = hosts_or_skip(&format!("real_hosts in {}", host.name())) else {
+        return;
+    };
+    let only = std::env::var("CAIRN_SCENARIO").ok();
+    let mut played = 0;
+    for file in scenario_files() {
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        if only.as_deref().is_some_and(|only| !name.contains(only)) {
+            continue;
+        }
+        let scenario: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let hosts = strings(scenario.get("hosts"));
+        if !hosts.is_empty() && !hosts.iter().any(|h| h == host.name()) {
+            continue;
+        }
+        let started = Instant::now();
+        play(&installed, &file, &scenario, host);
+        eprintln!("{name} in {}: ok ({:.1?})", host.name(), started.elapsed());
+        played += 1;
+    }
+    assert!(only.is_some() || played >= 3, "only {played} scenarios ran");
+}
+
+#[test]
+fn scenarios_in_claude_code() {
+    play_all(Host::ClaudeCode);
+}
+
+#[test]
+fn scenarios_in_codex() {
+    play_all(Host::Codex);
+}
+
+#[test]
+fn partial_matching_and_subsequences_follow_their_rules() {
+    let actual = json!({"a": {"b": "hello world", "c": 1}, "d": [1, 2]});
+    assert!(matches(&json!({"a": {"b": "~world"}}), &actual));
+    assert!(!matches(&json!({"a": {"b": "world"}}), &actual));
+    assert!(!matches(&json!({"d": [1]}), &actual));
+    let records = [json!({"k": 1}), json!({"k": 2}), json!({"k": 3})];
+    assert!(includes(&[json!({"k": 1}), json!({"k": 3})], &records));
+    assert!(!includes(&[json!({"k": 3}), json!({"k": 1})], &records));
+}

@@ -1,0 +1,248 @@
+#!/usr/bin/env node
+// A scripted model server for driving the real Claude Code and Codex in tests.
+//
+// It speaks just enough of the Anthropic Messages API (POST /v1/messages, streamed as SSE)
+// and of the OpenAI Responses API (POST /v1/responses, streamed as SSE) to play a script:
+// each request of the host's main conversation gets the script's next step (one or more
+// tool calls, or a closing text); a summarisation (compaction) request gets a summary; any
+// other request (titles, quota probes, token counts) gets a short text. Usage figures are
+// reported so that a step marked `"context": "full"` makes the host compact on its own.
+//
+// Usage: node fake-model.mjs --script FILE --log FILE [--port-file FILE]
+// It listens on 127.0.0.1 on a free port, writes the port to --port-file (or prints
+// `port N` on stdout), logs every request as one JSON line to --log, and exits when its
+// parent closes stdin or after --lifetime seconds (600 by default).
+//
+// Script: {"steps": [STEP, ...], "summary": "text"}
+//   STEP: {"calls": [CALL, ...], "context": "full"?} | {"text": "...", "context": "full"?}
+//   CALL: {"shell": "command", "timeout_ms": N?}            the host's shell tool
+//       | {"tool": "Name", "input": {...}, "host": "claude-code"|"codex"?}  a named tool
+//   A CALL with "host" is sent only to that host; a step left with no call is skipped.
+
+import http from 'node:http';
+import fs from 'node:fs';
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((pairs, word, i, all) => {
+    if (word.startsWith('--')) pairs.push([word.slice(2), all[i + 1]]);
+    return pairs;
+  }, []),
+);
+if (!args.script || !args.log) {
+  console.error('usage: fake-model.mjs --script FILE --log FILE [--port-file FILE] [--lifetime S]');
+  process.exit(2);
+}
+
+const script = JSON.parse(fs.readFileSync(args.script, 'utf8'));
+const steps = script.steps ?? [];
+const summaryText =
+  script.summary ?? 'Summary: the user asked for a few shell commands; all of them ran.';
+const FULL_CONTEXT = 190000; // tokens reported for a step marked "context": "full"
+let cursor = 0; // the next step of the main conversation
+let ids = 0;
+const nextId = (prefix) => `${prefix}_${String(++ids).padStart(6, '0')}`;
+
+function log(entry) {
+  fs.appendFileSync(args.log, JSON.stringify(entry) + '\n');
+}
+
+// ---------- what a request is ----------
+
+function textOf(content) {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((part) => {
+      if (typeof part === 'string') return part;
+      if (typeof part?.text === 'string') return part.text;
+      if (part?.content !== undefined) return textOf(part.content);
+      if (typeof part?.output === 'string') return part.output;
+      return '';
+    })
+    .join('\n');
+}
+
+const SUMMARY_ASKS = [
+  /create a detailed summary of the conversation/i,
+  /summar(y|ize|ise) (of )?(the|this) conversation/i,
+  /context checkpoint compaction/i,
+  /handoff summary/i,
+];
+
+function isSummaryRequest(body) {
+  const messages = body.messages ?? body.input ?? [];
+  const last = Array.isArray(messages) ? messages[messages.length - 1] : undefined;
+  const texts = [textOf(last?.content ?? last), textOf(body.system), body.instructions ?? ''];
+  return texts.some((text) => SUMMARY_ASKS.some((re) => re.test(text)));
+}
+
+function isMainRequest(body) {
+  return Array.isArray(body.tools) && body.tools.length > 0;
+}
+
+// The next scripted step for `host`, skipping steps with nothing for it.
+function nextStep(host) {
+  while (cursor < steps.length) {
+    const step = steps[cursor++];
+    if (step.text !== undefined) return step;
+    const calls = (step.calls ?? []).filter((call) => !call.host || call.host === host);
+    if (calls.length > 0) return { ...step, calls };
+  }
+  return { text: 'Done.' };
+}
+
+// ---------- Anthropic Messages ----------
+
+function anthropicCall(call) {
+  if (call.shell !== undefined) {
+    const input = { command: call.shell, description: 'scripted command' };
+    if (call.timeout_ms !== undefined) input.timeout = call.timeout_ms;
+    return { name: 'Bash', input };
+  }
+  return { name: call.tool, input: call.input ?? {} };
+}
+
+function anthropicReply(res, body, step) {
+  const model = body.model ?? 'claude-fake';
+  const inputTokens = step.context === 'full' ? FULL_CONTEXT : 1000;
+  const blocks = [];
+  if (step.text !== undefined) blocks.push({ type: 'text', text: step.text });
+  for (const call of step.calls ?? []) {
+    const { name, input } = anthropicCall(call);
+    blocks.push({ type: 'tool_use', id: nextId('toolu'), name, input });
+  }
+  const stopReason = step.calls ? 'tool_use' : 'end_turn';
+  const usage = { input_tokens: inputTokens, output_tokens: 20, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  const message = { id: nextId('msg'), type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage };
+  if (!body.stream) {
+    sendJson(res, 200, { ...message, content: blocks, stop_reason: stopReason });
+    return;
+  }
+  const events = [['message_start', { type: 'message_start', message }]];
+  blocks.forEach((block, index) => {
+    if (block.type === 'text') {
+      events.push(['content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } }]);
+      events.push(['content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: block.text } }]);
+    } else {
+      events.push(['content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } }]);
+      events.push(['content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } }]);
+    }
+    events.push(['content_block_stop', { type: 'content_block_stop', index }]);
+  });
+  events.push(['message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 20 } }]);
+  events.push(['message_stop', { type: 'message_stop' }]);
+  sendSse(res, events);
+}
+
+// ---------- OpenAI Responses ----------
+
+function codexCall(call, tools) {
+  const names = new Set((tools ?? []).map((tool) => tool.name ?? tool.function?.name));
+  if (call.shell !== undefined) {
+    if (names.has('exec_command')) {
+      const input = { cmd: call.shell };
+      if (call.timeout_ms !== undefined) input.yield_time_ms = call.timeout_ms;
+      return { name: 'exec_command', input };
+    }
+    const input = { command: ['bash', '-lc', call.shell] };
+    if (call.timeout_ms !== undefined) input.timeout_ms = call.timeout_ms;
+    return { name: 'shell', input };
+  }
+  return { name: call.tool, input: call.input ?? {} };
+}
+
+function responsesReply(res, body, step) {
+  const inputTokens = step.context === 'full' ? FULL_CONTEXT : 1000;
+  const responseId = nextId('resp');
+  const items = [];
+  if (step.text !== undefined) {
+    items.push({ type: 'message', role: 'assistant', id: nextId('msg'), status: 'completed', content: [{ type: 'output_text', text: step.text, annotations: [] }] });
+  }
+  for (const call of step.calls ?? []) {
+    const { name, input } = codexCall(call, body.tools);
+    if (call.custom) {
+      items.push({ type: 'custom_tool_call', id: nextId('ctc'), call_id: nextId('call'), name, input: call.custom, status: 'completed' });
+    } else {
+      items.push({ type: 'function_call', id: nextId('fc'), call_id: nextId('call'), name, arguments: JSON.stringify(input), status: 'completed' });
+    }
+  }
+  const usage = {
+    input_tokens: inputTokens,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: 20,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: inputTokens + 20,
+  };
+  const response = { id: responseId, object: 'response', status: 'completed', model: body.model, output: items, usage };
+  if (body.stream === false) {
+    sendJson(res, 200, response);
+    return;
+  }
+  const events = [['response.created', { type: 'response.created', response: { ...response, status: 'in_progress', output: [] } }]];
+  items.forEach((item, index) => {
+    events.push(['response.output_item.added', { type: 'response.output_item.added', output_index: index, item }]);
+    if (item.type === 'message') {
+      events.push(['response.output_text.delta', { type: 'response.output_text.delta', output_index: index, item_id: item.id, content_index: 0, delta: item.content[0].text }]);
+    }
+    events.push(['response.output_item.done', { type: 'response.output_item.done', output_index: index, item }]);
+  });
+  events.push(['response.completed', { type: 'response.completed', response }]);
+  sendSse(res, events);
+}
+
+// ---------- plumbing ----------
+
+function sendJson(res, status, value) {
+  const text = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendSse(res, events) {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.end(events.map(([name, data]) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`).join(''));
+}
+
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (chunk) => chunks.push(chunk));
+  req.on('end', () => {
+    const raw = Buffer.concat(chunks).toString('utf8');
+    let body = {};
+    try {
+      body = raw ? JSON.parse(raw) : {};
+    } catch {
+      body = { unparsed: raw.slice(0, 2000) };
+    }
+    const path = req.url.split('?')[0];
+    const api = path.endsWith('/messages') ? 'anthropic' : path.endsWith('/responses') ? 'responses' : 'other';
+    let kind = 'other';
+    if (api !== 'other' && req.method === 'POST') {
+      kind = isSummaryRequest(body) ? 'summary' : isMainRequest(body) ? 'main' : 'side';
+    }
+    let step = null;
+    if (kind === 'main') step = nextStep(api === 'anthropic' ? 'claude-code' : 'codex');
+    if (kind === 'summary') step = { text: summaryText };
+    if (kind === 'side') step = { text: 'ok' };
+    log({ at: new Date().toISOString(), method: req.method, path, kind, cursor, step, body });
+    if (api === 'anthropic' && step) return anthropicReply(res, body, step);
+    if (api === 'responses' && step) return responsesReply(res, body, step);
+    if (path.endsWith('/count_tokens')) return sendJson(res, 200, { input_tokens: 1000 });
+    if (path.endsWith('/models')) return sendJson(res, 200, { data: [], models: [] });
+    sendJson(res, 200, {});
+  });
+});
+
+server.on('connection', (socket) => socket.setNoDelay(true));
+server.keepAliveTimeout = 5000;
+server.listen(0, '127.0.0.1', () => {
+  const { port } = server.address();
+  if (args['port-file']) fs.writeFileSync(args['port-file'], String(port));
+  else console.log(`port ${port}`);
+});
+
+const lifetime = Number(args.lifetime ?? 600) * 1000;
+setTimeout(() => process.exit(0), lifetime).unref();
+process.stdin.on('end', () => process.exit(0));
+process.stdin.on('error', () => process.exit(0));
+process.stdin.resume();
