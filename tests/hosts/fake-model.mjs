@@ -13,7 +13,7 @@
 // `port N` on stdout), logs every request as one JSON line to --log, and exits when its
 // parent closes stdin or after --lifetime seconds (600 by default).
 //
-// Script: {"steps": [STEP, ...], "summary": "text"}
+// Script: {"steps": [STEP, ...], "summary": "text", "full_context_tokens": N}
 //   STEP: {"calls": [CALL, ...], "context": "full"?} | {"text": "...", "context": "full"?}
 //   CALL: {"shell": "command", "timeout_ms": N?}            the host's shell tool
 //       | {"tool": "Name", "input": {...}, "host": "claude-code"|"codex"?}  a named tool
@@ -37,7 +37,9 @@ const script = JSON.parse(fs.readFileSync(args.script, 'utf8'));
 const steps = script.steps ?? [];
 const summaryText =
   script.summary ?? 'Summary: the user asked for a few shell commands; all of them ran.';
-const FULL_CONTEXT = 190000; // tokens reported for a step marked "context": "full"
+// Tokens reported for a step marked "context": "full": near the largest window a host's
+// default model has (Claude Code's is 1,000,000), so every host compacts after it.
+const FULL_CONTEXT = script.full_context_tokens ?? 990000;
 let cursor = 0; // the next step of the main conversation
 let ids = 0;
 const nextId = (prefix) => `${prefix}_${String(++ids).padStart(6, '0')}`;

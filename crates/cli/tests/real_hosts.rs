@@ -20,7 +20,8 @@
 //!   `"verify": false`.
 //!
 //! `${PROJECT}`, `${RUN}` (the session's first run) and `${SESSION}` are replaced in steps and
-//! checks. Scenario files name host tools as each host calls them (`Bash` on both).
+//! checks. `CAIRN_SCENARIO=04` plays only the scenarios whose name contains `04`;
+//! `CAIRN_KEEP_HOST_DIRS=1` keeps each play's folder. Scenario files name host tools as each host calls them (`Bash` on both).
 //!
 //! Without the hosts installed the test says it is skipped (run `npm ci --prefix tests/hosts`);
 //! `.ci/run` installs them and sets `CAIRN_REQUIRE_HOSTS=1`, which turns a skip into a failure.
@@ -77,7 +78,7 @@ struct Play<'a> {
     server: ModelServer,
     /// How many requests the server had logged when the latest host step began.
     mark: usize,
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Play<'_> {
@@ -89,6 +90,15 @@ impl Play<'_> {
         text.replace("${PROJECT}", self.run.project.to_str().unwrap())
             .replace("${RUN}", &self.run.run_id())
             .replace("${SESSION}", self.run.session.as_deref().unwrap_or(""))
+            .replace("${SUMMARY_SHA256}", &self.summary_sha256())
+    }
+
+    /// The digest Cairn binds for the script's summary (`summary_sha256`: stripped, SHA-256).
+    fn summary_sha256(&self) -> String {
+        self.scenario["model"]["summary"]
+            .as_str()
+            .map(|text| cairn_continuity::summary_sha256(text).to_string())
+            .unwrap_or_default()
     }
 
     fn substituted(&self, value: &Value) -> Value {
@@ -102,10 +112,12 @@ impl Play<'_> {
     }
 
     fn step(&mut self, index: usize, step: &Value) {
-        if let Some(only) = step.get("only").and_then(Value::as_str) {
-            if only != self.run.host.name() {
-                return;
-            }
+        if step
+            .get("only")
+            .and_then(Value::as_str)
+            .is_some_and(|only| only != self.run.host.name())
+        {
+            return;
         }
         let step = self.substituted(step);
         let at = format!("{} step {index}", self.context());
@@ -161,6 +173,9 @@ impl Play<'_> {
     /// - `"records"`: the records of `${RUN}` (or of `"run"`) in a short form — `kind`,
     ///   `tool`, `decision`, `rules`, `event`, `trigger`, `reason`, `termination` — each
     ///   partially matched, all of them in order; `"records_include"`: a subsequence;
+    ///   `"session_records_include"` and `"session_record_counts"` (`[[record, n], …]`): the
+    ///   same over every run of the session (`${RUN}`, `${RUN}.2`, …); the short form also has
+    ///   `summary`, the boundary's summary digest (`${SUMMARY_SHA256}` is the script's);
     /// - `"model_saw"`: texts some request since the step began carried;
     ///   `"model_never_saw"`: texts no request of the whole play carried;
     ///   `"last_request_once"`: texts the latest main request carries exactly once;
@@ -194,6 +209,30 @@ impl Play<'_> {
             assert!(
                 matches(records, &Value::Array(actual.clone())),
                 "{at}: the records of {run}\n{}\ndo not match\n{records:#}",
+                lines(&actual)
+            );
+        }
+        if let Some(counts) = expect
+            .get("session_record_counts")
+            .and_then(Value::as_array)
+        {
+            let actual = self.session_records();
+            for pair in counts {
+                let count = actual.iter().filter(|r| matches(&pair[0], r)).count();
+                assert_eq!(
+                    i64::try_from(count).unwrap(),
+                    pair[1].as_i64().unwrap(),
+                    "{at}: records like {} across the session's runs\n{}",
+                    pair[0],
+                    lines(&actual)
+                );
+            }
+        }
+        if let Some(records) = expect.get("session_records_include") {
+            let actual = self.session_records();
+            assert!(
+                includes(records.as_array().unwrap(), &actual),
+                "{at}: the records of the session's runs\n{}\ndo not include, in order,\n{records:#}",
                 lines(&actual)
             );
         }
@@ -258,6 +297,25 @@ impl Play<'_> {
         }
     }
 
+    /// The records of every run of the session (`${RUN}`, `${RUN}.2`, …), in run order.
+    fn session_records(&self) -> Vec<Value> {
+        let base = self.run.run_id();
+        let runs = self.cairn(&["--json", "runs", "list"]).expect(0).json();
+        let mut ids: Vec<String> = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run_id"].as_str().unwrap().to_owned())
+            .filter(|id| *id == base || id.starts_with(&format!("{base}.")))
+            .collect();
+        ids.sort_by_key(|id| {
+            id.rsplit_once('.')
+                .and_then(|(_, n)| n.parse::<u32>().ok())
+                .unwrap_or(1)
+        });
+        ids.iter().flat_map(|id| self.records(id)).collect()
+    }
+
     /// The records of `run`, short.
     fn records(&self, run: &str) -> Vec<Value> {
         let out = self.cairn(&["ledger", "export", "--run", run]);
@@ -283,6 +341,7 @@ fn short(record: &Value) -> Value {
         ("reason", &record["boundary"]["reason"]),
         ("termination", &record["termination"]["reason"]),
         ("lane", &record["lane_id"]),
+        ("summary", &record["boundary"]["summary_digest"]),
     ];
     for (name, value) in fields {
         if !value.is_null() {
@@ -333,7 +392,16 @@ fn play(installed: &Installed, file: &Path, scenario: &Value, host: Host) {
         .prefix(&format!("cairn-host-{name}-"))
         .tempdir()
         .unwrap();
-    let root = dir.path().canonicalize().unwrap();
+    // `CAIRN_KEEP_HOST_DIRS=1` keeps each play's folder (project, homes, the model's request
+    // log) for a look afterwards.
+    let (dir, root) = if std::env::var("CAIRN_KEEP_HOST_DIRS").as_deref() == Ok("1") {
+        let kept = dir.keep();
+        eprintln!("{name} in {}: kept {}", host.name(), kept.display());
+        (None, kept.canonicalize().unwrap())
+    } else {
+        let root = dir.path().canonicalize().unwrap();
+        (Some(dir), root)
+    };
     let project = root.join("project");
     std::fs::create_dir_all(&project).unwrap();
     let server = ModelServer::start(installed, &scenario["model"], &root);

@@ -44,7 +44,7 @@ use cairn_runtime::effects::Unresolved;
 use cairn_runtime::keyring::Keyring;
 
 use crate::answer::Answer;
-use crate::context::{ContextFacts, DecisionLine, LaneLine, render};
+use crate::context::{ContextFacts, DecisionLine, LaneLine, SummaryNote, render};
 use crate::engine::Session;
 use crate::error::HookError;
 use crate::gate::{RULE_CONFLICTING, RULE_DROPPED, RULE_EVIDENCE_MISSING, Restriction};
@@ -102,7 +102,8 @@ impl Session<'_> {
         if book.is_empty() {
             return Snap::NotConfigured;
         }
-        let snapshot = match book.snapshot(now) {
+        let snapshot = match files.boundary_snapshot(name, &book, now, self.config.decision_window)
+        {
             Ok(snapshot) => snapshot,
             Err(e) => return missing(e.code(), e.to_string()),
         };
@@ -116,9 +117,11 @@ impl Session<'_> {
     /// `PreCompact`), else its absence is recorded when the project has decisions.
     fn begin_boundary(&mut self, trigger: &str, snapshot: bool) -> Result<Snap, HookError> {
         let now = self.now();
-        let (run, _) = self.run_id()?;
+        // Snapshots are named after the session (its first run), not the current run: a
+        // session resumed in a linked run compares with the same baseline.
+        let name = self.base.clone();
         let snap = if snapshot {
-            self.snapshot_decisions(run.as_str(), now)
+            self.snapshot_decisions(&name, now)
         } else {
             let configured = self
                 .decision_files()
@@ -126,7 +129,7 @@ impl Session<'_> {
                 .map_or(true, |book| !book.is_empty());
             if configured {
                 if let Ok(files) = self.decision_files() {
-                    let _ = files.record_missing_snapshot(run.as_str(), now);
+                    let _ = files.record_missing_snapshot(&name, now);
                 }
                 Snap::Missing {
                     code: "no_pre_compact",
@@ -151,6 +154,8 @@ impl Session<'_> {
             summary: None,
             summary_bound: false,
             unbound: false,
+            shown: false,
+            continuity: None,
         };
         let mut recorder = self.recorder()?;
         let event = match &snap {
@@ -178,9 +183,9 @@ impl Session<'_> {
     pub(crate) fn pre_compact(&mut self, trigger: &str) -> Result<Answer, HookError> {
         match self.begin_boundary(trigger, true)? {
             Snap::Missing { code, message } => {
-                let (run, _) = self.run_id()?;
+                let name = &self.base;
                 Ok(Answer::system_message(&format!(
-                    "Cairn: the decision snapshot for this compaction could not be written (continuity_evidence_missing, {code}: {message}). Consequential tool calls will be refused after the compaction until the decisions are checked and the baseline re-established with `cairn decisions snapshot --name {run}`."
+                    "Cairn: the decision snapshot for this compaction could not be written (continuity_evidence_missing, {code}: {message}). Consequential tool calls will be refused after the compaction until the decisions are checked and the baseline re-established with `cairn decisions snapshot --name {name}`."
                 ))
                 .with_note(format!("cairn: continuity_evidence_missing: {code}: {message}")))
             }
@@ -196,8 +201,9 @@ impl Session<'_> {
     ) -> Result<Answer, HookError> {
         match self.state.boundary.phase {
             Phase::Started => self.compact(trigger, summary)?,
-            // Already recorded, unbound, when `SessionStart` came first: a summary is bound now
-            // by a second envelope; without one there is nothing to add.
+            // Recorded, unbound, before this event arrived (another event came between the
+            // compaction and its `PostCompact`): a summary is bound now by a second envelope;
+            // without one there is nothing to add.
             Phase::Compacted | Phase::Rehydrated if self.state.boundary.unbound => {
                 if summary.is_some() {
                     self.compact(trigger, summary)?;
@@ -212,15 +218,22 @@ impl Session<'_> {
         Ok(Answer::silent())
     }
 
-    /// Records the compaction (envelope + `context_compaction`) with `summary` bound.
+    /// Records the compaction (envelope + `context_compaction`) with `summary` bound. The
+    /// trigger is the one `PreCompact` sent (`manual`, `auto`), else the one `PostCompact` did.
     fn compact(&mut self, trigger: &str, summary: Option<&str>) -> Result<(), HookError> {
+        let trigger = self
+            .state
+            .boundary
+            .trigger
+            .clone()
+            .unwrap_or_else(|| trigger.to_owned());
         let gate = self.policy_gate()?;
         let (mut executor, _rows) = self.executor(gate)?;
         let facts = self.facts(&executor);
         executor.compact(
             &facts,
             summary.unwrap_or(""),
-            label_or(trigger, "unknown")?.as_str(),
+            label_or(&trigger, "unknown")?.as_str(),
         )?;
         self.state.observation = executor.recorder().current_observation();
         let boundary = &mut self.state.boundary;
@@ -232,17 +245,39 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// `SessionStart`: after a compaction, rehydrate and hand the context to the model.
+    /// A compaction begun and shown to the model (Claude Code's `SessionStart(compact)`)
+    /// whose `PostCompact` has not come before another event: recorded now, unbound (a late
+    /// `PostCompact` still binds its summary).
+    pub(crate) fn settle_unrecorded_compaction(&mut self) -> Result<(), HookError> {
+        let boundary = &self.state.boundary;
+        if boundary.phase == Phase::Started && boundary.shown {
+            let trigger = boundary
+                .trigger
+                .clone()
+                .unwrap_or_else(|| "unknown".to_owned());
+            self.compact(&trigger, None)?;
+        }
+        Ok(())
+    }
+
+    /// `SessionStart`: after a compaction, hand the model the authoritative context.
+    ///
+    /// Hosts differ in the order of a compaction's events: Claude Code sends `PreCompact`,
+    /// then `SessionStart(compact)`, then `PostCompact` with the summary; Codex sends
+    /// `PreCompact`, `PostCompact` (no summary), then `SessionStart(compact)`. Either way one
+    /// compaction gives one `context_compaction` record — written at `PostCompact`, bound to
+    /// the summary the host sent — and one rehydration, and the model is shown the context
+    /// once: at `SessionStart(compact)`, built from the durable record as it stands (before
+    /// `PostCompact` it says the summary's digest is still to be bound, which is true).
     pub(crate) fn session_start(&mut self, source: &str) -> Result<Answer, HookError> {
         if source == "compact" {
             match self.state.boundary.phase {
-                // SessionStart before PostCompact: record the compaction now, unbound.
-                Phase::Started => self.compact("auto", None)?,
-                // A compaction whose PreCompact and PostCompact were not seen.
+                // The compaction's `PreCompact` was not seen: no snapshot was taken.
                 Phase::Idle => {
-                    self.begin_boundary("auto", false)?;
-                    self.compact("auto", None)?;
+                    self.begin_boundary("unknown", false)?;
+                    self.show_before_summary()?;
                 }
+                Phase::Started => self.show_before_summary()?,
                 Phase::Compacted | Phase::Rehydrated => {}
             }
         }
@@ -267,6 +302,22 @@ impl Session<'_> {
                 }
             }
         })
+    }
+
+    /// The context for a compaction whose summary has not arrived yet, from the durable
+    /// record as it stands: blocks, decisions, lane, policy.
+    fn show_before_summary(&mut self) -> Result<(), HookError> {
+        let gate = self.policy_gate()?;
+        let (mut executor, _rows) = self.executor(gate)?;
+        let comparison = self.compare_decisions(self.now());
+        let summary = match self.host {
+            crate::host::Host::ClaudeCode => SummaryNote::Pending,
+            crate::host::Host::Codex => SummaryNote::NotSent,
+        };
+        let text = self.context_text(&mut executor, comparison.as_ref(), summary, None);
+        self.state.context = Some(text);
+        self.state.boundary.shown = true;
+        Ok(())
     }
 
     /// Rehydrates with an executor of its own when a compaction awaits it.
@@ -312,32 +363,50 @@ impl Session<'_> {
             }
         };
         let blocked = note.status == ContinuityStatus::BlockedOnReconciliation.as_str();
-        let changed = self.state.continuity.as_ref() != Some(&note);
-        self.state.continuity = Some(note);
+        let failed = note.status == ContinuityStatus::ContinuityValidationFailed.as_str();
+        // The model is told after every compaction, once; again only when the decision for
+        // this compaction changes (a block cleared by reconciliation) or validation failed.
+        let boundary = &self.state.boundary;
+        let tell = !boundary.shown
+            || failed
+            || boundary
+                .continuity
+                .as_ref()
+                .is_some_and(|last| *last != note);
+        self.state.continuity = Some(note.clone());
+        self.state.boundary.continuity = Some(note);
         if !blocked {
             self.state.boundary.phase = Phase::Rehydrated;
             self.state.boundary.summary_sha256 = None;
         }
-        let comparison = self.compare_decisions(run.as_str(), now);
-        if changed || !blocked {
-            self.state.context = Some(self.context_text(executor, comparison.as_ref()));
+        let comparison = self.compare_decisions(now);
+        if tell {
+            let summary = if self.state.boundary.summary_bound {
+                SummaryNote::Bound
+            } else {
+                SummaryNote::NotSent
+            };
+            let continuity = self
+                .state
+                .continuity
+                .as_ref()
+                .map(|c| (c.status.clone(), c.reason.clone()));
+            self.state.context =
+                Some(self.context_text(executor, comparison.as_ref(), summary, continuity));
+            self.state.boundary.shown = true;
         }
         self.state.observation = executor.recorder().current_observation();
         Ok(())
     }
 
     /// The decision comparison for the latest boundary, when decisions were configured then.
-    fn compare_decisions(
-        &mut self,
-        run: &str,
-        now: Timestamp,
-    ) -> Option<Result<Comparison, String>> {
+    fn compare_decisions(&mut self, now: Timestamp) -> Option<Result<Comparison, String>> {
         if self.state.boundary.snapshot == SnapshotNote::NotConfigured {
             return None;
         }
         let result = self
             .decision_files()
-            .and_then(|files| files.compare_now(Some(run), now, self.config.decision_window))
+            .and_then(|files| files.compare_now(Some(&self.base), now, self.config.decision_window))
             .map_err(|e| format!("{}: {e}", e.code()));
         self.state.decisions = Some(match &result {
             Ok(comparison) => DecisionNote {
@@ -358,14 +427,12 @@ impl Session<'_> {
 
     /// The decision invariants' restriction on consequential calls, recomputed now (a person
     /// may have approved a change or re-established the baseline since the last call).
-    pub(crate) fn decision_restriction(
-        &mut self,
-        run: &str,
-    ) -> Result<Option<Restriction>, HookError> {
+    pub(crate) fn decision_restriction(&mut self) -> Result<Option<Restriction>, HookError> {
         let now = self.now();
-        Ok(match self.compare_decisions(run, now) {
+        let name = self.base.clone();
+        Ok(match self.compare_decisions(now) {
             None => None,
-            Some(Ok(comparison)) => restriction_for(&comparison, run),
+            Some(Ok(comparison)) => restriction_for(&comparison, &name),
             Some(Err(message)) => Some(Restriction {
                 rule: RULE_EVIDENCE_MISSING,
                 reason: "decision_files_unreadable",
@@ -440,6 +507,8 @@ impl Session<'_> {
         &self,
         executor: &mut Executor,
         comparison: Option<&Result<Comparison, String>>,
+        summary: SummaryNote,
+        continuity: Option<(String, String)>,
     ) -> String {
         let facts = self.facts(executor);
         let recorder = executor.recorder();
@@ -463,7 +532,7 @@ impl Session<'_> {
                 (Some(("unreadable".to_owned(), message.clone())), Vec::new())
             }
             Some(Ok(comparison)) => {
-                if let Some(restriction) = restriction_for(comparison, &run_id) {
+                if let Some(restriction) = restriction_for(comparison, &self.base) {
                     blocks.push(restriction.message);
                 }
                 let lines: Vec<DecisionLine> = comparison
@@ -508,6 +577,7 @@ impl Session<'_> {
                 owner: spec.owner_ref.clone(),
                 objective: spec.objective.clone(),
                 status: book.status(id).map_or("unknown", |s| s.as_str()).to_owned(),
+                ruling: book.ruling_ref(id).map(str::to_owned),
                 allowed: spec.mutation_scope.allowed_refs.clone(),
                 denied: spec.mutation_scope.denied_refs.clone(),
             })
@@ -516,12 +586,8 @@ impl Session<'_> {
             run,
             records,
             compaction: self.state.boundary.seq,
-            summary_bound: self.state.boundary.summary_bound,
-            continuity: self
-                .state
-                .continuity
-                .as_ref()
-                .map(|c| (c.status.clone(), c.reason.clone())),
+            summary,
+            continuity,
             objective: facts.objective,
             decisions_state,
             decisions,
@@ -538,6 +604,10 @@ impl Session<'_> {
         if !exists {
             return Ok(Answer::silent());
         }
+        // A compaction still to be checked is checked before the run closes, so that every
+        // compaction of a closed run has its rehydration record.
+        self.settle_unrecorded_compaction()?;
+        self.rehydrate_standalone_if_due()?;
         let store = self.store()?;
         let tenant = self.tenant()?;
         let unresolved = Unresolved::from_rows(&store.rows(&tenant, &run)?);
@@ -583,8 +653,9 @@ pub fn restricts(state: ContinuityHealth) -> bool {
     )
 }
 
-/// The restriction a comparison imposes, with the command that resolves it.
-fn restriction_for(comparison: &Comparison, run: &str) -> Option<Restriction> {
+/// The restriction a comparison imposes, with the command that resolves it (`name`: the
+/// session's snapshot name).
+fn restriction_for(comparison: &Comparison, name: &str) -> Option<Restriction> {
     if !restricts(comparison.state()) {
         return None;
     }
@@ -620,7 +691,7 @@ fn restriction_for(comparison: &Comparison, run: &str) -> Option<Restriction> {
             rule: RULE_EVIDENCE_MISSING,
             reason: "continuity_evidence_missing",
             message: format!(
-                "Cairn paused consequential work: no decision snapshot was written before the compaction (continuity_evidence_missing), so nobody can tell whether the task's decisions survived it. A person checks them (`cairn decisions list`) and re-establishes the baseline with `cairn decisions snapshot --name {run}`."
+                "Cairn paused consequential work: no decision snapshot was written before the compaction (continuity_evidence_missing), so nobody can tell whether the task's decisions survived it. A person checks them (`cairn decisions list`) and re-establishes the baseline with `cairn decisions snapshot --name {name}`."
             ),
         },
     })

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cairn_core::{Clock, ErrorCode, RunId, TaskId, TenantId};
+use cairn_ledger::record::{BoundaryEvent, Label};
 use cairn_ledger::{Store, StoreError};
 use cairn_runtime::{Durability, Executor, Gate, Recorder, RecorderOptions, RuntimeError};
 
@@ -262,7 +263,7 @@ pub(crate) struct Session<'a> {
     pub(crate) files: SessionFiles,
     pub(crate) state: SessionState,
     pub(crate) session_id: String,
-    base: String,
+    pub(crate) base: String,
     store: Option<Arc<dyn Store>>,
     run: Option<(RunId, bool)>,
 }
@@ -292,6 +293,14 @@ impl<'a> Session<'a> {
     }
 
     fn dispatch(&mut self, event: &Event) -> Result<Answer, HookError> {
+        let compaction_event = match event {
+            Event::PostCompact { .. } => true,
+            Event::SessionStart { source } => source == "compact",
+            _ => false,
+        };
+        if !compaction_event {
+            self.settle_unrecorded_compaction()?;
+        }
         match event {
             Event::PreToolUse(tool) => self.pre_tool_use(tool),
             Event::PostToolUse { tool, outcome } => self.post_tool_use(tool, outcome, event.name()),
@@ -407,12 +416,23 @@ impl<'a> Session<'a> {
                 }
                 Err(RuntimeError::Store(StoreError::RunNotFound { .. })) => {
                     let task = TaskId::new(format!("task-{run}"))?;
-                    Recorder::open(
+                    let mut recorder = Recorder::open(
                         Arc::clone(&store),
                         Arc::clone(&clock),
                         (tenant.clone(), task, run.clone()),
                         options,
-                    )?
+                    )?;
+                    if generation > 1 {
+                        // A session resumed after its run was closed (each `claude -p` ends
+                        // with `SessionEnd`): the new run starts by naming the run it
+                        // continues, so the ledger shows one session across its runs.
+                        let previous = run_name(&self.base, generation.saturating_sub(1));
+                        let mut event = BoundaryEvent::new(Label::new("session_resumed")?);
+                        event.evidence_ref = Some(Label::new(format!("run:{tenant}/{previous}"))?);
+                        event.reason = Some(Label::new("previous_run_closed")?);
+                        recorder.record_boundary(event, None)?;
+                    }
+                    recorder
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -424,8 +444,8 @@ impl<'a> Session<'a> {
         Err(self.too_many_runs())
     }
 
-    /// An executor on the session's current run with `gate`, with the run's rows (read once:
-    /// they rebuild the unresolved side effects and replay the lanes).
+    /// An executor on the session's current run with `gate` and the project's lanes, with the
+    /// run's rows (read once: they rebuild the unresolved side effects and replay the lanes).
     pub(crate) fn executor(
         &mut self,
         gate: Arc<dyn Gate>,
@@ -433,7 +453,17 @@ impl<'a> Session<'a> {
         let (recorder, rows) = self.recorder_and_rows(true)?;
         let rows = rows.unwrap_or_default();
         let principal = self.config.principal(self.host);
-        Ok((Executor::resumed(recorder, &rows, gate, principal), rows))
+        let mut executor = Executor::resumed(recorder, &rows, gate, principal);
+        // The lanes as the records left them (rulings, handoffs), for the boundary's facts
+        // and context; a lanes file that does not load leaves them out here (a tool call
+        // would be denied for it).
+        let lanes = cairn_runtime::project::load_lanes(&self.project.lanes(), self.guard().root())
+            .ok()
+            .flatten();
+        if let Some(lanes) = lanes {
+            executor.adopt_lanes(lanes, &rows)?;
+        }
+        Ok((executor, rows))
     }
 
     /// The current run's writer and, when `with_rows`, its rows (noting in the state whether

@@ -115,10 +115,19 @@ pub struct Boundary {
     /// Whether the host sent a summary whose digest the envelope bound.
     #[serde(default)]
     pub summary_bound: bool,
-    /// Whether the compaction was recorded without a summary (Codex sends none; or
-    /// `SessionStart` came before `PostCompact`, which then binds it).
+    /// Whether the compaction was recorded without a summary (Codex sends none; or the
+    /// compaction had to be recorded before its `PostCompact` arrived, which then binds it).
     #[serde(default)]
     pub unbound: bool,
+    /// Whether the model has been handed the authoritative context for this compaction
+    /// (Claude Code's `SessionStart(compact)` comes before `PostCompact`: the context is
+    /// handed over then, and the rehydration after `PostCompact` adds only what is new).
+    #[serde(default)]
+    pub shown: bool,
+    /// The latest rehydration decision for this compaction (a blocked one is re-run at each
+    /// event until it clears; the model is told again only when it changes).
+    #[serde(default)]
+    pub continuity: Option<ContinuityNote>,
 }
 
 /// The latest rehydration decision.
@@ -212,12 +221,18 @@ impl SessionState {
         }
     }
 
-    /// Forgets everything tied to the current run (it was closed): the next event opens the
-    /// session's next run.
+    /// Forgets what was tied to the current run (it was closed): the next event opens the
+    /// session's next run, linked to this one. What belongs to the session stays: the
+    /// compactions (their count, the decision snapshot's state) and the latest rehydration
+    /// and decision comparison, so that a resumed session is numbered and restricted as the
+    /// session it continues.
     pub fn next_run(&mut self) {
-        let generation = self.generation.saturating_add(1);
-        *self = Self::new(&self.session_id);
-        self.generation = generation;
+        let mut next = Self::new(&self.session_id);
+        next.generation = self.generation.saturating_add(1);
+        next.boundary = self.boundary.clone();
+        next.continuity = self.continuity.clone();
+        next.decisions = self.decisions.clone();
+        *self = next;
     }
 }
 

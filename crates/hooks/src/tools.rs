@@ -138,7 +138,7 @@ impl crate::engine::Session<'_> {
                 ),
             }));
         }
-        self.decision_restriction(run)
+        self.decision_restriction()
     }
 
     /// `PostToolUse` / `PostToolUseFailure`: record what came of the call.

@@ -199,6 +199,8 @@ impl HostRun {
                 r#"model = "gpt-5"
 model_provider = "fake"
 check_for_update_on_startup = false
+# The fake model reports a nearly full context on a step marked "context": "full".
+model_auto_compact_token_limit = 200000
 
 [model_providers.fake]
 name = "fake"

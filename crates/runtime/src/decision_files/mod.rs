@@ -49,7 +49,8 @@ use std::path::{Path, PathBuf};
 use cairn_core::canonical::jcs_digest;
 use cairn_core::{Digest, ErrorCode, HmacKey, Timestamp};
 use cairn_decisions::{
-    Comparison, DecisionBook, DecisionError, MAX_DOCUMENT_BYTES, Observation, Snapshot, compare,
+    Comparison, DecisionBook, DecisionError, DecisionState, MAX_DOCUMENT_BYTES, Observation,
+    Snapshot, compare,
 };
 use jiff::SignedDuration;
 use rand_core::RngCore as _;
@@ -410,6 +411,41 @@ impl DecisionFiles {
             now,
             window,
         ))
+    }
+
+    /// The snapshot to save under `name` for an automatic boundary (a compaction) at `now`:
+    /// the book's current decisions — except that a decision the previous snapshot of `name`
+    /// holds and the book has since changed without approval (`conflicting`) or lost
+    /// (`dropped`) keeps the previous snapshot's entry. An unapproved change thus stays
+    /// `conflicting` across any number of boundaries until a person approves it or restores
+    /// the value: a snapshot never launders one. (A person re-establishing the baseline with
+    /// `cairn decisions snapshot` takes the book as it is.)
+    ///
+    /// # Errors
+    /// Those of [`Self::book`] and [`Self::load_snapshot`]; [`DecisionFilesError::Decision`]
+    /// when the snapshot is refused (3–7 decisions).
+    pub fn boundary_snapshot(
+        &self,
+        name: &str,
+        book: &DecisionBook,
+        now: Timestamp,
+        window: SignedDuration,
+    ) -> Result<Snapshot, DecisionFilesError> {
+        let mut entries: Vec<_> = book.current().cloned().collect();
+        if let Some((previous, _)) = self.load_snapshot(name)? {
+            let comparison = self.compare_now(Some(name), now, window)?;
+            for result in comparison.decisions() {
+                let unresolved = matches!(
+                    result.state(),
+                    DecisionState::Conflicting | DecisionState::Dropped
+                );
+                if let (true, Some(kept)) = (unresolved, previous.get(result.key())) {
+                    entries.retain(|entry| entry.key() != result.key());
+                    entries.push(kept.clone());
+                }
+            }
+        }
+        Ok(Snapshot::from_entries(entries, now)?)
     }
 
     /// Compares the snapshot `name` (`None`: the latest) with observations made elsewhere
