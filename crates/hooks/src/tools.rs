@@ -288,7 +288,10 @@ fn denial_reason(
             cairn_core::strict_json::MAX_DEPTH
         ),
         _ => match restriction.filter(|r| denial.reason == r.reason) {
-            Some(restriction) => format!("Cairn denied `{name}`: {}", restriction.message),
+            Some(restriction) => format!(
+                "Cairn denied `{name}` (rule {}): {}",
+                restriction.rule, restriction.message
+            ),
             None if rules.is_empty() => format!(
                 "Cairn denied `{name}`: no policy permits it (default deny, reason `{}`). See why: cairn policy explain --tool {name} --args '<the call's arguments>'",
                 denial.reason

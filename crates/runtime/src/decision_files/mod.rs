@@ -567,12 +567,23 @@ fn book_observations(
     let Some(snapshot) = snapshot else {
         return Ok(after);
     };
-    let missing: Vec<_> = snapshot
+    // What the book itself shows of the baseline's decisions, now: one it no longer holds
+    // (absent), and one it holds at another revision than the baseline (a change the book
+    // records). Both are facts of the book at `now`, not re-assertions a person has yet to
+    // make, so they are fresh — a change recorded before the boundary (a baseline carried
+    // over from an earlier snapshot, `boundary_snapshot`) is judged, never left unverified.
+    let book_saw: Vec<(&cairn_decisions::entry::DecisionEntry, Option<_>)> = snapshot
         .decisions()
         .iter()
-        .filter(|entry| book.get(entry.key()).is_none())
+        .filter_map(|entry| match book.get(entry.key()) {
+            None => Some((entry, None)),
+            Some(current) if current.revision() != entry.revision() => {
+                Some((entry, Some(current.revision_ref())))
+            }
+            Some(_) => None,
+        })
         .collect();
-    if missing.is_empty() {
+    if book_saw.is_empty() {
         return Ok(after);
     }
     let book_digest = jcs_digest(book).map_err(|e| DecisionFilesError::Corrupt {
@@ -580,12 +591,14 @@ fn book_observations(
         reason: format!("cannot canonicalise the book: {e}"),
     })?;
     let source = format!("book:{book_digest}");
-    for entry in missing {
-        after.push(Observation::absent(
-            entry.key().clone(),
-            now,
-            Some(&source),
-        )?);
+    for (entry, current) in book_saw {
+        let key = entry.key().clone();
+        let observation = match current {
+            None => Observation::absent(key, now, Some(&source))?,
+            Some(revision) => Observation::of_revision(key, revision, now, Some(&source))?,
+        };
+        after.retain(|o| o.key() != entry.key());
+        after.push(observation);
     }
     Ok(after)
 }

@@ -344,3 +344,82 @@ fn compare_now_observes_the_book() {
     let source = dropped.after().unwrap().source().unwrap();
     assert!(source.starts_with("book:sha256:"), "{source}");
 }
+
+/// Issue 16, B10: an unapproved change stays `conflicting` across any number of boundaries —
+/// the next boundary's snapshot keeps the old baseline for it — until a person approves it.
+#[test]
+fn a_boundary_snapshot_never_launders_an_unapproved_change() {
+    let (_temp, files) = project();
+    three(&files);
+    let key = files.hmac_key().unwrap();
+    let window = SignedDuration::from_mins(10);
+    let boundary = |at_text: &str| {
+        let book = files.book().unwrap();
+        let snapshot = files
+            .boundary_snapshot("cc-s", &book, at(at_text), window)
+            .unwrap();
+        files.save_snapshot("cc-s", &snapshot, at(at_text)).unwrap();
+    };
+    boundary("2026-03-02T10:00:00Z");
+    // After the first boundary a person changes the scope, without an approval.
+    files
+        .update_book(|book| {
+            book.set(
+                DecisionKind::Scope,
+                &json!({"paths": ["everything/"]}),
+                None,
+                Some("cli:decisions-set"),
+                at("2026-03-02T10:05:00Z"),
+                &key,
+            )
+            .map(|_| ())
+        })
+        .unwrap();
+    let state = |now: &str| {
+        files
+            .compare_now(Some("cc-s"), at(now), window)
+            .unwrap()
+            .state()
+    };
+    assert_eq!(state("2026-03-02T10:06:00Z"), ContinuityHealth::Conflicting);
+    // A second and a third boundary: still conflicting, long after the change was made.
+    boundary("2026-03-02T11:00:00Z");
+    assert_eq!(state("2026-03-02T11:01:00Z"), ContinuityHealth::Conflicting);
+    boundary("2026-03-02T12:00:00Z");
+    let comparison = files
+        .compare_now(Some("cc-s"), at("2026-03-02T12:30:00Z"), window)
+        .unwrap();
+    assert_eq!(comparison.state(), ContinuityHealth::Conflicting);
+    let scope = comparison.decision(&DecisionKind::Scope).unwrap();
+    assert_eq!(scope.state(), DecisionState::Conflicting);
+    assert_eq!(scope.before().revision, 1);
+    // A person approves revision 1 → 2: the change is approved, and the next boundary's
+    // snapshot takes it as the baseline.
+    files
+        .update_book(|book| {
+            book.approve_change(
+                &DecisionKind::Scope,
+                1,
+                2,
+                "ticket:PROJ-7",
+                at("2026-03-02T12:40:00Z"),
+            )
+            .map(|_| ())
+        })
+        .unwrap();
+    let scope_state = |now: &str| {
+        files
+            .compare_now(Some("cc-s"), at(now), window)
+            .unwrap()
+            .decision(&DecisionKind::Scope)
+            .unwrap()
+            .state()
+    };
+    assert_eq!(
+        scope_state("2026-03-02T12:41:00Z"),
+        DecisionState::ApprovedChange
+    );
+    boundary("2026-03-02T13:00:00Z");
+    let snapshot = files.load_snapshot("cc-s").unwrap().unwrap().0;
+    assert_eq!(snapshot.get(&DecisionKind::Scope).unwrap().revision(), 2);
+}
