@@ -4,9 +4,11 @@
 //! Each file of `tests/hosts/scenarios/` is one scenario, played in each host it names
 //! (`"hosts"`, both by default) in a fresh project:
 //!
-//! - `"cairn"` — files put into `.cairn/` after `cairn hooks install` scaffolded it (a JSON value is written as
-//!   JSON, a string as it is); `"project"` — files put into the project folder;
-//! - `"model"` — the fake model server's script (`tests/hosts/fake-model.mjs` says its form);
+//! - `"cairn"` — files put into `.cairn/` after `cairn hooks install` scaffolded it (a JSON
+//!   value is written as JSON, a string as it is); `"project"` — files put into the project
+//!   folder (`*.sh` executable);
+//! - `"model"` — the fake model server's script (`tests/hosts/fake-model.mjs` says its form;
+//!   `${PROJECT}` is replaced in it);
 //! - `"steps"`, in order, each optionally `"only": "claude-code"|"codex"`:
 //!   - `{"host": {"prompt": "…", "resume": bool, "kill": {"signal": "TERM", "when": "file"}},
 //!     "exit": N}` runs the host (resuming its session), optionally sending it a signal once
@@ -14,6 +16,7 @@
 //!   - `{"cli": ["decisions", "set", …], "exit": N}` is a person's `cairn` command in the
 //!     project (`exit` 0 by default);
 //!   - `{"write": {"path": "text"}}` writes project files (a person's or an attacker's hand);
+//!     `{"replace": {"path": ["from", "to"]}}` edits one;
 //!   - `{"check": {…}}` checks the state now (see [`check`]).
 //! - `"check"` — the checks after the last step, and `"checks_by_host"` — more of them for
 //!   one host (`{"codex": {…}}`); `cairn ledger verify --all` must also pass unless
@@ -160,6 +163,18 @@ impl Play<'_> {
             self.cairn(&args).expect(i32::try_from(exit).unwrap());
         } else if let Some(files) = step.get("write").and_then(Value::as_object) {
             write_files(&self.run.project, files);
+        } else if let Some(edits) = step.get("replace").and_then(Value::as_object) {
+            for (path, change) in edits {
+                let path = self.run.project.join(path);
+                let text = std::fs::read_to_string(&path).unwrap();
+                let (from, to) = (change[0].as_str().unwrap(), change[1].as_str().unwrap());
+                assert!(
+                    text.contains(from),
+                    "{at}: {} lacks {from:?}",
+                    path.display()
+                );
+                std::fs::write(&path, text.replace(from, to)).unwrap();
+            }
         } else if let Some(expect) = step.get("check") {
             self.check(&at, expect);
         } else {
@@ -168,7 +183,7 @@ impl Play<'_> {
     }
 
     /// Checks what `expect` says:
-    /// - `"absent"` / `"present"`: project files;
+    /// - `"absent"` / `"present"`: project files; `"contains"`: `{"path": "text"}`;
     /// - `"runs"`: the runs (`cairn runs list --json`), each partially matched, in order;
     /// - `"records"`: the records of `${RUN}` (or of `"run"`) in a short form — `kind`,
     ///   `tool`, `decision`, `rules`, `event`, `trigger`, `reason`, `termination` — each
@@ -192,6 +207,17 @@ impl Play<'_> {
                 self.run.project.join(&path).exists(),
                 "{at}: {path} does not exist"
             );
+        }
+        if let Some(files) = expect.get("contains").and_then(Value::as_object) {
+            for (path, text) in files {
+                let actual =
+                    std::fs::read_to_string(self.run.project.join(path)).unwrap_or_default();
+                let text = text.as_str().unwrap();
+                assert!(
+                    actual.contains(text),
+                    "{at}: {path} lacks {text:?}: {actual:?}"
+                );
+            }
         }
         if let Some(runs) = expect.get("runs") {
             let actual = self.cairn(&["--json", "runs", "list"]).expect(0).json();
@@ -382,6 +408,10 @@ fn write_files(root: &Path, files: &serde_json::Map<String, Value>) {
             other => serde_json::to_string_pretty(other).unwrap(),
         };
         std::fs::write(&target, text).unwrap();
+        if path.ends_with(".sh") {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
     }
 }
 
@@ -404,7 +434,10 @@ fn play(installed: &Installed, file: &Path, scenario: &Value, host: Host) {
     };
     let project = root.join("project");
     std::fs::create_dir_all(&project).unwrap();
-    let server = ModelServer::start(installed, &scenario["model"], &root);
+    let script = scenario["model"]
+        .to_string()
+        .replace("${PROJECT}", project.to_str().unwrap());
+    let server = ModelServer::start(installed, &serde_json::from_str(&script).unwrap(), &root);
     let run = HostRun::new(host, installed, &root, &project, server.port);
     let mut play = Play {
         name,

@@ -49,7 +49,14 @@ impl crate::engine::Session<'_> {
     pub(crate) fn pre_tool_use(&mut self, tool: &ToolUse) -> Result<Answer, HookError> {
         // The lanes judge file paths below the same resolved root as the guard.
         let guard = self.guard();
-        let lanes = cairn_runtime::project::load_lanes(&self.project.lanes(), guard.root())?;
+        let mut lanes = cairn_runtime::project::load_lanes(&self.project.lanes(), guard.root())?;
+        if let Some(book) = lanes.as_mut()
+            && !self.config.tools.is_consequential(&tool.name)
+        {
+            // A tool the hooks know only reads has no effects unless a binding says so
+            // (issue 16, B12): a lanes file does not quietly disable `Grep` or `WebFetch`.
+            book.bind_read_only(&tool.name);
+        }
         let needs_rows = lanes.is_some()
             || self.state.unresolved_hint != Some(false)
             || self.state.boundary.phase == crate::session::Phase::Compacted;
@@ -264,6 +271,12 @@ fn denial_reason(
             let key = executor.unresolved().blocking(name).unwrap_or("?");
             format!(
                 "Cairn denied `{name}`: an earlier `{name}` call's side effect has an unknown outcome (idempotency key `{key}`); it must not be retried blindly (rule {rules}). Once a person has checked the effect: cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF"
+            )
+        }
+        "outside_lane" if rules == "cairn.lane-unbound-tool" => {
+            let detail = denial.detail.as_deref().unwrap_or_default();
+            format!(
+                "Cairn denied `{name}` (rule {rules}): {detail}. Ask the user to add the binding; a lane ruling does not help here."
             )
         }
         "outside_lane" => {

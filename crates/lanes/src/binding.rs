@@ -136,6 +136,12 @@ impl Bindings {
         self.tools.insert(tool, templates);
     }
 
+    /// Whether `tool` has a binding.
+    #[must_use]
+    pub fn is_bound(&self, tool: &str) -> bool {
+        self.tools.contains_key(tool)
+    }
+
     /// Makes absolute paths below `root` (an absolute path; a relative one is ignored) relative
     /// to it in `file:` refs, so that `/work/app/src/lib.rs` in a project at `/work/app` is
     /// `file:src/lib.rs`, the ref lane scopes are written in. Paths elsewhere stay absolute,

@@ -217,6 +217,13 @@ impl LaneBook {
         Self { config, lanes }
     }
 
+    /// Declares `tool` one that only reads, as the caller knows it (the hooks' read-only
+    /// tools): without a binding of its own it has no effects, so every lane admits it.
+    /// Unknown tools are still denied (`cairn.lane-unbound-tool`).
+    pub fn bind_read_only(&mut self, tool: &str) {
+        self.config.bind_read_only(tool);
+    }
+
     fn state(&self, lane: &str) -> Result<&LaneState, LaneEventError> {
         self.lanes
             .get(lane)
@@ -462,34 +469,33 @@ impl LaneBook {
                 );
             }
         }
-        let effects =
-            match self
-                .config
-                .bindings()
-                .effects_resolved(call.tool, call.args, call.resolve)
-            {
-                Ok(effects) => effects,
-                Err(UnknownEffects::UnboundTool) => {
-                    return denied(
-                        lane,
-                        "cairn.lane-unbound-tool",
-                        format!(
-                            "`{}` has no capability binding: its effects are unknown",
-                            call.tool
-                        ),
-                    );
-                }
-                Err(UnknownEffects::MissingArgument(arg)) => {
-                    return denied(
-                        lane,
-                        "cairn.lane-unbound-tool",
-                        format!(
-                            "`{}` needs the argument `{arg}` to know its effects",
-                            call.tool
-                        ),
-                    );
-                }
-            };
+        let effects = match self.config.bindings().effects_resolved(
+            call.tool,
+            call.args,
+            call.resolve,
+        ) {
+            Ok(effects) => effects,
+            Err(UnknownEffects::UnboundTool) => {
+                return denied(
+                    lane,
+                    "cairn.lane-unbound-tool",
+                    format!(
+                        "`{tool}` has no capability binding, so its effects are unknown; a person adds one to `tool_bindings` in the lanes file, such as `\"{tool}\": {{\"effect_refs\": [\"capability:{tool}\"]}}` (or `[]` for a tool that changes nothing)",
+                        tool = call.tool
+                    ),
+                );
+            }
+            Err(UnknownEffects::MissingArgument(arg)) => {
+                return denied(
+                    lane,
+                    "cairn.lane-unbound-tool",
+                    format!(
+                        "`{}` needs the argument `{arg}` to know its effects (its binding in the lanes file names it)",
+                        call.tool
+                    ),
+                );
+            }
+        };
         for effect in &effects {
             match state.lane.fit(effect) {
                 ScopeFit::Inside => {}

@@ -468,6 +468,14 @@ impl LaneConfig {
         &self.bindings
     }
 
+    /// Gives `tool` the binding of a tool that only reads — no effect refs — unless the
+    /// declarations bind it otherwise.
+    pub fn bind_read_only(&mut self, tool: &str) {
+        if !self.bindings.is_bound(tool) {
+            self.bindings.insert(tool.to_owned(), Vec::new());
+        }
+    }
+
     /// The configuration of the project at `root` (absolute): absolute file paths below it
     /// in tool arguments become project-relative `file:` refs
     /// ([`Bindings::with_project_root`]), and so do the lanes' `file:` patterns written with

@@ -1,6 +1,8 @@
 //! `cairn init`: scaffolds `.cairn/` in observe-first mode — a policy set that allows and
-//! records everything (with commented examples of tighter rules), a tool catalog, and a
-//! checkpoint signing key. Existing files are never overwritten.
+//! records everything (with commented examples of tighter rules), a tool catalog declaring
+//! the hosts' built-in tools, an example of lanes (`lanes.example.json`, not read until
+//! copied to `lanes.json`), and a checkpoint signing key. Existing files are never
+//! overwritten.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -17,6 +19,11 @@ use crate::output::Outcome;
 pub const STARTER_POLICY: &str = include_str!("../../templates/starter.cedar");
 /// The starter tool catalog.
 pub const STARTER_TOOLS: &str = include_str!("../../templates/tools.json");
+/// An example of lanes for Claude Code and Codex, under a name Cairn does not read: copied
+/// to `lanes.json`, it puts the project's calls on lanes.
+pub const LANES_EXAMPLE: &str = include_str!("../../templates/lanes.example.json");
+/// The example's file name inside `.cairn/`.
+pub const LANES_EXAMPLE_FILE: &str = "lanes.example.json";
 
 /// Writes `text` to `path` unless it exists; says which happened.
 fn write_new(path: &Path, text: &str) -> Result<bool, Failure> {
@@ -127,7 +134,12 @@ pub(crate) fn scaffold(base: &Path) -> Result<Scaffold, Failure> {
     let tools_file = project.join(TOOLS_FILE);
     let mut created: Vec<PathBuf> = Vec::new();
     let mut kept: Vec<PathBuf> = Vec::new();
-    for (path, text) in [(&policy_file, STARTER_POLICY), (&tools_file, STARTER_TOOLS)] {
+    let lanes_example = project.join(LANES_EXAMPLE_FILE);
+    for (path, text) in [
+        (&policy_file, STARTER_POLICY),
+        (&tools_file, STARTER_TOOLS),
+        (&lanes_example, LANES_EXAMPLE),
+    ] {
         if write_new(path, text)? {
             created.push(path.clone());
         } else {
