@@ -17,7 +17,8 @@
 //   STEP: {"calls": [CALL, ...], "context": "full"?} | {"text": "...", "context": "full"?}
 //   CALL: {"shell": "command", "timeout_ms": N?}            the host's shell tool
 //       | {"tool": "Name", "input": {...}, "host": "claude-code"|"codex"?}  a named tool
-//   A CALL with "host" is sent only to that host; a step left with no call is skipped.
+//   A CALL or STEP with "host" is played only in that host; a step left with no call is
+//   skipped.
 
 import http from 'node:http';
 import fs from 'node:fs';
@@ -86,6 +87,7 @@ function isMainRequest(body) {
 function nextStep(host) {
   while (cursor < steps.length) {
     const step = steps[cursor++];
+    if (step.host && step.host !== host) continue;
     if (step.text !== undefined) return step;
     const calls = (step.calls ?? []).filter((call) => !call.host || call.host === host);
     if (calls.length > 0) return { ...step, calls };

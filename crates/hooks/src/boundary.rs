@@ -270,6 +270,13 @@ impl Session<'_> {
     /// once: at `SessionStart(compact)`, built from the durable record as it stands (before
     /// `PostCompact` it says the summary's digest is still to be bound, which is true).
     pub(crate) fn session_start(&mut self, source: &str) -> Result<Answer, HookError> {
+        // A new process of the host (resumed, restarted, cleared): calls the previous one
+        // admitted and never reported on are over — it was killed while they ran.
+        let mut told = if source == "compact" {
+            Vec::new()
+        } else {
+            self.settle_pending(&format!("session_start_{source}"))?
+        };
         if source == "compact" {
             match self.state.boundary.phase {
                 // The compaction's `PreCompact` was not seen: no snapshot was taken.
@@ -282,10 +289,14 @@ impl Session<'_> {
             }
         }
         self.rehydrate_standalone_if_due()?;
-        let context = self.state.context.take();
-        let answer = context.map_or_else(Answer::silent, |text| {
-            Answer::context("SessionStart", &text)
-        });
+        if let Some(context) = self.state.context.take() {
+            told.insert(0, context);
+        }
+        let answer = if told.is_empty() {
+            Answer::silent()
+        } else {
+            Answer::context("SessionStart", &told.join("\n\n"))
+        };
         // Without a signing key the session is gated and recorded, but its run can never be
         // closed with a signed checkpoint: say so now, not silently at `SessionEnd`.
         Ok(match Keyring::open(self.keys_dir()).active_signing_key() {
@@ -604,8 +615,12 @@ impl Session<'_> {
         if !exists {
             return Ok(Answer::silent());
         }
-        // A compaction still to be checked is checked before the run closes, so that every
-        // compaction of a closed run has its rehydration record.
+        // A call still running when the session ends has an unknown outcome (a host sends
+        // `SessionEnd` when it is stopped mid-call); then a compaction still to be checked is
+        // checked before the run closes, so every compaction of a closed run has its
+        // rehydration record.
+        // (What was settled is reported by the note below: the run stays open.)
+        self.settle_pending("session_end")?;
         self.settle_unrecorded_compaction()?;
         self.rehydrate_standalone_if_due()?;
         let store = self.store()?;

@@ -217,11 +217,61 @@ impl crate::engine::Session<'_> {
     }
 
     /// `Stop`: the end of a turn, not of the session. Records are durable already (`sync`);
-    /// a rehydration still due (Codex, whose first event after a compaction may be this one)
-    /// runs now.
+    /// a consequential call admitted in the turn whose outcome never came is
+    /// `side_effect_unknown` now (see [`Self::settle_pending`]); a rehydration still due
+    /// (Codex, whose first event after a compaction may be this one) runs now.
     pub(crate) fn stop(&mut self) -> Result<Answer, HookError> {
+        let told = self.settle_pending("stop")?;
         self.rehydrate_standalone_if_due()?;
-        Ok(Answer::silent())
+        Ok(if told.is_empty() {
+            Answer::silent()
+        } else {
+            Answer::system_message(&told.join("\n"))
+        })
+    }
+
+    /// Calls admitted and never followed by their outcome when `event` came — the turn's
+    /// `Stop`, `SessionEnd`, or the `SessionStart` of a host that was killed — are over as far
+    /// as the host will ever tell: a consequential one may or may not have taken effect (the
+    /// host was killed while it ran; Codex left a long command running and never reports on
+    /// it). Each is recorded as `side_effect_unknown` under its idempotency key (E-2), which
+    /// refuses consequential calls until a person reconciles it. Parallel calls are not
+    /// touched before then: a `PreToolUse` for one call before another's `PostToolUse` is
+    /// normal. Returns what to tell the user (and the model, where the event can carry it).
+    pub(crate) fn settle_pending(&mut self, event: &str) -> Result<Vec<String>, HookError> {
+        if self.state.steps.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (consequential, harmless): (Vec<_>, Vec<_>) = std::mem::take(&mut self.state.steps)
+            .into_iter()
+            .partition(|(_, pending)| pending.consequential);
+        drop(harmless);
+        if consequential.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Saved before the records, as `post_tool_use` does: a later `PreToolUse` must never
+        // skip the records that hold an unresolved side effect. The steps stay listed until
+        // their record is written.
+        self.state.steps = consequential.iter().cloned().collect();
+        self.state.unresolved_hint = Some(true);
+        self.files.save(&self.state)?;
+        let mut recorder = self.recorder()?;
+        let run = recorder.run_id().to_string();
+        let mut told = Vec::new();
+        for (id, pending) in consequential {
+            let key = idempotency_key(&run, pending.step);
+            let mut record = unknown_event(&key)?;
+            record.reason = Some(Label::new(format!("no_outcome_by_{event}"))?);
+            recorder.record_boundary(record, None)?;
+            self.state.steps.remove(&id);
+            told.push(format!(
+                "[Cairn] The `{}` call admitted as step {} never reported its outcome before `{event}` (the host was stopped while it ran, or left it running), so it may or may not have taken effect. It is recorded as side_effect_unknown under idempotency key `{key}`; consequential calls are refused until a person checks the effect and runs `cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF`.",
+                pending.tool, pending.step
+            ));
+        }
+        recorder.flush()?;
+        self.state.observation = recorder.current_observation();
+        Ok(told)
     }
 
     /// The answer of an event that can carry context for the model: the pending re-injected
