@@ -650,12 +650,13 @@ fn issue_15_item_11_a_store_whose_pages_are_garbage_is_reported_as_tampering() {
 fn issue_15_item_12_a_tool_named_like_the_checkpoint_schema_keeps_its_bundle_verifiable() {
     let dir = project(REFUND_POLICY, REFUND_TOOLS);
     let d = dir.path();
-    hook(
-        d,
-        "claude-code",
-        &pre_tool_use("named", d, "cairn.checkpoint/v1", "{}"),
-    )
-    .expect(0);
+    let call = pre_tool_use("named", d, "cairn.checkpoint/v1", "{}");
+    hook(d, "claude-code", &call).expect(0);
+    // Its outcome comes back (a call left without one at SessionEnd keeps the run open).
+    let mut done: serde_json::Value = serde_json::from_str(&call).unwrap();
+    done["hook_event_name"] = json!("PostToolUse");
+    done["tool_response"] = json!({"ok": true});
+    hook(d, "claude-code", &done.to_string()).expect(0);
     let end = json!({"session_id": "named", "cwd": d, "hook_event_name": "SessionEnd", "reason": "other"});
     hook(d, "claude-code", &end.to_string()).expect(0);
     let bundle = d.join("named.jsonl");

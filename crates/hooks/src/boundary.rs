@@ -49,6 +49,7 @@ use crate::engine::Session;
 use crate::error::HookError;
 use crate::gate::{RULE_CONFLICTING, RULE_DROPPED, RULE_EVIDENCE_MISSING, Restriction};
 use crate::session::{Boundary, ContinuityNote, DecisionNote, Phase, SnapshotNote};
+use crate::tools::Settle;
 
 /// What became of the decision snapshot before a boundary.
 enum Snap {
@@ -275,7 +276,7 @@ impl Session<'_> {
         let mut told = if source == "compact" {
             Vec::new()
         } else {
-            self.settle_pending(&format!("session_start_{source}"))?
+            self.settle_pending(&format!("session_start_{source}"), Settle::All)?
         };
         if source == "compact" {
             match self.state.boundary.phase {
@@ -620,7 +621,7 @@ impl Session<'_> {
         // checked before the run closes, so every compaction of a closed run has its
         // rehydration record.
         // (What was settled is reported by the note below: the run stays open.)
-        self.settle_pending("session_end")?;
+        self.settle_pending("session_end", Settle::All)?;
         self.settle_unrecorded_compaction()?;
         self.rehydrate_standalone_if_due()?;
         let store = self.store()?;

@@ -311,6 +311,7 @@ impl<'a> Session<'a> {
             }
             Event::SessionStart { source } => self.session_start(source),
             Event::Stop => self.stop(),
+            Event::SubagentStop { agent } => self.subagent_stop(agent.as_deref()),
             Event::SessionEnd { reason } => self.session_end(reason),
             Event::Ignored(_) | Event::Unknown { .. } => Ok(Answer::silent()),
         }

@@ -27,10 +27,9 @@ use crate::host::Host;
 pub const MAX_INPUT_BYTES: usize = 32 << 20;
 
 /// The events a host may send that Cairn knows and deliberately does not act on.
-const IGNORED_EVENTS: [&str; 25] = [
+const IGNORED_EVENTS: [&str; 24] = [
     "Notification",
     "SubagentStart",
-    "SubagentStop",
     "PermissionRequest",
     "PermissionDenied",
     "PostToolBatch",
@@ -64,6 +63,8 @@ pub struct ToolUse {
     pub input: Box<RawValue>,
     /// The host's id of the call, linking `PreToolUse` to `PostToolUse`.
     pub id: Option<String>,
+    /// The subagent making the call (`agent_id`), when it is not the session's main agent.
+    pub agent: Option<String>,
 }
 
 /// How a tool call ended, as `PostToolUse` or `PostToolUseFailure` report it.
@@ -116,6 +117,11 @@ pub enum Event {
     },
     /// The agent finished a turn.
     Stop,
+    /// A subagent finished.
+    SubagentStop {
+        /// Its id (`agent_id`).
+        agent: Option<String>,
+    },
     /// The session ended.
     SessionEnd {
         /// Why (`clear`, `logout`, `prompt_input_exit`, `other`, …).
@@ -149,6 +155,7 @@ impl Event {
             Self::PostCompact { .. } => "PostCompact",
             Self::SessionStart { .. } => "SessionStart",
             Self::Stop => "Stop",
+            Self::SubagentStop { .. } => "SubagentStop",
             Self::SessionEnd { .. } => "SessionEnd",
             Self::Ignored(name) | Self::Unknown { name, .. } => name,
         }
@@ -317,11 +324,17 @@ fn tool_use(map: &RawMap, event: &str, input_required: bool) -> Result<ToolUse, 
             .map_err(|e| malformed(e.to_string(), event_name))?,
     };
     let id: Option<String> = field(map, "tool_use_id", "a string", event_name)?;
-    Ok(ToolUse { name, input, id })
+    let agent: Option<String> = field(map, "agent_id", "a string", event_name)?;
+    Ok(ToolUse {
+        name,
+        input,
+        id,
+        agent: agent.filter(|a| !a.is_empty()),
+    })
 }
 
 /// The events [`parse_event`] acts on by name.
-const HANDLED_EVENTS: [&str; 9] = [
+const HANDLED_EVENTS: [&str; 10] = [
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
@@ -330,6 +343,7 @@ const HANDLED_EVENTS: [&str; 9] = [
     "PostCompact",
     "SessionStart",
     "Stop",
+    "SubagentStop",
     "SessionEnd",
 ];
 
@@ -382,6 +396,9 @@ fn parse_event(map: &RawMap, name: &str) -> Result<Event, HookError> {
             source: text("source")?.unwrap_or_else(|| "startup".to_owned()),
         },
         "Stop" => Event::Stop,
+        "SubagentStop" => Event::SubagentStop {
+            agent: text("agent_id")?.filter(|a| !a.is_empty()),
+        },
         "SessionEnd" => Event::SessionEnd {
             reason: text("reason")?.unwrap_or_else(|| "other".to_owned()),
         },

@@ -58,6 +58,10 @@ pub struct PendingStep {
     pub tool: String,
     /// Whether the tool is consequential.
     pub consequential: bool,
+    /// The subagent that made the call, when not the main agent: its calls end with its
+    /// `SubagentStop`, not with the main agent's `Stop`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// Where the session is in the boundary protocol.
@@ -418,6 +422,7 @@ mod tests {
                 step: 3,
                 tool: "Bash".to_owned(),
                 consequential: true,
+                agent: Some("a1".to_owned()),
             },
         );
         files.save(&state).unwrap();
@@ -466,6 +471,7 @@ mod tests {
                     step,
                     tool: "Bash".to_owned(),
                     consequential: true,
+                    agent: None,
                 },
             );
         }

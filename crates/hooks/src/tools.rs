@@ -109,6 +109,7 @@ impl crate::engine::Session<'_> {
                             step,
                             tool: tool.name.clone(),
                             consequential,
+                            agent: tool.agent.clone(),
                         },
                     );
                 }
@@ -221,8 +222,21 @@ impl crate::engine::Session<'_> {
     /// `side_effect_unknown` now (see [`Self::settle_pending`]); a rehydration still due
     /// (Codex, whose first event after a compaction may be this one) runs now.
     pub(crate) fn stop(&mut self) -> Result<Answer, HookError> {
-        let told = self.settle_pending("stop")?;
+        let told = self.settle_pending("stop", Settle::MainAgent)?;
         self.rehydrate_standalone_if_due()?;
+        Ok(if told.is_empty() {
+            Answer::silent()
+        } else {
+            Answer::system_message(&told.join("\n"))
+        })
+    }
+
+    /// `SubagentStop`: the subagent's calls that never reported an outcome are unknown.
+    pub(crate) fn subagent_stop(&mut self, agent: Option<&str>) -> Result<Answer, HookError> {
+        let told = match agent {
+            Some(agent) => self.settle_pending("subagent_stop", Settle::Agent(agent))?,
+            None => Vec::new(),
+        };
         Ok(if told.is_empty() {
             Answer::silent()
         } else {
@@ -238,21 +252,23 @@ impl crate::engine::Session<'_> {
     /// refuses consequential calls until a person reconciles it. Parallel calls are not
     /// touched before then: a `PreToolUse` for one call before another's `PostToolUse` is
     /// normal. Returns what to tell the user (and the model, where the event can carry it).
-    pub(crate) fn settle_pending(&mut self, event: &str) -> Result<Vec<String>, HookError> {
-        if self.state.steps.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (consequential, harmless): (Vec<_>, Vec<_>) = std::mem::take(&mut self.state.steps)
+    pub(crate) fn settle_pending(
+        &mut self,
+        event: &str,
+        which: Settle<'_>,
+    ) -> Result<Vec<String>, HookError> {
+        let (over, going_on): (Vec<_>, Vec<_>) = std::mem::take(&mut self.state.steps)
             .into_iter()
-            .partition(|(_, pending)| pending.consequential);
-        drop(harmless);
+            .partition(|(_, pending)| which.covers(pending.agent.as_deref()));
+        self.state.steps = going_on.into_iter().collect();
+        let consequential: Vec<_> = over.into_iter().filter(|(_, p)| p.consequential).collect();
         if consequential.is_empty() {
             return Ok(Vec::new());
         }
         // Saved before the records, as `post_tool_use` does: a later `PreToolUse` must never
         // skip the records that hold an unresolved side effect. The steps stay listed until
         // their record is written.
-        self.state.steps = consequential.iter().cloned().collect();
+        self.state.steps.extend(consequential.iter().cloned());
         self.state.unresolved_hint = Some(true);
         self.files.save(&self.state)?;
         let mut recorder = self.recorder()?;
@@ -284,6 +300,27 @@ impl crate::engine::Session<'_> {
             Answer::silent()
         } else {
             Answer::context(event, &extra.join("\n\n"))
+        }
+    }
+}
+
+/// Whose calls are over at an event.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Settle<'a> {
+    /// The main agent's (its turn ended: `Stop`); subagents may still be working.
+    MainAgent,
+    /// One subagent's (`SubagentStop`).
+    Agent(&'a str),
+    /// Everyone's (the session ended, or a new host process started).
+    All,
+}
+
+impl Settle<'_> {
+    fn covers(self, agent: Option<&str>) -> bool {
+        match self {
+            Self::MainAgent => agent.is_none(),
+            Self::Agent(id) => agent == Some(id),
+            Self::All => true,
         }
     }
 }

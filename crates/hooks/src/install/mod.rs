@@ -62,6 +62,7 @@ pub const fn events(host: Host) -> &'static [&'static str] {
             "PreCompact",
             "PostCompact",
             "Stop",
+            "SubagentStop",
             "SessionEnd",
         ],
         Host::Codex => &[
