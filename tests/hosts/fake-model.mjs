@@ -74,7 +74,9 @@ const SUMMARY_ASKS = [
 
 function isSummaryRequest(body) {
   const messages = body.messages ?? body.input ?? [];
-  const last = Array.isArray(messages) ? messages[messages.length - 1] : undefined;
+  // The ask is in the latest user message; a host may append a system note after it.
+  const list = Array.isArray(messages) ? messages : [];
+  const last = [...list].reverse().find((m) => m?.role === 'user') ?? list[list.length - 1];
   const texts = [textOf(last?.content ?? last), textOf(body.system), body.instructions ?? ''];
   return texts.some((text) => SUMMARY_ASKS.some((re) => re.test(text)));
 }
