@@ -14,7 +14,12 @@
 //! decides) and by the project's resident server (`cairn hooks serve`), interleaved with the
 //! bare start.
 //!
-//! Run: `cargo bench -p cairn-cli --bench hook` (set `CAIRN_BENCH_CALLS` to change the 200).
+//! A second table (issue 16) times a call against the length of its run: sessions whose runs
+//! already hold 0, 1,000, 10,000 and 50,000 records (written through the library first),
+//! called round-robin. Target: every length within 1.1× of the fresh run's median.
+//!
+//! Run: `cargo bench -p cairn-cli --bench hook` (`CAIRN_BENCH_CALLS` changes the 200,
+//! `CAIRN_BENCH_LENGTH_CALLS` the 60 per length; `CAIRN_BENCH_PHASE=calls|length` runs one).
 
 #![allow(
     clippy::unwrap_used,
@@ -61,8 +66,13 @@ fn version() -> Duration {
 }
 
 fn pre_tool_use(project: &Path, mode: Mode, i: usize) -> Duration {
+    call_in(project, mode, mode.session(), i)
+}
+
+/// One `PreToolUse` of `session`, answered as `mode` says.
+fn call_in(project: &Path, mode: Mode, session: &str, i: usize) -> Duration {
     let stdin = serde_json::json!({
-        "session_id": mode.session(),
+        "session_id": session,
         "transcript_path": "/home/dev/.claude/projects/bench/bench-session.jsonl",
         "cwd": project,
         "permission_mode": "default",
@@ -149,18 +159,146 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// A project from `cairn init` (observe-first: every call allowed and recorded).
+fn init_project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let init = cairn()
+        .args(["init", "--dir", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(init.status.success());
+    dir
+}
+
+/// Gives the session `session` of the project at `project` a run of `records` records
+/// before its first hook call, written through the library (batch commits), as a long
+/// session would have left it.
+fn fill(project: &Path, session: &str, records: u64) {
+    use cairn_ledger::record::{BoundaryEvent, Label};
+    use std::sync::Arc;
+    if records == 0 {
+        return;
+    }
+    let store = cairn_store_sqlite::SqliteStore::open(
+        project.join(".cairn/cairn.db"),
+        cairn_store_sqlite::OpenMode::CreateIfMissing,
+    )
+    .unwrap();
+    let run = format!("cc-{session}");
+    let mut recorder = cairn_runtime::Recorder::open(
+        Arc::new(store),
+        Arc::new(cairn_core::SystemClock),
+        (
+            "local".parse().unwrap(),
+            format!("task-{run}").parse().unwrap(),
+            run.parse().unwrap(),
+        ),
+        cairn_runtime::RecorderOptions {
+            durability: cairn_runtime::Durability::Batch {
+                max_records: 4096,
+                max_delay: std::time::Duration::from_secs(60),
+            },
+            content_retention: None,
+        },
+    )
+    .unwrap();
+    for _ in 0..records {
+        recorder
+            .record_boundary(BoundaryEvent::new(Label::new("bench_fill").unwrap()), None)
+            .unwrap();
+    }
+    recorder.flush().unwrap();
+}
+
+/// The cost of a call against the length of its run (issue 16): sessions whose runs already
+/// hold 0, 1,000, 10,000 and 50,000 records, called round-robin so that every length sees the
+/// same machine noise, without a server and through the resident server.
+fn run_length(calls: usize) {
+    const LENGTHS: [u64; 4] = [0, 1_000, 10_000, 50_000];
+    let dir = init_project();
+    let project = dir.path();
+    for prefix in ["len-cold", "len-resident"] {
+        for n in LENGTHS {
+            fill(project, &format!("{prefix}-{n}"), n);
+        }
+    }
+    let mut server = serve(project);
+    let mut times = vec![Vec::with_capacity(calls); LENGTHS.len() * 2];
+    for i in 0..(calls + WARM_UP / 4) {
+        for (m, (mode, prefix)) in [(Mode::Cold, "len-cold"), (Mode::Resident, "len-resident")]
+            .into_iter()
+            .enumerate()
+        {
+            for (k, n) in LENGTHS.iter().enumerate() {
+                let took = call_in(project, mode, &format!("{prefix}-{n}"), i);
+                if i >= WARM_UP / 4 {
+                    times[m * LENGTHS.len() + k].push(took);
+                }
+            }
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    println!();
+    println!(
+        "a PreToolUse against the length of its run ({calls} calls per length and mode, round-robin)"
+    );
+    println!(
+        "| records already in the run | no server: median | ratio to a fresh run | resident server: median | ratio to a fresh run |"
+    );
+    println!("|---|---|---|---|---|");
+    for v in &mut times {
+        v.sort();
+    }
+    let fresh = |m: usize| percentile(&times[m * LENGTHS.len()], 50.0).as_secs_f64();
+    for (k, n) in LENGTHS.iter().enumerate() {
+        let cold = percentile(&times[k], 50.0);
+        let resident = percentile(&times[LENGTHS.len() + k], 50.0);
+        println!(
+            "| {n} | {:.2} ms | {:.3}x | {:.2} ms | {:.3}x |",
+            ms(cold),
+            cold.as_secs_f64() / fresh(0),
+            ms(resident),
+            resident.as_secs_f64() / fresh(1)
+        );
+    }
+    let worst = LENGTHS
+        .iter()
+        .enumerate()
+        .flat_map(|(k, _)| {
+            [
+                percentile(&times[k], 50.0).as_secs_f64() / fresh(0),
+                percentile(&times[LENGTHS.len() + k], 50.0).as_secs_f64() / fresh(1),
+            ]
+        })
+        .fold(0.0_f64, f64::max);
+    println!(
+        "target: every length within 1.1x of the fresh run's: {} (worst {worst:.3}x)",
+        if worst <= 1.1 { "reached" } else { "missed" }
+    );
+}
+
 fn main() {
+    let phase = std::env::var("CAIRN_BENCH_PHASE").unwrap_or_default();
+    if phase.is_empty() || phase == "length" {
+        let calls = std::env::var("CAIRN_BENCH_LENGTH_CALLS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(60);
+        run_length(calls);
+    }
+    if phase.is_empty() || phase == "calls" {
+        per_call();
+    }
+}
+
+fn per_call() {
     let calls: usize = std::env::var("CAIRN_BENCH_CALLS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = init_project();
     let project = dir.path();
-    let init = cairn()
-        .args(["init", "--dir", project.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(init.status.success());
     let mut server = serve(project);
     for i in 0..WARM_UP {
         version();

@@ -145,6 +145,41 @@ impl RootBuilder {
         self.len == 0
     }
 
+    /// The builder's state as bytes — the leaf count (8 bytes, big-endian), then the pending
+    /// subtree roots from the smallest up, one per set bit of the count (32 bytes each) — so
+    /// a writer can resume a tree of any size without reading its leaves again.
+    #[must_use]
+    pub fn frontier(&self) -> Vec<u8> {
+        let mut bytes = Vec::with_capacity(8 + 32 * self.len.count_ones() as usize);
+        bytes.extend_from_slice(&self.len.to_be_bytes());
+        for (level, subtree) in self.subtrees.iter().enumerate() {
+            if (self.len >> level) & 1 == 1 {
+                bytes.extend_from_slice(subtree);
+            }
+        }
+        bytes
+    }
+
+    /// The builder [`RootBuilder::frontier`] wrote, or `None` when `bytes` are not one (a
+    /// wrong length for the count they start with).
+    #[must_use]
+    pub fn from_frontier(bytes: &[u8]) -> Option<Self> {
+        let (count, rest) = bytes.split_first_chunk::<8>()?;
+        let len = u64::from_be_bytes(*count);
+        if rest.len() != 32 * len.count_ones() as usize {
+            return None;
+        }
+        let mut builder = Self::new();
+        builder.len = len;
+        let mut hashes = rest.chunks_exact(32);
+        for (level, slot) in builder.subtrees.iter_mut().enumerate() {
+            if (len >> level) & 1 == 1 {
+                slot.copy_from_slice(hashes.next()?);
+            }
+        }
+        Some(builder)
+    }
+
     /// The Merkle Tree Hash of every leaf pushed so far.
     #[must_use]
     pub fn root(&self) -> Hash {
@@ -329,5 +364,32 @@ mod tests {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod frontier_tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use super::*;
+
+    #[test]
+    fn a_builder_resumed_from_its_frontier_grows_the_same_tree() {
+        let leaf = |i: u64| leaf_hash(&i.to_be_bytes());
+        let mut whole = RootBuilder::new();
+        for size in 0..300_u64 {
+            let resumed = RootBuilder::from_frontier(&whole.frontier()).unwrap();
+            assert_eq!(resumed.len(), size);
+            assert_eq!(resumed.root(), whole.root());
+            let mut grown = resumed;
+            grown.push(leaf(size));
+            whole.push(leaf(size));
+            assert_eq!(grown.root(), whole.root(), "size {size}");
+        }
+        // Bytes of the wrong length for their count are not a frontier.
+        let mut bytes = whole.frontier();
+        bytes.pop();
+        assert!(RootBuilder::from_frontier(&bytes).is_none());
+        assert!(RootBuilder::from_frontier(&[0; 7]).is_none());
     }
 }

@@ -44,6 +44,35 @@ impl RunInfo {
     }
 }
 
+/// Where a writer resumes an unterminated run: its summary, the digest of its last record
+/// and the Merkle tree of its record digests so far.
+#[derive(Debug, Clone)]
+pub struct ResumePoint {
+    /// The run.
+    pub info: RunInfo,
+    /// The digest of its last record (`None` before the first).
+    pub head: Option<Digest>,
+    /// The RFC 6962 tree over its record digests, ready for the next leaf.
+    pub tree: crate::merkle::RootBuilder,
+}
+
+impl ResumePoint {
+    /// The resume point of the run `info` whose record digests, in step order, are
+    /// `digests` (reading them all: the slow way every store can take).
+    #[must_use]
+    pub fn from_digests(info: RunInfo, digests: &[Digest]) -> Self {
+        let mut tree = crate::merkle::RootBuilder::new();
+        for digest in digests {
+            tree.push(crate::merkle::leaf_hash(digest.as_bytes()));
+        }
+        Self {
+            info,
+            head: digests.last().copied(),
+            tree,
+        }
+    }
+}
+
 /// Which runs to list.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunFilter {
@@ -319,6 +348,24 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// Backend failures.
     fn digests(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<Digest>, StoreError>;
+
+    /// Where a writer resumes `run` (see [`ResumePoint`]), if it exists. This reads every
+    /// digest of the run; a store that keeps the tree's frontier with the run's head answers
+    /// without reading the run, so that resuming costs the same however long the run is.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn resume_point(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Option<ResumePoint>, StoreError> {
+        let Some(info) = self.run(tenant, run)? else {
+            return Ok(None);
+        };
+        let digests = self.digests(tenant, run)?;
+        Ok(Some(ResumePoint::from_digests(info, &digests)))
+    }
 
     /// The run's signed checkpoint note, if closed.
     ///

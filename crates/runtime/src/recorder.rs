@@ -170,26 +170,23 @@ impl Recorder {
         run: &RunId,
         options: RecorderOptions,
     ) -> Result<Self, RuntimeError> {
-        let info = store
-            .run(tenant, run)?
+        let point = store
+            .resume_point(tenant, run)?
             .ok_or_else(|| StoreError::RunNotFound { run: run.clone() })?;
-        if info.terminated() {
+        if point.info.terminated() {
             return Err(StoreError::RunTerminated { run: run.clone() }.into());
         }
-        let digests = store.digests(tenant, run)?;
         let mut recorder = Self::new(
             store,
             clock,
             options,
             tenant.clone(),
-            info.meta.task_id,
+            point.info.meta.task_id,
             run.clone(),
         );
-        for digest in &digests {
-            recorder.tree.push(leaf_hash(digest.as_bytes()));
-        }
-        recorder.next_index = digests.len() as u64;
-        recorder.head = digests.last().copied();
+        recorder.next_index = point.tree.len();
+        recorder.head = point.head;
+        recorder.tree = point.tree;
         Ok(recorder)
     }
 

@@ -11,10 +11,11 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
+use cairn_ledger::merkle::{RootBuilder, leaf_hash};
 use cairn_ledger::record::{IntentRecord, RecordKind, SealedRecord};
 use cairn_ledger::store::{
-    Commit, CostDimension, CostRow, RowFault, RunFilter, RunInfo, RunMeta, StoredContent,
-    StoredEnvelope, StoredRow,
+    Commit, CostDimension, CostRow, ResumePoint, RowFault, RunFilter, RunInfo, RunMeta,
+    StoredContent, StoredEnvelope, StoredRow,
 };
 use cairn_ledger::{Store, StoreError};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -22,7 +23,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 pub use schema::CURRENT_VERSION;
 
 /// The size beyond which [`SqliteStore::tune_for_short_lived_process`] checkpoints and
-/// truncates the write-ahead log when it opens the store (1 MiB: 64 pages of 16 KiB).
+/// truncates the write-ahead log when it opens the store, and
+/// [`SqliteStore::tune_for_long_lived_process`] as it commits (1 MiB: 64 pages of 16 KiB).
 pub const SHORT_LIVED_WAL_LIMIT: u64 = 1 << 20;
 
 /// How long a writer waits for another writer's transaction before giving up.
@@ -259,6 +261,32 @@ impl SqliteStore {
             let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
             conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
         }
+        Ok(())
+    }
+
+    /// Tunes the connection for a process that keeps the store open and commits again and
+    /// again (the resident hook server): SQLite checkpoints the write-ahead log into the
+    /// database once it holds [`SHORT_LIVED_WAL_LIMIT`] bytes of frames, and truncates it back
+    /// to that size afterwards, so neither the log nor the time a reader spends on it grows
+    /// with the session. (The long-lived process knows what it checkpointed, unlike a
+    /// short-lived one; see [`SqliteStore::tune_for_short_lived_process`].)
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when SQLite refuses a setting.
+    pub fn tune_for_long_lived_process(&self) -> Result<(), StoreError> {
+        let conn = self.conn();
+        let page_size: i64 = conn
+            .query_row("PRAGMA page_size", [], |row| row.get(0))
+            .map_err(backend)?;
+        let limit = i64::try_from(SHORT_LIVED_WAL_LIMIT).unwrap_or(i64::MAX);
+        conn.pragma_update(
+            None,
+            "wal_autocheckpoint",
+            (limit / page_size.max(512)).max(1),
+        )
+        .map_err(backend)?;
+        conn.pragma_update(None, "journal_size_limit", limit)
+            .map_err(backend)?;
         Ok(())
     }
 
@@ -500,6 +528,49 @@ impl Store for SqliteStore {
                 .map_err(backend)?;
             }
         }
+        // The run's head and tree frontier move with its records, in this transaction.
+        let stored: Option<Vec<u8>> = tx
+            .query_row(
+                "SELECT frontier FROM runs WHERE tenant_id = ?1 AND run_id = ?2",
+                params![tenant, run],
+                |row| row.get(0),
+            )
+            .map_err(backend)?;
+        let mut tree = match stored.as_deref().and_then(RootBuilder::from_frontier) {
+            Some(tree) if tree.len() == next => tree,
+            // No frontier yet (a run written before schema 3), or one that disagrees with
+            // the records: rebuilt from the records, which are authoritative.
+            _ => {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "SELECT digest FROM records WHERE tenant_id = ?1 AND run_id = ?2
+                         AND step_index < ?3 ORDER BY step_index",
+                    )
+                    .map_err(backend)?;
+                let mut tree = RootBuilder::new();
+                let rows = stmt
+                    .query_map(params![tenant, run, as_i64(next)], |row| {
+                        parse_col::<Digest>(row.get_ref(0)?.as_str()?)
+                    })
+                    .map_err(backend)?;
+                for digest in rows {
+                    tree.push(leaf_hash(digest.map_err(backend)?.as_bytes()));
+                }
+                tree
+            }
+        };
+        for sealed in commit.records {
+            tree.push(leaf_hash(sealed.record().digest.as_bytes()));
+        }
+        let head = commit
+            .records
+            .last()
+            .map(|sealed| sealed.record().digest.to_string());
+        tx.execute(
+            "UPDATE runs SET head_digest = ?3, frontier = ?4 WHERE tenant_id = ?1 AND run_id = ?2",
+            params![tenant, run, head, tree.frontier()],
+        )
+        .map_err(backend)?;
         if let Some(envelope) = commit.envelope {
             let step = next + commit.records.len() as u64 - 1;
             tx.execute(
@@ -532,6 +603,46 @@ impl Store for SqliteStore {
             &[&tenant.as_str(), &run.as_str()],
         )?;
         Ok(found.into_iter().next())
+    }
+
+    /// From the run's head: its summary, the digest and frontier kept with it, checked
+    /// against the last record (its step and digest) — without reading the run. A head that
+    /// disagrees with the records, or a run written before schema 3, is resumed from the
+    /// records themselves.
+    fn resume_point(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Option<ResumePoint>, StoreError> {
+        let Some(info) = self.run(tenant, run)? else {
+            return Ok(None);
+        };
+        let kept: Option<(Option<String>, Option<Vec<u8>>, Option<String>)> = self
+            .conn()
+            .query_row(
+                "SELECT r.head_digest, r.frontier,
+                        (SELECT digest FROM records x WHERE x.tenant_id = r.tenant_id
+                           AND x.run_id = r.run_id ORDER BY step_index DESC LIMIT 1)
+                 FROM runs r WHERE r.tenant_id = ?1 AND r.run_id = ?2",
+                params![tenant.as_str(), run.as_str()],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .optional()
+            .map_err(backend)?;
+        if let Some((Some(head), Some(frontier), Some(last))) = kept
+            && head == last
+            && let Some(tree) = RootBuilder::from_frontier(&frontier)
+            && tree.len() == info.records
+        {
+            let head = parse_col::<Digest>(&head).map_err(backend)?;
+            return Ok(Some(ResumePoint {
+                info,
+                head: Some(head),
+                tree,
+            }));
+        }
+        let digests = self.digests(tenant, run)?;
+        Ok(Some(ResumePoint::from_digests(info, &digests)))
     }
 
     fn find_runs(&self, run: &RunId) -> Result<Vec<RunInfo>, StoreError> {

@@ -71,6 +71,14 @@ const MIGRATIONS: &[&str] = &[
     ) WITHOUT ROWID;
     CREATE INDEX envelopes_by_step ON envelopes (tenant_id, run_id, step_index);
     ",
+    // 3: each run's head — the digest of its last record and the frontier of the Merkle tree
+    // over its record digests — kept in the transaction that appends, so a writer resumes a
+    // run of any length without reading it (NULL for runs written before: computed from the
+    // records on their next append).
+    r"
+    ALTER TABLE runs ADD COLUMN head_digest TEXT;
+    ALTER TABLE runs ADD COLUMN frontier BLOB;
+    ",
 ];
 
 /// The schema version this build writes.

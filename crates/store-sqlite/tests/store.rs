@@ -354,3 +354,63 @@ fn cost_rolls_up_calls_denials_and_argument_bytes() {
         .unwrap();
     assert_eq!(unterminated.len(), 1);
 }
+
+/// Issue 16: a run's head (last digest and Merkle frontier) is kept with it, so a writer
+/// resumes without reading the run — and it always agrees with the records: a head that
+/// disagrees with them (tampered, or from before schema 3) is ignored and rebuilt.
+#[test]
+fn the_resume_point_is_kept_with_the_run_and_agrees_with_the_records() {
+    use cairn_ledger::store::ResumePoint;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = opened(&path);
+    let (tenant, run, _) = ids();
+    let mut records: Vec<IntentRecord> = Vec::new();
+    let mut prev = None;
+    for batch in [1_usize, 2, 5, 1, 9] {
+        let start = records.len() as u64;
+        let new: Vec<_> = (0..batch as u64)
+            .map(|i| {
+                let record = step(start + i, prev, "t");
+                prev = Some(record.digest);
+                record
+            })
+            .collect();
+        append(&store, &new).unwrap();
+        records.extend(new);
+        let kept = store.resume_point(&tenant, &run).unwrap().unwrap();
+        let digests: Vec<Digest> = records.iter().map(|r| r.digest).collect();
+        let slow = ResumePoint::from_digests(kept.info.clone(), &digests);
+        assert_eq!(kept.tree.len(), records.len() as u64);
+        assert_eq!(kept.tree.root(), slow.tree.root());
+        assert_eq!(kept.head, slow.head);
+    }
+    let truth = store.resume_point(&tenant, &run).unwrap().unwrap();
+    // A frontier someone wrote over is not believed: the records decide.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute("UPDATE runs SET frontier = zeroblob(72)", [])
+        .unwrap();
+    let resumed = store.resume_point(&tenant, &run).unwrap().unwrap();
+    assert_eq!(resumed.tree.root(), truth.tree.root());
+    // Nor a head of another record, nor none at all (a run from before schema 3); the next
+    // append rebuilds the frontier from the records.
+    conn.execute("UPDATE runs SET head_digest = NULL, frontier = NULL", [])
+        .unwrap();
+    let resumed = store.resume_point(&tenant, &run).unwrap().unwrap();
+    assert_eq!(resumed.tree.root(), truth.tree.root());
+    let next = step(records.len() as u64, prev, "t");
+    append(&store, std::slice::from_ref(&next)).unwrap();
+    records.push(next);
+    let digests: Vec<Digest> = records.iter().map(|r| r.digest).collect();
+    let kept = store.resume_point(&tenant, &run).unwrap().unwrap();
+    assert_eq!(
+        kept.tree.root(),
+        ResumePoint::from_digests(kept.info.clone(), &digests)
+            .tree
+            .root()
+    );
+    let frontier: Option<Vec<u8>> = conn
+        .query_row("SELECT frontier FROM runs", [], |r| r.get(0))
+        .unwrap();
+    assert!(frontier.is_some(), "the append restored the kept frontier");
+}

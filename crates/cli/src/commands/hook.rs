@@ -60,16 +60,25 @@ const MIN_DEADLINE: Duration = Duration::from_millis(100);
 /// The longest answer read from a worker.
 const WORKER_ANSWER_MAX_BYTES: u64 = 8 << 20;
 
-/// The embedded SQLite store, created on first use (a long-lived process keeps it open
-/// through `cairn_hooks::KeptStores`).
-pub struct SqliteStores;
+/// The embedded SQLite store, created on first use, as a hook worker (one process per call)
+/// or the resident server (which keeps it open through `cairn_hooks::KeptStores`) uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqliteStores {
+    /// One process per tool call: keeping a small write-ahead log between processes saves a
+    /// checkpoint, a deletion and a re-creation of the log (fsyncs) on every call.
+    ShortLived,
+    /// The resident server: the log is checkpointed as it grows, so it never outgrows 1 MiB
+    /// however long the server runs.
+    LongLived,
+}
 
 impl StoreOpener for SqliteStores {
     fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
         let store = SqliteStore::open(path, OpenMode::CreateIfMissing)?;
-        // One process per tool call: keeping a small write-ahead log between processes saves
-        // a checkpoint, a deletion and a re-creation of the log (fsyncs) on every call.
-        store.tune_for_short_lived_process()?;
+        match self {
+            Self::ShortLived => store.tune_for_short_lived_process()?,
+            Self::LongLived => store.tune_for_long_lived_process()?,
+        }
         Ok(Arc::new(store))
     }
 
@@ -388,7 +397,7 @@ fn work(ctx: &Context, args: &HookArgs) -> u8 {
     let host = host_of(args);
     let environment = Environment {
         clock: Arc::new(SystemClock),
-        stores: Arc::new(SqliteStores),
+        stores: Arc::new(SqliteStores::ShortLived),
         store_path: ctx.explicit_store.as_ref().map(PathBuf::from),
         keys_dir: ctx.explicit_keys.clone(),
         fault: fault(),

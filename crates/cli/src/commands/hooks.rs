@@ -60,7 +60,7 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
     let environment = cairn_hooks::Environment {
         clock: std::sync::Arc::new(cairn_core::SystemClock),
         stores: std::sync::Arc::new(cairn_hooks::KeptStores::new(
-            crate::commands::hook::SqliteStores,
+            crate::commands::hook::SqliteStores::LongLived,
         )),
         store_path: None,
         keys_dir: None,
