@@ -6,8 +6,8 @@
 //! machine noise.
 //!
 //! The project comes from `cairn init` (observe-first: the call is allowed and recorded); the
-//! 200 timed calls are consecutive calls of one session, so the run grows from 20 to 220
-//! records as it would in a real session. Target: median ≤ 5 ms and ≤ 3× the bare start.
+//! 200 timed calls are consecutive calls of one session, each followed (untimed) by its
+//! `PostToolUse` as a host sends it, so the run grows as it would in a real session. Target: median ≤ 5 ms and ≤ 3× the bare start.
 //!
 //! Each call is measured twice, in two sessions: answered without a server
 //! (`CAIRN_HOOK_RESIDENT=off`: the `cairn hook` process supervises a worker process that
@@ -110,6 +110,29 @@ fn call_in(project: &Path, mode: Mode, session: &str, i: usize) -> Duration {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.stdout.is_empty(), "an allowed call answers nothing");
+    // Its outcome, untimed, as the host reports it: the session keeps no call in flight.
+    let mut done: serde_json::Value = serde_json::from_str(&stdin).unwrap();
+    done["hook_event_name"] = "PostToolUse".into();
+    done["tool_response"] = serde_json::json!({"stdout": "ok", "stderr": "", "interrupted": false});
+    let mut command = cairn();
+    if mode == Mode::Cold {
+        command.env("CAIRN_HOOK_RESIDENT", "off");
+    }
+    let mut child = command
+        .args(["hook", "claude-code"])
+        .current_dir(project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(done.to_string().as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
     elapsed
 }
 

@@ -198,14 +198,12 @@ fn the_server_uses_only_the_projects_own_store() {
     assert!(!socket(dir.path()).exists());
 }
 
+/// Issue 16: by default the first hook call starts the resident server, so a session pays
+/// for two process starts, a policy parse and a store open once, not on every call.
 #[test]
-fn a_project_can_ask_for_the_server_to_start_by_itself() {
+fn the_server_starts_by_itself_by_default() {
     let dir = project();
-    std::fs::write(
-        dir.path().join(".cairn/hooks.json"),
-        r#"{"schema_version": "cairn.hooks/v1", "resident_server": true}"#,
-    )
-    .unwrap();
+    assert!(!dir.path().join(".cairn/hooks.json").exists());
     // No server yet: the call is answered by its own process, which starts one.
     let first = pre_tool_use(dir.path(), 1);
     assert_eq!((first.code, first.stdout.as_str()), (0, ""), "{first:?}");
@@ -224,6 +222,22 @@ fn a_project_can_ask_for_the_server_to_start_by_itself() {
     // Removing the socket stops the server.
     std::fs::remove_file(socket(dir.path())).unwrap();
     assert_eq!(pre_tool_use(dir.path(), 5).code, 0);
+}
+
+#[test]
+fn a_project_can_turn_the_server_off() {
+    let dir = project();
+    std::fs::write(
+        dir.path().join(".cairn/hooks.json"),
+        r#"{"schema_version": "cairn.hooks/v1", "resident_server": false}"#,
+    )
+    .unwrap();
+    for i in 0..3 {
+        assert_eq!(pre_tool_use(dir.path(), i).code, 0);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!socket(dir.path()).exists(), "no server was started");
+    assert_eq!(records(dir.path()), 3);
 }
 
 #[test]

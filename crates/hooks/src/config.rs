@@ -12,7 +12,7 @@
 //!  "explicit_allow": false,
 //!  "content_retention_hours": 168,
 //!  "decision_window_minutes": 10,
-//!  "resident_server": false}
+//!  "resident_server": true}
 //! ```
 //!
 //! Every field but `schema_version` is optional; unknown fields are refused (a misspelt
@@ -102,7 +102,7 @@ struct RawConfig {
     #[serde(default)]
     decision_window_minutes: Option<u32>,
     #[serde(default)]
-    resident_server: bool,
+    resident_server: Option<bool>,
 }
 
 /// Tool name patterns: exact, or a prefix ending in `*`.
@@ -163,7 +163,9 @@ pub struct HookConfig {
     /// as `cairn decisions compare` and `cairn status`).
     pub decision_window: SignedDuration,
     /// Start the resident hook server (`cairn hooks serve`) in the background when a hook
-    /// call finds none running (default off).
+    /// call finds none running (default on: the first call of a session answers by itself
+    /// and starts it, the next calls cost a process start and a socket exchange instead of
+    /// two process starts, a policy parse and a store open; `false` turns it off).
     pub resident_server: bool,
 }
 
@@ -180,7 +182,7 @@ impl Default for HookConfig {
             explicit_allow: false,
             content_retention: Some(SignedDuration::from_hours(24 * 7)),
             decision_window: SignedDuration::from_mins(10),
-            resident_server: false,
+            resident_server: true,
         }
     }
 }
@@ -303,7 +305,7 @@ impl HookConfig {
         }
         config.tools.consequential.extend(raw.consequential_tools);
         config.explicit_allow = raw.explicit_allow;
-        config.resident_server = raw.resident_server;
+        config.resident_server = raw.resident_server.unwrap_or(config.resident_server);
         if let Some(hours) = raw.content_retention_hours {
             config.content_retention =
                 (hours > 0).then(|| SignedDuration::from_hours(i64::from(hours)));

@@ -48,6 +48,12 @@ pub enum HookError {
         /// What is wrong.
         reason: String,
     },
+    /// The resident hook server took the call and did not answer by the hook's deadline.
+    #[error("the resident hook server at `{}` did not answer by the deadline", socket.display())]
+    ResidentLate {
+        /// Its socket.
+        socket: PathBuf,
+    },
     /// The resident hook server cannot serve, or a client cannot get its answer.
     #[error("the resident hook server at `{}`: {reason}", socket.display())]
     Resident {
@@ -126,6 +132,7 @@ impl ErrorCode for HookError {
             Self::Locked { .. } => "hook_session_locked",
             Self::ProjectMissing { .. } => "hook_project_missing",
             Self::Resident { .. } => "hook_resident_failed",
+            Self::ResidentLate { .. } => "hook_deadline",
             Self::Io { .. } => "hook_io",
             Self::Settings { .. } => "settings_malformed",
             Self::Runtime(e) => e.code(),

@@ -145,7 +145,9 @@ impl Binding {
     }
 
     /// The project of the hook call `stdin` of `host`, if the call can be read that far and
-    /// its project exists (only `session_id` and `cwd` are read).
+    /// its project exists (only `session_id` and `cwd` are read); the session is bound to it
+    /// ([`Binding::remember`]) here, as the process that answers would bind it — a resident
+    /// server, which answers for its own project only, keeps no index.
     #[must_use]
     pub fn project_of(&self, host: crate::Host, stdin: &[u8]) -> Option<Project> {
         #[derive(serde::Deserialize)]
@@ -155,9 +157,14 @@ impl Binding {
         }
         let peek: Peek = serde_json::from_slice(stdin).ok()?;
         let session = peek.session_id.unwrap_or_default();
-        self.resolve(host, &session, peek.cwd.as_deref().map(Path::new))
+        let project = self
+            .resolve(host, &session, peek.cwd.as_deref().map(Path::new))
             .ok()
-            .flatten()
+            .flatten()?;
+        if !session.is_empty() {
+            self.remember(host, &session, &project);
+        }
+        Some(project)
     }
 
     /// Binds `host`'s session `session_id` to `project` unless it is bound already. Best

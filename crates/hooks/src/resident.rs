@@ -86,11 +86,17 @@ pub fn ask(
     let socket = socket_path(project);
     let stream = UnixStream::connect(&socket).ok()?;
     // From here on the server may act on the call: no fallback.
-    Some(
-        exchange(stream, host, stdin, deadline)
-            .map_err(|reason| HookError::Resident { socket, reason }),
-    )
+    Some(exchange(stream, host, stdin, deadline).map_err(|reason| {
+        if reason == DEADLINE_PASSED {
+            HookError::ResidentLate { socket }
+        } else {
+            HookError::Resident { socket, reason }
+        }
+    }))
 }
+
+/// What [`exchange`] says when the deadline passed before the answer came.
+const DEADLINE_PASSED: &str = "the deadline passed";
 
 /// Whether a server answers at `project`'s socket.
 #[must_use]
@@ -117,8 +123,13 @@ fn exchange(
     request.extend_from_slice(stdin);
     stream.write_all(&request).map_err(io)?;
     stream.shutdown(std::net::Shutdown::Write).map_err(io)?;
-    let reply =
-        read_by(&mut stream, deadline, ANSWER_MAX_BYTES).map_err(|e| format!("no answer: {e}"))?;
+    let reply = read_by(&mut stream, deadline, ANSWER_MAX_BYTES).map_err(|e| {
+        if e == DEADLINE_PASSED {
+            e
+        } else {
+            format!("no answer: {e}")
+        }
+    })?;
     serde_json::from_slice(&reply).map_err(|e| format!("unreadable answer: {e}"))
 }
 
@@ -127,7 +138,7 @@ fn remaining(deadline: Instant) -> Result<Duration, String> {
     deadline
         .checked_duration_since(Instant::now())
         .filter(|left| !left.is_zero())
-        .ok_or_else(|| "the deadline passed".to_owned())
+        .ok_or_else(|| DEADLINE_PASSED.to_owned())
 }
 
 /// Reads `stream` to its end, at most `limit` bytes, by `deadline` — a deadline on the
@@ -148,6 +159,14 @@ fn read_by(stream: &mut UnixStream, deadline: Instant, limit: usize) -> Result<V
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(DEADLINE_PASSED.to_owned());
+            }
             Err(e) => return Err(e.to_string()),
         }
     }

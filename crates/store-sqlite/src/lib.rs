@@ -427,12 +427,12 @@ impl Store for SqliteStore {
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(backend)?;
+        // Statements on the path of every commit are prepared once per connection.
         let exists: bool = tx
-            .query_row(
+            .prepare_cached(
                 "SELECT EXISTS (SELECT 1 FROM runs WHERE tenant_id = ?1 AND run_id = ?2)",
-                params![tenant, run],
-                |row| row.get(0),
             )
+            .and_then(|mut stmt| stmt.query_row(params![tenant, run], |row| row.get(0)))
             .map_err(backend)?;
         if !exists {
             return Err(StoreError::RunNotFound {
@@ -440,13 +440,14 @@ impl Store for SqliteStore {
             });
         }
         let last: Option<(i64, String)> = tx
-            .query_row(
+            .prepare_cached(
                 "SELECT step_index, kind FROM records WHERE tenant_id = ?1 AND run_id = ?2
                  ORDER BY step_index DESC LIMIT 1",
-                params![tenant, run],
-                |row| Ok((row.get(0)?, row.get(1)?)),
             )
-            .optional()
+            .and_then(|mut stmt| {
+                stmt.query_row(params![tenant, run], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()
+            })
             .map_err(backend)?;
         if last
             .as_ref()
@@ -530,11 +531,8 @@ impl Store for SqliteStore {
         }
         // The run's head and tree frontier move with its records, in this transaction.
         let stored: Option<Vec<u8>> = tx
-            .query_row(
-                "SELECT frontier FROM runs WHERE tenant_id = ?1 AND run_id = ?2",
-                params![tenant, run],
-                |row| row.get(0),
-            )
+            .prepare_cached("SELECT frontier FROM runs WHERE tenant_id = ?1 AND run_id = ?2")
+            .and_then(|mut stmt| stmt.query_row(params![tenant, run], |row| row.get(0)))
             .map_err(backend)?;
         let mut tree = match stored.as_deref().and_then(RootBuilder::from_frontier) {
             Some(tree) if tree.len() == next => tree,
@@ -566,10 +564,10 @@ impl Store for SqliteStore {
             .records
             .last()
             .map(|sealed| sealed.record().digest.to_string());
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE runs SET head_digest = ?3, frontier = ?4 WHERE tenant_id = ?1 AND run_id = ?2",
-            params![tenant, run, head, tree.frontier()],
         )
+        .and_then(|mut stmt| stmt.execute(params![tenant, run, head, tree.frontier()]))
         .map_err(backend)?;
         if let Some(envelope) = commit.envelope {
             let step = next + commit.records.len() as u64 - 1;
@@ -619,15 +617,18 @@ impl Store for SqliteStore {
         };
         let kept: Option<(Option<String>, Option<Vec<u8>>, Option<String>)> = self
             .conn()
-            .query_row(
+            .prepare_cached(
                 "SELECT r.head_digest, r.frontier,
                         (SELECT digest FROM records x WHERE x.tenant_id = r.tenant_id
                            AND x.run_id = r.run_id ORDER BY step_index DESC LIMIT 1)
                  FROM runs r WHERE r.tenant_id = ?1 AND r.run_id = ?2",
-                params![tenant.as_str(), run.as_str()],
-                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
             )
-            .optional()
+            .and_then(|mut stmt| {
+                stmt.query_row(params![tenant.as_str(), run.as_str()], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })
+                .optional()
+            })
             .map_err(backend)?;
         if let Some((Some(head), Some(frontier), Some(last))) = kept
             && head == last

@@ -212,9 +212,10 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
         && let Some(project) = &project
         && let Some(result) = cairn_hooks::resident::ask(host, &stdin, project, deadline)
     {
-        return emit(
-            &result.unwrap_or_else(|error| failed(blocks, &error.to_string(), error.code())),
-        );
+        return emit(&result.unwrap_or_else(|error| match error {
+            HookError::ResidentLate { .. } => late(blocks, limit),
+            error => failed(blocks, &error.to_string(), error.code()),
+        }));
     }
     let named = project
         .as_ref()

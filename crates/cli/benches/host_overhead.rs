@@ -1,0 +1,252 @@
+//! What Cairn adds to a tool call inside the real Claude Code (issue 16): sessions of one
+//! `claude -p` each, driven by the scripted model server (`tests/hosts/fake-model.mjs`), whose
+//! model makes `CALLS` quick `Bash` calls and then answers. Each configuration is timed as a
+//! whole session, interleaved round by round so that all see the same machine noise:
+//!
+//! - no hooks at all (the baseline);
+//! - a no-op hook command (`true`) on the events Cairn installs — the host's own cost of
+//!   running a hook command, the floor any hook pays;
+//! - Cairn as `cairn hooks install --claude-code` writes it (the resident server starts by
+//!   itself at the session's first call);
+//! - Cairn with a resident server already running (`cairn hooks serve`);
+//! - Cairn with the server turned off (`"resident_server": false`: every event is answered by
+//!   a supervisor and a worker process).
+//!
+//! The figure per configuration is the median session's wall time minus the median baseline
+//! session's, divided by `CALLS`: the time added per tool call (which fires `PreToolUse` and
+//! `PostToolUse`). Target: Cairn's default install adds at most 1.5× what the no-op hook adds.
+//!
+//! Run: `cargo bench -p cairn-cli --bench host_overhead` (needs `npm ci --prefix tests/hosts`;
+//! `CAIRN_BENCH_ROUNDS` sets the rounds, 5 by default; `CAIRN_BENCH_HOST_CALLS` the calls per
+//! session, 20 by default).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    missing_docs,
+    reason = "benchmark code"
+)]
+
+#[path = "../tests/real_hosts/harness.rs"]
+mod harness;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use harness::{Host, HostRun, ModelServer};
+use serde_json::json;
+
+/// The `cairn` binary the hooks run.
+pub fn cairn_binary() -> &'static str {
+    env!("CARGO_BIN_EXE_cairn")
+}
+
+/// The events `cairn hooks install --claude-code` installs.
+const EVENTS: [&str; 10] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "PostCompact",
+    "Stop",
+    "SubagentStop",
+    "SessionEnd",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Config {
+    NoHooks,
+    NoOp,
+    CairnDefault,
+    CairnServing,
+    CairnNoServer,
+}
+
+impl Config {
+    const ALL: [Self; 5] = [
+        Self::NoHooks,
+        Self::NoOp,
+        Self::CairnDefault,
+        Self::CairnServing,
+        Self::CairnNoServer,
+    ];
+
+    const fn name(self) -> &'static str {
+        match self {
+            Self::NoHooks => "no hooks (baseline)",
+            Self::NoOp => "no-op hook command (`true`) on the same events",
+            Self::CairnDefault => {
+                "Cairn as `cairn hooks install` writes it (server starts by itself)"
+            }
+            Self::CairnServing => "Cairn with its resident server already running",
+            Self::CairnNoServer => "Cairn with the server off (`resident_server: false`)",
+        }
+    }
+}
+
+fn cairn(project: &Path, args: &[&str]) {
+    let out = Command::new(cairn_binary())
+        .args(args)
+        .current_dir(project)
+        .env("CAIRN_HOME", project.join("../cairn-home"))
+        .env_remove("CAIRN_HOOK_RESIDENT")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// One session in `config`; returns its wall time.
+fn session(installed: &harness::Installed, config: Config, calls: usize) -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let mut steps: Vec<serde_json::Value> = (0..calls)
+        .map(|i| json!({"calls": [{"shell": format!("echo {i}")}]}))
+        .collect();
+    steps.push(json!({"text": "Done."}));
+    let server = ModelServer::start(installed, &json!({ "steps": steps }), &root);
+    let mut serving = None;
+    match config {
+        Config::NoHooks => {}
+        Config::NoOp => {
+            let hooks: serde_json::Map<String, serde_json::Value> = EVENTS
+                .iter()
+                .map(|e| {
+                    (
+                        (*e).to_owned(),
+                        json!([{"hooks": [{"type": "command", "command": "true", "timeout": 60}]}]),
+                    )
+                })
+                .collect();
+            std::fs::create_dir_all(project.join(".claude")).unwrap();
+            std::fs::write(
+                project.join(".claude/settings.json"),
+                json!({ "hooks": hooks }).to_string(),
+            )
+            .unwrap();
+        }
+        Config::CairnDefault | Config::CairnServing | Config::CairnNoServer => {
+            cairn(&project, &["hooks", "install", "--claude-code"]);
+            if config == Config::CairnNoServer {
+                std::fs::write(
+                    project.join(".cairn/hooks.json"),
+                    r#"{"schema_version": "cairn.hooks/v1", "resident_server": false}"#,
+                )
+                .unwrap();
+            }
+            if config == Config::CairnServing {
+                let child = Command::new(cairn_binary())
+                    .args(["hooks", "serve", "--idle", "2m", "--dir"])
+                    .arg(&project)
+                    .env("CAIRN_HOME", root.join("cairn-home"))
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let socket = project.join(".cairn/hookd.sock");
+                let started = Instant::now();
+                while !socket.exists() {
+                    assert!(started.elapsed() < Duration::from_secs(10), "no socket");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                serving = Some(child);
+            }
+        }
+    }
+    let mut run = HostRun::new(Host::ClaudeCode, installed, &root, &project, server.port);
+    let started = Instant::now();
+    let child = run.spawn("Run the commands.", false);
+    let out = run.finish(child);
+    let took = started.elapsed();
+    assert_eq!(
+        out.code,
+        Some(0),
+        "{config:?}: {}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    if let Some(mut child) = serving {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    // An auto-started server sees its socket go with the folder and exits.
+    let _ = std::fs::remove_file(project.join(".cairn/hookd.sock"));
+    took
+}
+
+fn median(values: &mut [Duration]) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn main() {
+    let installed = match harness::installed() {
+        Ok(installed) => installed,
+        Err(why) => {
+            eprintln!("SKIPPED host_overhead: {why}");
+            return;
+        }
+    };
+    let env = |name: &str, default: usize| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let rounds = env("CAIRN_BENCH_ROUNDS", 5);
+    let calls = env("CAIRN_BENCH_HOST_CALLS", 20);
+    // One untimed session per configuration first (page cache, the binaries).
+    for config in Config::ALL {
+        session(&installed, config, 2);
+    }
+    let mut times = vec![Vec::new(); Config::ALL.len()];
+    for _ in 0..rounds {
+        for (k, config) in Config::ALL.into_iter().enumerate() {
+            times[k].push(session(&installed, config, calls));
+        }
+    }
+    let medians: Vec<Duration> = times.iter_mut().map(|v| median(v)).collect();
+    let base = medians[0].as_secs_f64();
+    let added = |k: usize| (medians[k].as_secs_f64() - base) / calls as f64 * 1e3;
+    println!(
+        "Claude Code sessions of {calls} Bash calls each, {rounds} rounds interleaved; median session"
+    );
+    println!(
+        "| configuration | median session | added per tool call | ratio to the no-op hook's |"
+    );
+    println!("|---|---|---|---|");
+    for (k, config) in Config::ALL.into_iter().enumerate() {
+        println!(
+            "| {} | {:.0} ms | {} | {} |",
+            config.name(),
+            medians[k].as_secs_f64() * 1e3,
+            if k == 0 {
+                "—".to_owned()
+            } else {
+                format!("{:.1} ms", added(k))
+            },
+            if k < 2 {
+                "—".to_owned()
+            } else {
+                format!("{:.2}x", added(k) / added(1))
+            }
+        );
+    }
+    let ratio = added(2) / added(1);
+    println!(
+        "target: the default install adds at most 1.5x what the no-op hook adds: {} ({ratio:.2}x)",
+        if ratio <= 1.5 { "reached" } else { "missed" }
+    );
+}
