@@ -294,3 +294,25 @@ fn the_servers_write_ahead_log_does_not_grow_with_the_session() {
     );
     Output::of(command_in(d).args(["ledger", "verify", "--all"])).expect(0);
 }
+
+/// A server whose project is deleted exits (its socket alone can outlive a folder removed
+/// while the server started: it must not keep answering, or running, for nothing).
+#[test]
+fn a_server_whose_project_is_deleted_exits() {
+    let dir = project();
+    let d = dir.path();
+    let mut server = serve(d, "30m");
+    std::fs::remove_dir_all(d.join(".cairn").join("policies")).unwrap();
+    let started = Instant::now();
+    loop {
+        if server.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the server outlived its project"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!socket(d).exists(), "it removed its own socket");
+}

@@ -214,7 +214,13 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
         last: Mutex::new(Instant::now()),
         in_flight: AtomicUsize::new(0),
     });
-    watch(socket.clone(), ours, Arc::clone(&activity), idle);
+    watch(
+        socket.clone(),
+        ours,
+        project.dir().join("policies"),
+        Arc::clone(&activity),
+        idle,
+    );
     let env = Arc::new(env);
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
@@ -293,11 +299,20 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
         .map(|meta| (meta.dev(), meta.ino()))
 }
 
-/// Ends the process when no call has come for `idle` and none is being answered, or when
+/// Ends the process when no call has come for `idle` and none is being answered, when
 /// `socket` is no longer the one this server made (removed, or replaced by another
-/// server's) and no call is being answered. Only its own socket is ever removed.
-fn watch(socket: PathBuf, ours: (u64, u64), activity: Arc<Activity>, idle: Duration) {
+/// server's), or when the project's `policies` folder, there at the start, is gone (the
+/// project was deleted — its socket alone can outlive a folder removed while the server
+/// started) — each once no call is being answered. Only its own socket is ever removed.
+fn watch(
+    socket: PathBuf,
+    ours: (u64, u64),
+    policies: PathBuf,
+    activity: Arc<Activity>,
+    idle: Duration,
+) {
     let tick = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
+    let had_policies = policies.is_dir();
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(tick);
@@ -307,7 +322,7 @@ fn watch(socket: PathBuf, ours: (u64, u64), activity: Arc<Activity>, idle: Durat
             if identity(&socket) != Some(ours) {
                 std::process::exit(0);
             }
-            if quiet >= idle {
+            if quiet >= idle || (had_policies && !policies.is_dir()) {
                 let _ = std::fs::remove_file(&socket);
                 std::process::exit(0);
             }
