@@ -389,9 +389,7 @@ impl SessionFiles {
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|window| window == needle)
+    memchr::memmem::find(haystack, needle).is_some()
 }
 
 /// Writes `bytes` to `path` atomically and owner-only (mode 0600 whatever the umask).
