@@ -347,6 +347,10 @@ impl SqliteStore {
     }
 }
 
+/// What the runs table keeps of a run's head — the head digest and the tree frontier — and
+/// the digest of the run's last record, to check them against.
+type KeptHead = (Option<String>, Option<Vec<u8>>, Option<String>);
+
 /// Checks the index columns of a row against its body; the body is authoritative.
 fn read_row(row: &rusqlite::Row<'_>) -> Result<StoredRow, rusqlite::Error> {
     let step: i64 = row.get(0)?;
@@ -615,7 +619,7 @@ impl Store for SqliteStore {
         let Some(info) = self.run(tenant, run)? else {
             return Ok(None);
         };
-        let kept: Option<(Option<String>, Option<Vec<u8>>, Option<String>)> = self
+        let kept: Option<KeptHead> = self
             .conn()
             .prepare_cached(
                 "SELECT r.head_digest, r.frontier,
