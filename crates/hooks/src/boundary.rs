@@ -1,25 +1,32 @@
 //! Compaction and the end of a session, as hooks see them.
 //!
-//! - `PreCompact`: the decision snapshot is written (`.cairn/decisions/snapshots/<run>.json`,
+//! - `PreCompact`: the decision snapshot is written (`.cairn/decisions/snapshots/<session>.json`,
 //!   through `cairn_runtime::decision_files`) and its digest bound into the chain by a
 //!   `decision_snapshot` record; when it cannot be written, a `continuity_evidence_missing`
 //!   record says so and the user is told. It never blocks the compaction (always exit 0).
 //! - `PostCompact`: `Executor::compact` saves the envelope with its `context_compaction`
-//!   record, binding the summary's digest (Claude Code sends the summary; Codex does not, so
-//!   its compactions bind the empty summary and are reported as unbound). A compaction seen
-//!   without its `PreCompact` had no snapshot: `continuity_evidence_missing` when the project
-//!   has decisions.
-//! - The next event — `SessionStart` with `source: "compact"` on Claude Code, whatever comes
-//!   first on Codex — runs `Executor::rehydrate` (the envelope from the store, never the
-//!   summary) and compares the decisions, and the re-injected context is handed to the model
-//!   by the first event whose answer can carry it. If `SessionStart` arrives before
-//!   `PostCompact`, the compaction is recorded then, unbound, and `PostCompact` binds the
-//!   summary with a second envelope.
-//! - `SessionEnd` closes the run: terminal record and signed checkpoint. `Stop` does not: it
-//!   ends a turn, not the session, and Claude Code fires it after every answer — closing the
-//!   run there would end the ledger while the session goes on. A run with a side effect still
-//!   awaiting reconciliation is not closed (closing it would make `cairn reconcile`
-//!   impossible); it stays listed by `cairn runs list --unterminated`.
+//!   record — once per compaction — binding the digest of the summary the host sent (Claude
+//!   Code sends it; Codex does not, so its compactions bind the empty summary and are reported
+//!   as unbound) and the trigger `PreCompact` named. A compaction seen without its
+//!   `PreCompact` had no snapshot: `continuity_evidence_missing` when the project has
+//!   decisions.
+//! - `SessionStart` with `source: "compact"` hands the model the authoritative context, once
+//!   per compaction, blocks first. Claude Code sends it *before* `PostCompact`: the context is
+//!   built then from the durable record as it stands (saying the summary's digest is still to
+//!   be bound) and nothing is recorded until `PostCompact`; Codex sends it after. The
+//!   rehydration — `Executor::rehydrate` (the envelope from the store, never the summary) and
+//!   the decision comparison — runs at the next event, and the model is told again only when
+//!   it brings news (validation failed, a block cleared). A compaction shown but never
+//!   followed by its `PostCompact` is recorded, unbound, at the next other event.
+//! - `SessionEnd` closes the run: terminal record and signed checkpoint, after the calls
+//!   still without an outcome are recorded as unknown and a due rehydration has run. `Stop`
+//!   does not close it: it ends a turn, not the session, and Claude Code fires it after every
+//!   answer — closing the run there would end the ledger while the session goes on. A run
+//!   with a side effect still awaiting reconciliation is not closed (closing it would make
+//!   `cairn reconcile` impossible); it stays listed by `cairn runs list --unterminated`.
+//! - A session resumed after its run was closed continues in the next run, linked to it
+//!   (`session_resumed`); decision snapshots are named after the session, so the baseline
+//!   carries over.
 //!
 //! # Session facts
 //!
