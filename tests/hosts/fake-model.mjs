@@ -13,10 +13,14 @@
 // `port N` on stdout), logs every request as one JSON line to --log, and exits when its
 // parent closes stdin or after --lifetime seconds (600 by default).
 //
-// Script: {"steps": [STEP, ...], "summary": "text", "full_context_tokens": N}
+// Script: {"steps": [STEP, ...], "agents": {"MARKER": [STEP, ...]}, "summary": "text",
+//          "full_context_tokens": N}
+//   A request whose user messages hold MARKER (a subagent's task) is served from its queue;
+//   `${AGENT_ID}` in a step is the agent id the latest `spawn_agent` output handed back.
 //   STEP: {"calls": [CALL, ...], "context": "full"?} | {"text": "...", "context": "full"?}
 //   CALL: {"shell": "command", "timeout_ms": N?}            the host's shell tool
-//       | {"tool": "Name", "input": {...}, "host": "claude-code"|"codex"?}  a named tool
+//       | {"tool": "Name", "input": {...}, "host": "claude-code"|"codex"?,
+//          "namespace": "multi_agent_v1"?}                  a named (namespaced) tool
 //   A CALL or STEP with "host" is played only in that host; a step left with no call is
 //   skipped.
 
@@ -85,7 +89,44 @@ function isMainRequest(body) {
   return Array.isArray(body.tools) && body.tools.length > 0;
 }
 
-// The next scripted step for `host`, skipping steps with nothing for it.
+// Subagents' conversations: a request whose user messages carry one of these markers is
+// served from that marker's own queue (`"agents": {"MARKER": [STEP, ...]}`).
+const agentQueues = Object.entries(script.agents ?? {}).map(([marker, queue]) => ({ marker, queue: [...queue] }));
+
+function userText(body) {
+  const messages = body.messages ?? body.input ?? [];
+  return (Array.isArray(messages) ? messages : [])
+    .filter((m) => m?.role === 'user')
+    .map((m) => textOf(m.content))
+    .join('\n');
+}
+
+// The newest agent id a function call's output handed back (Codex's `spawn_agent`), which a
+// step names as `${AGENT_ID}`.
+function lastAgentId(body) {
+  const items = Array.isArray(body.input) ? body.input : [];
+  for (const item of [...items].reverse()) {
+    if (item?.type !== 'function_call_output' || typeof item.output !== 'string') continue;
+    try {
+      const id = JSON.parse(item.output).agent_id;
+      if (typeof id === 'string') return id;
+    } catch {
+      // not JSON: not a spawn's output
+    }
+  }
+  return '';
+}
+
+// The next scripted step for `host` and this request, skipping steps with nothing for it.
+function stepFor(host, body) {
+  const text = userText(body);
+  const agent = agentQueues.find(({ marker }) => text.includes(marker));
+  const step = agent ? agent.queue.shift() ?? { text: 'Done.' } : nextStep(host);
+  const id = lastAgentId(body);
+  return id ? JSON.parse(JSON.stringify(step).replaceAll('${AGENT_ID}', id)) : step;
+}
+
+// The next step of the main conversation for `host`, skipping steps with nothing for it.
 function nextStep(host) {
   while (cursor < steps.length) {
     const step = steps[cursor++];
@@ -169,7 +210,9 @@ function responsesReply(res, body, step) {
     if (call.custom) {
       items.push({ type: 'custom_tool_call', id: nextId('ctc'), call_id: nextId('call'), name, input: call.custom, status: 'completed' });
     } else {
-      items.push({ type: 'function_call', id: nextId('fc'), call_id: nextId('call'), name, arguments: JSON.stringify(input), status: 'completed' });
+      const item = { type: 'function_call', id: nextId('fc'), call_id: nextId('call'), name, arguments: JSON.stringify(input), status: 'completed' };
+      if (call.namespace) item.namespace = call.namespace;
+      items.push(item);
     }
   }
   const usage = {
@@ -227,7 +270,7 @@ const server = http.createServer((req, res) => {
       kind = isSummaryRequest(body) ? 'summary' : isMainRequest(body) ? 'main' : 'side';
     }
     let step = null;
-    if (kind === 'main') step = nextStep(api === 'anthropic' ? 'claude-code' : 'codex');
+    if (kind === 'main') step = stepFor(api === 'anthropic' ? 'claude-code' : 'codex', body);
     if (kind === 'summary') step = { text: summaryText };
     if (kind === 'side') step = { text: 'ok' };
     log({ at: new Date().toISOString(), method: req.method, path, kind, cursor, step, body });
