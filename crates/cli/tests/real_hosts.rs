@@ -124,6 +124,13 @@ impl Play<'_> {
         }
         let step = self.substituted(step);
         let at = format!("{} step {index}", self.context());
+        for key in step.as_object().unwrap().keys() {
+            assert!(
+                ["only", "host", "exit", "cli", "write", "replace", "check"]
+                    .contains(&key.as_str()),
+                "{at}: unknown step key `{key}`"
+            );
+        }
         if let Some(host) = step.get("host") {
             self.mark = self.server.requests().len();
             let prompt = host["prompt"].as_str().unwrap();
@@ -196,6 +203,26 @@ impl Play<'_> {
     ///   `"last_request_once"`: texts the latest main request carries exactly once;
     /// - `"cli"`: `[args, exit, "text stdout contains"]` triples.
     fn check(&self, at: &str, expect: &Value) {
+        const KNOWN: [&str; 12] = [
+            "absent",
+            "present",
+            "contains",
+            "runs",
+            "run",
+            "records",
+            "records_include",
+            "session_records_include",
+            "session_record_counts",
+            "model_saw",
+            "model_never_saw",
+            "last_request_once",
+        ];
+        for key in expect.as_object().unwrap().keys() {
+            assert!(
+                KNOWN.contains(&key.as_str()) || key == "cli",
+                "{at}: unknown check `{key}`"
+            );
+        }
         for path in strings(expect.get("absent")) {
             assert!(
                 !self.run.project.join(&path).exists(),
@@ -504,6 +531,20 @@ fn play_all(host: Host) {
         }
         let scenario: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
+        for key in scenario.as_object().unwrap().keys() {
+            let known = [
+                "about",
+                "hosts",
+                "cairn",
+                "project",
+                "model",
+                "steps",
+                "check",
+                "checks_by_host",
+                "verify",
+            ];
+            assert!(known.contains(&key.as_str()), "{name}: unknown key `{key}`");
+        }
         let hosts = strings(scenario.get("hosts"));
         if !hosts.is_empty() && !hosts.iter().any(|h| h == host.name()) {
             continue;
