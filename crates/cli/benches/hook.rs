@@ -82,6 +82,26 @@ fn call_in(project: &Path, mode: Mode, session: &str, i: usize) -> Duration {
         "tool_use_id": format!("toolu_bench_{i:04}"),
     })
     .to_string();
+    let (out, elapsed) = hook_call(project, mode, &stdin);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.is_empty(), "an allowed call answers nothing");
+    // Its outcome, untimed, as the host reports it: the session keeps no call in flight.
+    let mut done: serde_json::Value = serde_json::from_str(&stdin).unwrap();
+    done["hook_event_name"] = "PostToolUse".into();
+    done["tool_response"] = serde_json::json!({"stdout": "ok", "stderr": "", "interrupted": false});
+    let (out, _) = hook_call(project, mode, &done.to_string());
+    assert!(out.status.success());
+    elapsed
+}
+
+/// Runs `cairn hook claude-code` in `project` with `stdin`, answered as `mode` says; returns
+/// what it printed and the wall time from its start to its exit.
+fn hook_call(project: &Path, mode: Mode, stdin: &str) -> (std::process::Output, Duration) {
     let started = Instant::now();
     let mut command = cairn();
     if mode == Mode::Cold {
@@ -102,38 +122,7 @@ fn call_in(project: &Path, mode: Mode, session: &str, i: usize) -> Duration {
         .write_all(stdin.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    let elapsed = started.elapsed();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.stdout.is_empty(), "an allowed call answers nothing");
-    // Its outcome, untimed, as the host reports it: the session keeps no call in flight.
-    let mut done: serde_json::Value = serde_json::from_str(&stdin).unwrap();
-    done["hook_event_name"] = "PostToolUse".into();
-    done["tool_response"] = serde_json::json!({"stdout": "ok", "stderr": "", "interrupted": false});
-    let mut command = cairn();
-    if mode == Mode::Cold {
-        command.env("CAIRN_HOOK_RESIDENT", "off");
-    }
-    let mut child = command
-        .args(["hook", "claude-code"])
-        .current_dir(project)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(done.to_string().as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success());
-    elapsed
+    (out, started.elapsed())
 }
 
 /// How a hook call is answered.

@@ -44,20 +44,6 @@ pub fn cairn_binary() -> &'static str {
     env!("CARGO_BIN_EXE_cairn")
 }
 
-/// The events `cairn hooks install --claude-code` installs.
-const EVENTS: [&str; 10] = [
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PreCompact",
-    "PostCompact",
-    "Stop",
-    "SubagentStop",
-    "SessionEnd",
-];
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Config {
     NoHooks,
@@ -120,7 +106,9 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
     match config {
         Config::NoHooks => {}
         Config::NoOp => {
-            let hooks: serde_json::Map<String, serde_json::Value> = EVENTS
+            // The events `cairn hooks install --claude-code` installs.
+            let events = cairn_hooks::install::events(cairn_hooks::Host::ClaudeCode);
+            let hooks: serde_json::Map<String, serde_json::Value> = events
                 .iter()
                 .map(|e| {
                     (

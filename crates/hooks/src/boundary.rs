@@ -464,13 +464,10 @@ impl Session<'_> {
 
     /// The session facts of the envelope (see the module documentation).
     fn facts(&self, executor: &Executor) -> SessionFacts {
-        let lanes = executor.lanes().cloned().or_else(|| {
-            cairn_runtime::project::load_lanes(&self.project.lanes(), self.project.root())
-                .ok()
-                .flatten()
-        });
-        let active = lanes
-            .as_ref()
+        // Every executor of a session carries the project's lanes (`Session::executor`,
+        // `pre_tool_use`): no second load here.
+        let active = executor
+            .lanes()
             .and_then(|book| book.active_lane().and_then(|id| book.lane(id)))
             .map(|lane| lane.spec().clone());
         let objective = self

@@ -86,17 +86,44 @@ pub fn ask(
     let socket = socket_path(project);
     let stream = UnixStream::connect(&socket).ok()?;
     // From here on the server may act on the call: no fallback.
-    Some(exchange(stream, host, stdin, deadline).map_err(|reason| {
-        if reason == DEADLINE_PASSED {
-            HookError::ResidentLate { socket }
-        } else {
-            HookError::Resident { socket, reason }
-        }
-    }))
+    Some(
+        exchange(stream, host, stdin, deadline).map_err(|failure| match failure {
+            Failure::Late => HookError::ResidentLate { socket },
+            Failure::Other(reason) => HookError::Resident { socket, reason },
+        }),
+    )
 }
 
-/// What [`exchange`] says when the deadline passed before the answer came.
-const DEADLINE_PASSED: &str = "the deadline passed";
+/// Why an exchange over the socket failed.
+#[derive(Debug)]
+enum Failure {
+    /// The deadline passed first.
+    Late,
+    /// Anything else, said.
+    Other(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Late => f.write_str("the deadline passed"),
+            Self::Other(reason) => f.write_str(reason),
+        }
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        if matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ) {
+            Self::Late
+        } else {
+            Self::Other(e.to_string())
+        }
+    }
+}
 
 /// Whether a server answers at `project`'s socket.
 #[must_use]
@@ -109,65 +136,49 @@ fn exchange(
     host: Host,
     stdin: &[u8],
     deadline: Instant,
-) -> Result<Answer, String> {
-    let io = |e: std::io::Error| e.to_string();
-    stream
-        .set_write_timeout(Some(remaining(deadline)?))
-        .map_err(io)?;
+) -> Result<Answer, Failure> {
+    stream.set_write_timeout(Some(remaining(deadline)?))?;
     let header = Request {
         version: VERSION,
         host: host.as_str().to_owned(),
     };
-    let mut request = serde_json::to_vec(&header).map_err(|e| e.to_string())?;
+    let mut request = serde_json::to_vec(&header).map_err(|e| Failure::Other(e.to_string()))?;
     request.push(b'\n');
     request.extend_from_slice(stdin);
-    stream.write_all(&request).map_err(io)?;
-    stream.shutdown(std::net::Shutdown::Write).map_err(io)?;
-    let reply = read_by(&mut stream, deadline, ANSWER_MAX_BYTES).map_err(|e| {
-        if e == DEADLINE_PASSED {
-            e
-        } else {
-            format!("no answer: {e}")
-        }
+    stream.write_all(&request)?;
+    stream.shutdown(std::net::Shutdown::Write)?;
+    let reply = read_by(&mut stream, deadline, ANSWER_MAX_BYTES).map_err(|e| match e {
+        Failure::Late => Failure::Late,
+        Failure::Other(reason) => Failure::Other(format!("no answer: {reason}")),
     })?;
-    serde_json::from_slice(&reply).map_err(|e| format!("unreadable answer: {e}"))
+    serde_json::from_slice(&reply).map_err(|e| Failure::Other(format!("unreadable answer: {e}")))
 }
 
-/// The time left until `deadline`, or an error once it has passed.
-fn remaining(deadline: Instant) -> Result<Duration, String> {
+/// The time left until `deadline`, or [`Failure::Late`] once it has passed.
+fn remaining(deadline: Instant) -> Result<Duration, Failure> {
     deadline
         .checked_duration_since(Instant::now())
         .filter(|left| !left.is_zero())
-        .ok_or_else(|| DEADLINE_PASSED.to_owned())
+        .ok_or(Failure::Late)
 }
 
 /// Reads `stream` to its end, at most `limit` bytes, by `deadline` — a deadline on the
 /// whole read, however the peer spaces its bytes.
-fn read_by(stream: &mut UnixStream, deadline: Instant, limit: usize) -> Result<Vec<u8>, String> {
+fn read_by(stream: &mut UnixStream, deadline: Instant, limit: usize) -> Result<Vec<u8>, Failure> {
     let mut out = Vec::new();
     let mut buffer = [0_u8; 16 << 10];
     loop {
-        stream
-            .set_read_timeout(Some(remaining(deadline)?))
-            .map_err(|e| e.to_string())?;
+        stream.set_read_timeout(Some(remaining(deadline)?))?;
         match stream.read(&mut buffer) {
             Ok(0) => return Ok(out),
             Ok(read) => {
                 out.extend_from_slice(buffer.get(..read).unwrap_or_default());
                 if out.len() > limit {
-                    return Err(format!("more than {limit} bytes"));
+                    return Err(Failure::Other(format!("more than {limit} bytes")));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(DEADLINE_PASSED.to_owned());
-            }
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
 }

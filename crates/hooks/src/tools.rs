@@ -224,11 +224,7 @@ impl crate::engine::Session<'_> {
     pub(crate) fn stop(&mut self) -> Result<Answer, HookError> {
         let told = self.settle_pending("stop", Settle::MainAgent)?;
         self.rehydrate_standalone_if_due()?;
-        Ok(if told.is_empty() {
-            Answer::silent()
-        } else {
-            Answer::system_message(&told.join("\n"))
-        })
+        Ok(tell_user(&told))
     }
 
     /// `SubagentStop`: the subagent's calls that never reported an outcome are unknown.
@@ -237,11 +233,7 @@ impl crate::engine::Session<'_> {
             Some(agent) => self.settle_pending("subagent_stop", Settle::Agent(agent))?,
             None => Vec::new(),
         };
-        Ok(if told.is_empty() {
-            Answer::silent()
-        } else {
-            Answer::system_message(&told.join("\n"))
-        })
+        Ok(tell_user(&told))
     }
 
     /// Calls admitted and never followed by their outcome when `event` came — the turn's
@@ -301,6 +293,15 @@ impl crate::engine::Session<'_> {
         } else {
             Answer::context(event, &extra.join("\n\n"))
         }
+    }
+}
+
+/// The answer of an event that can only speak to the user: `told`, if anything.
+fn tell_user(told: &[String]) -> Answer {
+    if told.is_empty() {
+        Answer::silent()
+    } else {
+        Answer::system_message(&told.join("\n"))
     }
 }
 

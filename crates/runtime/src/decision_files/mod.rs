@@ -432,8 +432,17 @@ impl DecisionFiles {
         window: SignedDuration,
     ) -> Result<Snapshot, DecisionFilesError> {
         let mut entries: Vec<_> = book.current().cloned().collect();
-        if let Some((previous, _)) = self.load_snapshot(name)? {
-            let comparison = self.compare_now(Some(name), now, window)?;
+        if let Some((previous, boundary_at)) = self.load_snapshot(name)? {
+            // As `compare_now` would judge it, on the snapshot and book already read.
+            let after = book_observations(book, Some(&previous), now)?;
+            let comparison = compare(
+                Some(&previous),
+                &after,
+                book.approvals(),
+                boundary_at,
+                now,
+                window,
+            );
             for result in comparison.decisions() {
                 let unresolved = matches!(
                     result.state(),
