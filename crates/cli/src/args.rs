@@ -16,6 +16,42 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// `cairn hook …` alone. The hosts start `cairn hook` for every tool call, and building the
+/// parser of every command costs about as much as the rest of a call answered by the
+/// resident server: when the first argument is `hook`, [`parse`] uses this parser, built from
+/// the very same [`Global`] and [`HookArgs`] (a test keeps its help equal to [`Cli`]'s).
+#[derive(Debug, Parser)]
+#[command(name = "cairn", version, long_about = None, propagate_version = true)]
+struct HookCli {
+    #[command(flatten)]
+    global: Global,
+    #[command(subcommand)]
+    command: HookOnly,
+}
+
+#[derive(Debug, Subcommand)]
+enum HookOnly {
+    /// Answer one hook call of Claude Code or Codex: reads the host's hook JSON on stdin and
+    /// answers in the host's format (run by the host; see `cairn hooks install`).
+    Hook(HookArgs),
+}
+
+/// Parses the command line `args` (the program name first).
+///
+/// # Errors
+/// clap's error: a usage error, or the help or version asked for.
+pub fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    if args.get(1).is_some_and(|first| first == "hook") {
+        let HookCli { global, command } = HookCli::try_parse_from(args)?;
+        let HookOnly::Hook(hook) = command;
+        return Ok(Cli {
+            global,
+            command: Command::Hook(hook),
+        });
+    }
+    Cli::try_parse_from(args)
+}
+
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub struct Global {
@@ -618,4 +654,64 @@ pub struct HooksTarget {
     /// The project folder (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use clap::CommandFactory as _;
+
+    use super::*;
+
+    fn argv(line: &str) -> Vec<std::ffi::OsString> {
+        line.split(' ').map(Into::into).collect()
+    }
+
+    /// What a parse gives, as text: the parsed command line, or the error's kind and text.
+    fn outcome(parsed: Result<Cli, clap::Error>) -> String {
+        match parsed {
+            Ok(cli) => format!("{cli:?}"),
+            Err(error) => format!("{:?}: {}", error.kind(), error.render()),
+        }
+    }
+
+    #[test]
+    fn the_hook_parser_answers_as_the_full_one() {
+        for line in [
+            "cairn hook claude-code",
+            "cairn hook codex --project /p --deadline 3s --json",
+            "cairn hook claude-code --worker --store s.db --keys k",
+            "cairn hook",
+            "cairn hook bogus",
+            "cairn hook claude-code --bogus",
+            "cairn hook --help",
+            "cairn hook -h",
+            "cairn hook --version",
+        ] {
+            assert_eq!(
+                outcome(parse(argv(line))),
+                outcome(Cli::try_parse_from(argv(line))),
+                "{line}"
+            );
+        }
+        // The fast path is taken only when `hook` comes first.
+        assert!(format!("{:?}", parse(argv("cairn --json hook codex")).unwrap()).contains("Hook("));
+    }
+
+    #[test]
+    fn the_hook_parser_has_the_full_ones_help() {
+        let mut full = Cli::command();
+        full.build();
+        let mut fast = HookCli::command();
+        fast.build();
+        let help = |command: &mut clap::Command| {
+            command
+                .find_subcommand_mut("hook")
+                .unwrap()
+                .render_long_help()
+                .to_string()
+        };
+        assert_eq!(help(&mut fast), help(&mut full));
+    }
 }

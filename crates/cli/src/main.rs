@@ -10,9 +10,6 @@ mod output;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use crate::args::Cli;
 use crate::context::Context;
 use crate::output::render;
 
@@ -20,7 +17,7 @@ fn main() -> ExitCode {
     init_logging();
     // The arguments as the OS gave them: an argument that is not UTF-8 is a usage error,
     // never a panic.
-    let cli = match Cli::try_parse_from(std::env::args_os()) {
+    let cli = match args::parse(std::env::args_os().collect()) {
         Ok(cli) => cli,
         Err(error) => return ExitCode::from(usage_error(&error)),
     };

@@ -226,6 +226,43 @@ fn issue_15_item_3_a_store_locked_by_another_process_is_denied_within_the_deadli
 }
 
 #[test]
+fn issue_15_item_3_a_host_that_never_closes_stdin_is_denied_within_the_deadline() {
+    use std::io::Write as _;
+    let dir = project(REFUND_POLICY, REFUND_TOOLS);
+    let d = dir.path();
+    let payload = pre_tool_use("open", d, "Bash", r#"{"command": "ls"}"#);
+    for (host, sent) in HOSTS
+        .into_iter()
+        .flat_map(|h| [(h, ""), (h, &payload[..40])])
+    {
+        let started = Instant::now();
+        let mut child = command_in(d)
+            .args(["hook", host, "--deadline", "1s"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Part of the input (or none), and stdin kept open until the answer is in.
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(sent.as_bytes()).unwrap();
+        // Bounded: a hook that waits for the end of its input would never exit.
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("{host} {sent:?}: no answer 20 s after a 1 s deadline");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{host} {sent:?}: {stderr}");
+        assert!(stderr.contains("in time"), "{host} {sent:?}: {stderr}");
+    }
+}
+
+#[test]
 fn issue_15_item_3_a_huge_policy_set_is_denied_within_the_deadline() {
     // 90,000 trivial permits in two files (each under the 4 MiB file limit).
     let half = |from: usize| {

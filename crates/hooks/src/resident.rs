@@ -5,7 +5,7 @@
 //!
 //! `cairn hooks serve` runs [`serve`]: it listens on `.cairn/hookd.sock` (mode 0600) and
 //! answers each call on a thread of its own (at most [`MAX_IN_FLIGHT`] at once, so sessions
-//! never queue behind each other) through the very same [`crate::handle`], with an
+//! never queue behind each other; threads are kept for the next call) through the very same [`crate::handle`], with an
 //! environment that keeps the store open and the policy gate cached by the digest of the
 //! policy files (which are still read on every call, so an edit takes effect on the next
 //! one). A client must send its whole request within [`REQUEST_DEADLINE`] — a deadline on
@@ -30,7 +30,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -232,7 +232,7 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
         Arc::clone(&activity),
         idle,
     );
-    let env = Arc::new(env);
+    let workers = Workers::new(Arc::new(env), Arc::clone(&activity));
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         activity.touch();
@@ -241,21 +241,76 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
             activity.done();
             continue;
         }
-        let (env, done) = (Arc::clone(&env), Arc::clone(&activity));
-        let spawned = std::thread::Builder::new()
+        workers.answer(stream);
+    }
+    Ok(())
+}
+
+/// The threads that answer calls, kept between calls: a call is handed to an idle one, or
+/// to a new one when none is idle — so there are never more threads than calls were ever
+/// answered at once (at most [`MAX_IN_FLIGHT`]), and a call does not pay for starting one.
+struct Workers {
+    env: Arc<Environment>,
+    activity: Arc<Activity>,
+    send: mpsc::Sender<UnixStream>,
+    receive: Arc<Mutex<mpsc::Receiver<UnixStream>>>,
+    /// Threads waiting for a call and not yet promised one.
+    idle: Arc<AtomicUsize>,
+}
+
+impl Workers {
+    fn new(env: Arc<Environment>, activity: Arc<Activity>) -> Self {
+        let (send, receive) = mpsc::channel();
+        Self {
+            env,
+            activity,
+            send,
+            receive: Arc::new(Mutex::new(receive)),
+            idle: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Hands `stream` to an idle thread, else to a new one. When no thread can be started
+    /// the stream is dropped: the client sees the connection close and denies the call.
+    fn answer(&self, stream: UnixStream) {
+        let promised = self
+            .idle
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok();
+        if !promised && !self.start() {
+            drop(stream);
+            self.activity.done();
+            return;
+        }
+        // The receiver lives as long as any thread does, and a promised thread is alive.
+        let _ = self.send.send(stream);
+    }
+
+    /// Starts a thread that answers calls until the process ends.
+    fn start(&self) -> bool {
+        let (env, activity) = (Arc::clone(&self.env), Arc::clone(&self.activity));
+        let (receive, idle) = (Arc::clone(&self.receive), Arc::clone(&self.idle));
+        std::thread::Builder::new()
             .name("cairn-hook-call".to_owned())
             .stack_size(cairn_policy::limits::STACK_BYTES)
             .spawn(move || {
-                answer_one(stream, &env);
-                done.done();
-            });
-        if spawned.is_err() {
-            // The stream went with the closure: the client sees the connection close and
-            // denies the call.
-            activity.done();
-        }
+                loop {
+                    let next = receive
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .recv();
+                    let Ok(stream) = next else { return };
+                    // `handle` answers its own panics; one here (a reply) drops the stream,
+                    // which the client denies, and the thread goes on.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        answer_one(stream, &env);
+                    }));
+                    activity.done();
+                    idle.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+            .is_ok()
     }
-    Ok(())
 }
 
 /// When the server last took a call, and how many it is answering.

@@ -19,7 +19,9 @@
 //!
 //! The file is a journal (mode 0600): each invocation appends the whole state as one JSON
 //! line, under the lock, after the records it refers to are committed; the last complete line
-//! is the state, and the journal is compacted into it now and then. Appending costs no
+//! is the state, and the journal is compacted into it now and then (it is read whole on every
+//! call, so it is kept small: compacted past [`COMPACT_AT_BYTES`] or eight entries, whichever
+//! is larger, so one compaction's two `fsync`s come at most every eighth call). Appending costs no
 //! `fsync` and no rename — on a hook that runs on every tool call, the `fsync`s and the
 //! rename of an atomically replaced file cost more than everything else together. The journal
 //! survives a crash of the hook process or of the host (a torn last line is skipped); a power
@@ -355,7 +357,7 @@ impl SessionFiles {
 
     /// Appends the state to the journal as one line (one `write` of a complete line, under
     /// the lock), and compacts the journal into its last entry (a temporary file renamed over
-    /// it) once it passes [`COMPACT_AT_BYTES`].
+    /// it) once it passes [`COMPACT_AT_BYTES`] or eight entries of this size.
     ///
     /// The journal is not `fsync`ed: it survives a crash of the hook or of the host, and a
     /// power loss may cost its last entries (see the module documentation). The ledger's
@@ -381,7 +383,10 @@ impl SessionFiles {
         file.write_all(&line).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
         drop(file);
-        if len > COMPACT_AT_BYTES {
+        let entries = u64::try_from(line.len())
+            .unwrap_or(u64::MAX)
+            .saturating_mul(8);
+        if len > COMPACT_AT_BYTES.max(entries) {
             write_private(&self.path, &line)?;
         }
         Ok(())
@@ -400,8 +405,8 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), HookError> 
     cairn_runtime::files::replace(path, 0o600, bytes).map_err(|(_, e)| HookError::io(path, &e))
 }
 
-/// The journal is compacted into its last entry beyond this size.
-pub const COMPACT_AT_BYTES: u64 = 256 << 10;
+/// The journal is compacted into its last entry beyond this size (or eight entries).
+pub const COMPACT_AT_BYTES: u64 = 32 << 10;
 
 #[cfg(test)]
 mod tests {

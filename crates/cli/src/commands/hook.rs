@@ -239,8 +239,56 @@ enum StdinFailure {
     Failed(HookError),
 }
 
+/// Reads stdin by `deadline`: each read first waits (poll(2)) only for the time left, so
+/// that a host that never closes stdin cannot hold the answer past the deadline.
+#[cfg(unix)]
+fn read_stdin_by(deadline: Instant) -> Result<Vec<u8>, StdinFailure> {
+    let mut late = false;
+    let read = cairn_hooks::input::read_limited(StdinBy {
+        deadline,
+        late: &mut late,
+    });
+    match read {
+        Ok(bytes) => Ok(bytes),
+        Err(_) if late => Err(StdinFailure::Late),
+        Err(error) => Err(StdinFailure::Failed(error)),
+    }
+}
+
+/// Stdin, unbuffered, read by a deadline (noting in `late` that it passed).
+#[cfg(unix)]
+struct StdinBy<'a> {
+    deadline: Instant,
+    late: &'a mut bool,
+}
+
+#[cfg(unix)]
+impl std::io::Read for StdinBy<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let stdin = std::io::stdin();
+        loop {
+            let left = left(self.deadline);
+            if left.is_zero() {
+                *self.late = true;
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            let timeout = Timespec::try_from(left).map_err(std::io::Error::other)?;
+            let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
+            match poll(&mut fds, Some(&timeout)) {
+                Ok(0) | Err(rustix::io::Errno::INTR) => {}
+                // Readable, at its end, or broken: the read says which.
+                Ok(_) => break,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(rustix::io::read(&stdin, buf)?)
+    }
+}
+
 /// Reads stdin on a thread of its own, so that a host that never closes it cannot hold the
 /// answer past the deadline.
+#[cfg(not(unix))]
 fn read_stdin_by(deadline: Instant) -> Result<Vec<u8>, StdinFailure> {
     let (send, receive) = mpsc::channel();
     std::thread::Builder::new()
