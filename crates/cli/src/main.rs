@@ -14,13 +14,19 @@ use crate::context::Context;
 use crate::output::render;
 
 fn main() -> ExitCode {
-    init_logging();
     // The arguments as the OS gave them: an argument that is not UTF-8 is a usage error,
     // never a panic.
     let cli = match args::parse(std::env::args_os().collect()) {
         Ok(cli) => cli,
         Err(error) => return ExitCode::from(usage_error(&error)),
     };
+    // The process that supervises a hook call logs nothing of its own, on the path of every
+    // tool call: it sets up no logger unless `CAIRN_LOG` asks for one (its worker, the
+    // resident server and every other command do).
+    let supervises_hook = matches!(&cli.command, args::Command::Hook(hook) if !hook.worker);
+    if !supervises_hook || std::env::var_os("CAIRN_LOG").is_some() {
+        init_logging();
+    }
     let context = Context::new(&cli.global);
     // A hook answers in its host's format, with its own exit-code contract (SPEC §9.2); it
     // runs its own threads with the stack it needs.

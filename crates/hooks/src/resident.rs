@@ -5,7 +5,7 @@
 //!
 //! `cairn hooks serve` runs [`serve`]: it listens on `.cairn/hookd.sock` (mode 0600) and
 //! answers each call on a thread of its own (at most [`MAX_IN_FLIGHT`] at once, so sessions
-//! never queue behind each other; threads are kept for the next call) through the very same [`crate::handle`], with an
+//! never queue behind each other; threads are kept for later calls, see `Workers`) through the very same [`crate::handle`], with an
 //! environment that keeps the store open and the policy gate cached by the digest of the
 //! policy files (which are still read on every call, so an edit takes effect on the next
 //! one). A client must send its whole request within [`REQUEST_DEADLINE`] — a deadline on
@@ -30,7 +30,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -45,7 +45,8 @@ use crate::project::Project;
 pub const SOCKET_FILE: &str = "hookd.sock";
 /// How long a server waits for a client's whole request (header and payload).
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(2);
-/// How many calls a server answers at once; beyond that a call is answered fail-closed.
+/// How many calls a server answers at once; beyond that a call waits for one to finish
+/// (its client denies it if its deadline passes first).
 pub const MAX_IN_FLIGHT: usize = 32;
 /// How long a server takes at most to write its answer.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -232,84 +233,91 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
         Arc::clone(&activity),
         idle,
     );
-    let workers = Workers::new(Arc::new(env), Arc::clone(&activity));
-    for stream in listener.incoming() {
-        let Ok(stream) = stream else { continue };
-        activity.touch();
-        if activity.in_flight.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
-            refuse(stream, "the server is answering too many calls at once");
-            activity.done();
-            continue;
-        }
-        workers.answer(stream);
-    }
+    let workers = Arc::new(Workers {
+        listener,
+        env,
+        activity,
+        turn: Mutex::new(()),
+        waiting: AtomicUsize::new(1),
+        threads: AtomicUsize::new(1),
+    });
+    // This thread (with the stack policy evaluation needs, as every command) is the first.
+    workers.answer_calls();
     Ok(())
 }
 
-/// The threads that answer calls, kept between calls: a call is handed to an idle one, or
-/// to a new one when none is idle — so there are never more threads than calls were ever
-/// answered at once (at most [`MAX_IN_FLIGHT`]), and a call does not pay for starting one.
+/// The threads that answer calls, kept for the next call. One thread at a time waits in
+/// `accept`, the others for their turn; the thread that takes a call answers it itself (no
+/// hand-over to another thread on the way), and when none is left waiting a new one is
+/// started — so there are never more threads than calls were ever answered at once, at most
+/// [`MAX_IN_FLIGHT`]. Beyond that, a call waits in the socket's backlog for a thread, within
+/// its client's deadline.
 struct Workers {
-    env: Arc<Environment>,
+    listener: UnixListener,
+    env: Environment,
     activity: Arc<Activity>,
-    send: mpsc::Sender<UnixStream>,
-    receive: Arc<Mutex<mpsc::Receiver<UnixStream>>>,
-    /// Threads waiting for a call and not yet promised one.
-    idle: Arc<AtomicUsize>,
+    /// Held by the thread waiting in `accept`.
+    turn: Mutex<()>,
+    /// Threads waiting for a call.
+    waiting: AtomicUsize,
+    /// Threads started.
+    threads: AtomicUsize,
 }
 
 impl Workers {
-    fn new(env: Arc<Environment>, activity: Arc<Activity>) -> Self {
-        let (send, receive) = mpsc::channel();
-        Self {
-            env,
-            activity,
-            send,
-            receive: Arc::new(Mutex::new(receive)),
-            idle: Arc::new(AtomicUsize::new(0)),
+    /// Takes calls and answers them, for as long as the process lives.
+    fn answer_calls(self: &Arc<Self>) {
+        loop {
+            let stream = self.next_call();
+            self.activity.touch();
+            self.activity.in_flight.fetch_add(1, Ordering::SeqCst);
+            if self.waiting.fetch_sub(1, Ordering::SeqCst) == 1 {
+                self.start();
+            }
+            // `handle` answers its own panics; one here (a reply) drops the stream, which
+            // the client denies, and the thread goes on.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                answer_one(stream, &self.env);
+            }));
+            self.activity.done();
+            self.waiting.fetch_add(1, Ordering::SeqCst);
         }
     }
 
-    /// Hands `stream` to an idle thread, else to a new one. When no thread can be started
-    /// the stream is dropped: the client sees the connection close and denies the call.
-    fn answer(&self, stream: UnixStream) {
-        let promised = self
-            .idle
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+    /// The next connection, once it is this thread's turn to wait for one.
+    fn next_call(&self) -> UnixStream {
+        let _turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => return stream,
+                // Out of file descriptors, say: wait for some to be closed, do not spin.
+                Err(_) => std::thread::sleep(Duration::from_millis(10)),
+            }
+        }
+    }
+
+    /// Starts one more thread, unless [`MAX_IN_FLIGHT`] are running or none can be started
+    /// (the running ones go on).
+    fn start(self: &Arc<Self>) {
+        let counted = self
+            .threads
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < MAX_IN_FLIGHT).then_some(n + 1)
+            })
             .is_ok();
-        if !promised && !self.start() {
-            drop(stream);
-            self.activity.done();
+        if !counted {
             return;
         }
-        // The receiver lives as long as any thread does, and a promised thread is alive.
-        let _ = self.send.send(stream);
-    }
-
-    /// Starts a thread that answers calls until the process ends.
-    fn start(&self) -> bool {
-        let (env, activity) = (Arc::clone(&self.env), Arc::clone(&self.activity));
-        let (receive, idle) = (Arc::clone(&self.receive), Arc::clone(&self.idle));
-        std::thread::Builder::new()
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let workers = Arc::clone(self);
+        let started = std::thread::Builder::new()
             .name("cairn-hook-call".to_owned())
             .stack_size(cairn_policy::limits::STACK_BYTES)
-            .spawn(move || {
-                loop {
-                    let next = receive
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .recv();
-                    let Ok(stream) = next else { return };
-                    // `handle` answers its own panics; one here (a reply) drops the stream,
-                    // which the client denies, and the thread goes on.
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        answer_one(stream, &env);
-                    }));
-                    activity.done();
-                    idle.fetch_add(1, Ordering::SeqCst);
-                }
-            })
-            .is_ok()
+            .spawn(move || workers.answer_calls());
+        if started.is_err() {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            self.threads.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
@@ -337,16 +345,6 @@ impl Activity {
                 .elapsed()
         })
     }
-}
-
-/// Answers a call the server will not take, fail-closed.
-fn refuse(stream: UnixStream, reason: &str) {
-    reply(
-        stream,
-        &Answer::fail_closed(format!(
-            "Cairn denied this call: the resident hook server could not take it ({reason}). Nothing was run or recorded."
-        )),
-    );
 }
 
 fn reply(mut stream: UnixStream, answer: &Answer) {

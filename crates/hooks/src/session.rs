@@ -257,14 +257,23 @@ impl SessionFiles {
     /// [`HookError::Io`] when the folder or lock file cannot be created;
     /// [`HookError::Locked`] when another process holds the lock for too long.
     pub fn lock(dir: &Path, name: &str) -> Result<Self, HookError> {
-        std::fs::create_dir_all(dir).map_err(|e| HookError::io(dir, &e))?;
         let lock_path = dir.join(format!("{name}.lock"));
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| HookError::io(&lock_path, &e))?;
+        let open = || {
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)
+        };
+        // The folder is made the first time only (this runs on every tool call).
+        let lock = match open() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(dir).map_err(|e| HookError::io(dir, &e))?;
+                open()
+            }
+            opened => opened,
+        }
+        .map_err(|e| HookError::io(&lock_path, &e))?;
         let started = Instant::now();
         loop {
             match lock.try_lock() {

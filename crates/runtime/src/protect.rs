@@ -106,10 +106,10 @@ impl ProjectGuard {
             &root.to_string_lossy(),
         );
         let mut protected = vec![root.join(".cairn")];
-        protected.extend(HOST_SETTINGS.iter().map(|file| resolve(&root, file)));
+        protected.extend(HOST_SETTINGS.iter().map(|file| resolve_below(&root, file)));
         let mut outside = Vec::new();
         for path in extra {
-            let resolved = resolve(&root, &path.to_string_lossy());
+            let resolved = resolve_below(&root, &path.to_string_lossy());
             if !resolved.starts_with(root.join(".cairn")) {
                 outside.push(path.to_string_lossy().into_owned());
                 outside.push(resolved.to_string_lossy().into_owned());
@@ -133,7 +133,7 @@ impl ProjectGuard {
     /// `raw` (absolute, or relative to the project root) resolved as [`resolve`] does.
     #[must_use]
     pub fn resolve(&self, raw: &str) -> PathBuf {
-        resolve(&self.root, raw)
+        resolve_below(&self.root, raw)
     }
 
     /// Why the call with `args` must be refused, if it must.
@@ -296,35 +296,65 @@ pub fn resolve(base: &Path, raw: &str) -> PathBuf {
     } else {
         base.join(raw)
     };
-    let mut hops = 0;
-    walk(&joined, &mut hops)
+    walk(PathBuf::new(), &joined, &mut 0)
 }
 
-fn walk(path: &Path, hops: &mut u32) -> PathBuf {
-    let mut current = PathBuf::new();
+/// [`resolve`] for a `base` that is already resolved: a relative `raw` is walked from
+/// there, without looking at the components of `base` again.
+fn resolve_below(base: &Path, raw: &str) -> PathBuf {
+    let raw = Path::new(raw);
+    if raw.is_absolute() {
+        walk(PathBuf::new(), raw, &mut 0)
+    } else {
+        walk(base.to_path_buf(), raw, &mut 0)
+    }
+}
+
+/// `path` walked from `current` (already resolved), following links as [`resolve`] says.
+fn walk(mut current: PathBuf, path: &Path, hops: &mut u32) -> PathBuf {
+    // How deep the walk is below a component that does not exist: nothing there is a link,
+    // so nothing there is looked up.
+    let mut missing = 0_usize;
     for component in path.components() {
         match component {
-            Component::Prefix(_) | Component::RootDir => current.push(component.as_os_str()),
+            Component::Prefix(_) | Component::RootDir => {
+                current.push(component.as_os_str());
+                missing = 0;
+            }
             Component::CurDir => {}
             Component::ParentDir => {
                 current.pop();
+                missing = missing.saturating_sub(1);
+            }
+            Component::Normal(name) if missing > 0 => {
+                current.push(name);
+                missing += 1;
             }
             Component::Normal(name) => {
                 let next = current.join(name);
-                let link = std::fs::symlink_metadata(&next)
-                    .is_ok_and(|meta| meta.file_type().is_symlink());
+                let meta = std::fs::symlink_metadata(&next);
+                if meta
+                    .as_ref()
+                    .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+                {
+                    current = next;
+                    missing = 1;
+                    continue;
+                }
+                let link = meta.is_ok_and(|meta| meta.file_type().is_symlink());
                 match (link && *hops < MAX_LINK_HOPS)
                     .then(|| std::fs::read_link(&next).ok())
                     .flatten()
                 {
                     Some(target) => {
                         *hops += 1;
-                        let target = if target.is_absolute() {
-                            target
+                        // A relative target is walked from the link's folder, resolved.
+                        let from = if target.is_absolute() {
+                            PathBuf::new()
                         } else {
-                            current.join(target)
+                            current.clone()
                         };
-                        current = walk(&target, hops);
+                        current = walk(from, &target, hops);
                     }
                     None => current = next,
                 }
@@ -418,28 +448,52 @@ mod tests {
         std::fs::create_dir_all(root.join("project/src")).unwrap();
         std::fs::create_dir_all(outside.join("deep")).unwrap();
         std::os::unix::fs::symlink(outside.join("deep"), root.join("project/src/link")).unwrap();
+        std::os::unix::fs::symlink("../../outside/deep", root.join("project/src/relative"))
+            .unwrap();
         std::os::unix::fs::symlink(
             outside.join("missing.txt"),
             root.join("project/src/dangling"),
         )
         .unwrap();
-        let project = root.join("project");
-        assert_eq!(
-            resolve(&project, "src/link/evil.txt"),
-            outside.join("deep/evil.txt")
-        );
-        // `..` after a link leaves from the link's target, as the kernel does.
-        assert_eq!(resolve(&project, "src/link/../x"), outside.join("x"));
-        assert_eq!(
-            resolve(&project, "src/dangling"),
-            outside.join("missing.txt")
-        );
-        assert_eq!(
-            resolve(&project, "src/new/./a.rs"),
-            project.join("src/new/a.rs")
-        );
-        // A loop ends after the hop limit instead of running forever.
         std::os::unix::fs::symlink(root.join("project/loop"), root.join("project/loop")).unwrap();
-        let _ = resolve(&project, "loop/x");
+        let project = root.join("project");
+        // From any base, and from a base already resolved (the guard's root): the same.
+        for resolve in [resolve, resolve_below] {
+            assert_eq!(
+                resolve(&project, "src/link/evil.txt"),
+                outside.join("deep/evil.txt")
+            );
+            assert_eq!(
+                resolve(&project, "src/relative/evil.txt"),
+                outside.join("deep/evil.txt")
+            );
+            // `..` after a link leaves from the link's target, as the kernel does.
+            assert_eq!(resolve(&project, "src/link/../x"), outside.join("x"));
+            assert_eq!(resolve(&project, "src/relative/../x"), outside.join("x"));
+            assert_eq!(resolve(&project, "../outside/deep"), outside.join("deep"));
+            // Below a missing folder nothing is a link; back out of it, links count again.
+            assert_eq!(
+                resolve(&project, "nope/deeper/../../src/link/evil.txt"),
+                outside.join("deep/evil.txt")
+            );
+            assert_eq!(
+                resolve(&project, "nope/src/link/x"),
+                project.join("nope/src/link/x")
+            );
+            assert_eq!(
+                resolve(&project, "src/dangling"),
+                outside.join("missing.txt")
+            );
+            assert_eq!(
+                resolve(&project, "src/new/./a.rs"),
+                project.join("src/new/a.rs")
+            );
+            assert_eq!(
+                resolve(&project, &outside.join("deep/../x").display().to_string()),
+                outside.join("x")
+            );
+            // A loop ends after the hop limit instead of running forever.
+            let _ = resolve(&project, "loop/x");
+        }
     }
 }

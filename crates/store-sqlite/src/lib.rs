@@ -304,12 +304,33 @@ impl SqliteStore {
         where_clause: &str,
         args: &[&dyn rusqlite::ToSql],
     ) -> Result<Vec<RunInfo>, StoreError> {
+        Ok(self
+            .run_rows(where_clause, args, false)?
+            .into_iter()
+            .map(|(info, _)| info)
+            .collect())
+    }
+
+    /// The runs `where_clause` selects and, when `with_head`, what the runs table keeps of
+    /// each one's head (else nothing of it is read).
+    fn run_rows(
+        &self,
+        where_clause: &str,
+        args: &[&dyn rusqlite::ToSql],
+        with_head: bool,
+    ) -> Result<Vec<(RunInfo, KeptHead)>, StoreError> {
         let conn = self.conn();
+        let head = if with_head {
+            "r.head_digest, r.frontier, last.digest"
+        } else {
+            "NULL, NULL, NULL"
+        };
         let sql = format!(
             "SELECT r.tenant_id, r.run_id, r.task_id, r.opened_at_us,
                     last.step_index, last.recorded_at_us, last.kind, last.termination_reason,
                     EXISTS (SELECT 1 FROM checkpoints c
-                            WHERE c.tenant_id = r.tenant_id AND c.run_id = r.run_id)
+                            WHERE c.tenant_id = r.tenant_id AND c.run_id = r.run_id),
+                    {head}
              FROM runs r
              LEFT JOIN records last
                ON last.tenant_id = r.tenant_id AND last.run_id = r.run_id
@@ -329,7 +350,7 @@ impl SqliteStore {
                     (Some("terminal"), Some(reason)) => Some(parse_col(&reason)?),
                     _ => None,
                 };
-                Ok(RunInfo {
+                let info = RunInfo {
                     meta: RunMeta {
                         tenant_id: parse_col::<TenantId>(&row.get::<_, String>(0)?)?,
                         run_id: parse_col::<RunId>(&row.get::<_, String>(1)?)?,
@@ -340,7 +361,8 @@ impl SqliteStore {
                     last_recorded_at: last_at.map(from_micros).transpose()?,
                     termination,
                     checkpointed: row.get(8)?,
-                })
+                };
+                Ok((info, (row.get(9)?, row.get(10)?, row.get(11)?)))
             })
             .map_err(backend)?;
         rows.collect::<Result<Vec<_>, _>>().map_err(backend)
@@ -616,25 +638,16 @@ impl Store for SqliteStore {
         tenant: &TenantId,
         run: &RunId,
     ) -> Result<Option<ResumePoint>, StoreError> {
-        let Some(info) = self.run(tenant, run)? else {
+        // The run and its kept head in one read.
+        let found = self.run_rows(
+            "WHERE r.tenant_id = ?1 AND r.run_id = ?2",
+            &[&tenant.as_str(), &run.as_str()],
+            true,
+        )?;
+        let Some((info, kept)) = found.into_iter().next() else {
             return Ok(None);
         };
-        let kept: Option<KeptHead> = self
-            .conn()
-            .prepare_cached(
-                "SELECT r.head_digest, r.frontier,
-                        (SELECT digest FROM records x WHERE x.tenant_id = r.tenant_id
-                           AND x.run_id = r.run_id ORDER BY step_index DESC LIMIT 1)
-                 FROM runs r WHERE r.tenant_id = ?1 AND r.run_id = ?2",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![tenant.as_str(), run.as_str()], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
-                })
-                .optional()
-            })
-            .map_err(backend)?;
-        if let Some((Some(head), Some(frontier), Some(last))) = kept
+        if let (Some(head), Some(frontier), Some(last)) = kept
             && head == last
             && let Some(tree) = RootBuilder::from_frontier(&frontier)
             && tree.len() == info.records
