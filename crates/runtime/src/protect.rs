@@ -457,41 +457,29 @@ mod tests {
         .unwrap();
         std::os::unix::fs::symlink(root.join("project/loop"), root.join("project/loop")).unwrap();
         let project = root.join("project");
+        let absolute = outside.join("deep/../x").display().to_string();
+        let cases = [
+            ("src/link/evil.txt", outside.join("deep/evil.txt")),
+            ("src/relative/evil.txt", outside.join("deep/evil.txt")),
+            // `..` after a link leaves from the link's target, as the kernel does.
+            ("src/link/../x", outside.join("x")),
+            ("src/relative/../x", outside.join("x")),
+            ("../outside/deep", outside.join("deep")),
+            // Below a missing folder nothing is a link; back out of it, links count again.
+            (
+                "nope/deeper/../../src/link/evil.txt",
+                outside.join("deep/evil.txt"),
+            ),
+            ("nope/src/link/x", project.join("nope/src/link/x")),
+            ("src/dangling", outside.join("missing.txt")),
+            ("src/new/./a.rs", project.join("src/new/a.rs")),
+            (absolute.as_str(), outside.join("x")),
+        ];
         // From any base, and from a base already resolved (the guard's root): the same.
         for resolve in [resolve, resolve_below] {
-            assert_eq!(
-                resolve(&project, "src/link/evil.txt"),
-                outside.join("deep/evil.txt")
-            );
-            assert_eq!(
-                resolve(&project, "src/relative/evil.txt"),
-                outside.join("deep/evil.txt")
-            );
-            // `..` after a link leaves from the link's target, as the kernel does.
-            assert_eq!(resolve(&project, "src/link/../x"), outside.join("x"));
-            assert_eq!(resolve(&project, "src/relative/../x"), outside.join("x"));
-            assert_eq!(resolve(&project, "../outside/deep"), outside.join("deep"));
-            // Below a missing folder nothing is a link; back out of it, links count again.
-            assert_eq!(
-                resolve(&project, "nope/deeper/../../src/link/evil.txt"),
-                outside.join("deep/evil.txt")
-            );
-            assert_eq!(
-                resolve(&project, "nope/src/link/x"),
-                project.join("nope/src/link/x")
-            );
-            assert_eq!(
-                resolve(&project, "src/dangling"),
-                outside.join("missing.txt")
-            );
-            assert_eq!(
-                resolve(&project, "src/new/./a.rs"),
-                project.join("src/new/a.rs")
-            );
-            assert_eq!(
-                resolve(&project, &outside.join("deep/../x").display().to_string()),
-                outside.join("x")
-            );
+            for (raw, expected) in &cases {
+                assert_eq!(&resolve(&project, raw), expected, "{raw}");
+            }
             // A loop ends after the hop limit instead of running forever.
             let _ = resolve(&project, "loop/x");
         }
