@@ -9,10 +9,11 @@
 //! 200 timed calls are consecutive calls of one session, each followed (untimed) by its
 //! `PostToolUse` as a host sends it, so the run grows as it would in a real session. Target: median ≤ 5 ms and ≤ 3× the bare start.
 //!
-//! Each call is measured twice, in two sessions: answered without a server
-//! (`CAIRN_HOOK_RESIDENT=off`: the `cairn hook` process supervises a worker process that
-//! decides) and by the project's resident server (`cairn hooks serve`), interleaved with the
-//! bare start.
+//! Each call is measured three times, in three sessions: through `cairn-hook` (the command
+//! `hooks install` writes) and the project's resident server (`cairn hooks serve`) — issue
+//! 16's target is at most 1.5× the bare start —; through `cairn hook` and the server; and by
+//! `cairn hook` without a server (`CAIRN_HOOK_RESIDENT=off`: it supervises a worker process
+//! that decides), interleaved with the bare start.
 //!
 //! A second table (issue 16) times a call against the length of its run: sessions whose runs
 //! already hold 0, 1,000, 10,000 and 50,000 records (written through the library first),
@@ -41,7 +42,12 @@ static HOME: std::sync::LazyLock<tempfile::TempDir> =
     std::sync::LazyLock::new(|| tempfile::tempdir().unwrap());
 
 fn cairn() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    program(env!("CARGO_BIN_EXE_cairn"))
+}
+
+/// `path` (`cairn` or `cairn-hook`) with the benchmark's environment.
+fn program(path: &str) -> Command {
+    let mut command = Command::new(path);
     command
         .env_remove("CAIRN_STORE")
         .env_remove("CAIRN_KEYS")
@@ -103,12 +109,19 @@ fn call_in(project: &Path, mode: Mode, session: &str, i: usize) -> Duration {
 /// what it printed and the wall time from its start to its exit.
 fn hook_call(project: &Path, mode: Mode, stdin: &str) -> (std::process::Output, Duration) {
     let started = Instant::now();
-    let mut command = cairn();
+    let mut command = match mode {
+        Mode::Thin => program(env!("CARGO_BIN_EXE_cairn-hook")),
+        Mode::Cold | Mode::Resident => {
+            let mut command = cairn();
+            command.arg("hook");
+            command
+        }
+    };
     if mode == Mode::Cold {
         command.env("CAIRN_HOOK_RESIDENT", "off");
     }
     let mut child = command
-        .args(["hook", "claude-code"])
+        .arg("claude-code")
         .current_dir(project)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -132,6 +145,8 @@ enum Mode {
     Cold,
     /// By the project's resident server (`cairn hooks serve`).
     Resident,
+    /// By the resident server, through `cairn-hook` (the command `hooks install` writes).
+    Thin,
 }
 
 impl Mode {
@@ -139,6 +154,7 @@ impl Mode {
         match self {
             Self::Cold => "bench-cold",
             Self::Resident => "bench-resident",
+            Self::Thin => "bench-thin",
         }
     }
 }
@@ -316,12 +332,15 @@ fn per_call() {
         version();
         pre_tool_use(project, Mode::Cold, i);
         pre_tool_use(project, Mode::Resident, i);
+        pre_tool_use(project, Mode::Thin, i);
     }
     let mut bare = Vec::with_capacity(calls);
     let mut cold = Vec::with_capacity(calls);
     let mut resident = Vec::with_capacity(calls);
+    let mut thin = Vec::with_capacity(calls);
     for i in 0..calls {
         bare.push(version());
+        thin.push(pre_tool_use(project, Mode::Thin, WARM_UP + i));
         resident.push(pre_tool_use(project, Mode::Resident, WARM_UP + i));
         cold.push(pre_tool_use(project, Mode::Cold, WARM_UP + i));
     }
@@ -342,16 +361,20 @@ fn per_call() {
         quarter(&cold, false),
         quarter(&cold, true)
     );
-    for v in [&mut bare, &mut cold, &mut resident] {
+    for v in [&mut bare, &mut cold, &mut resident, &mut thin] {
         v.sort();
     }
     let bare_median = percentile(&bare, 50.0);
     println!(
-        "cairn hook claude-code, PreToolUse round trip ({calls} calls per mode, one session each, sync store)"
+        "a hook call's PreToolUse round trip ({calls} calls per mode, one session each, sync store)"
     );
     println!("| what | median | p99 | ratio of medians |");
     println!("|---|---|---|---|");
     for (what, v) in [
+        (
+            "`cairn-hook claude-code` PreToolUse (the installed command), resident server running",
+            &thin,
+        ),
         (
             "`cairn hook claude-code` PreToolUse, resident server running",
             &resident,
@@ -370,6 +393,15 @@ fn per_call() {
             median.as_secs_f64() / bare_median.as_secs_f64()
         );
     }
+    let installed = percentile(&thin, 50.0).as_secs_f64() / bare_median.as_secs_f64();
+    println!(
+        "installed command (issue 16): <= 1.5x bare start: {} ({installed:.2}x)",
+        if installed <= 1.5 {
+            "reached"
+        } else {
+            "missed"
+        }
+    );
     for (what, v) in [("resident", &resident), ("no server", &cold)] {
         let median = percentile(v, 50.0);
         let ratio = median.as_secs_f64() / bare_median.as_secs_f64();

@@ -14,8 +14,8 @@ mod common;
 
 use std::io::{Read as _, Write as _};
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::path::Path;
+
 use std::time::{Duration, Instant};
 
 use common::{Output, command_in};
@@ -25,30 +25,7 @@ fn project() -> tempfile::TempDir {
     common::init_project()
 }
 
-fn socket(dir: &Path) -> PathBuf {
-    dir.join(".cairn").join("hookd.sock")
-}
-
-/// Starts the server and waits for its socket.
-fn serve(dir: &Path, idle: &str) -> Child {
-    let child = command_in(dir)
-        .args(["hooks", "serve", "--idle", idle, "--dir"])
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !socket(dir).exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the server made no socket"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
-}
+use common::{serve, socket};
 
 /// One `PreToolUse` of `Bash` through `cairn hook claude-code`.
 fn pre_tool_use(dir: &Path, i: usize) -> Output {

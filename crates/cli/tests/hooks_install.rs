@@ -22,11 +22,11 @@ fn cairn(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// The command `hooks install` writes for Claude Code.
-const CLAUDE: &str = "cairn hook claude-code --project \"$CLAUDE_PROJECT_DIR\"";
+const CLAUDE: &str = "cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"";
 
 /// The command `hooks install` writes for Codex in the project at `dir`.
 fn codex_command(dir: &Path) -> String {
-    format!("cairn hook codex --project '{}'", dir.display())
+    format!("cairn-hook codex --project '{}'", dir.display())
 }
 
 fn read(path: &Path) -> Value {
@@ -389,5 +389,36 @@ fn issue_16_the_first_policy_a_user_writes_against_the_scaffold_is_valid() {
         ),
     ] {
         assert_eq!(explain(tool, args), "allow", "{tool}");
+    }
+}
+
+/// The hosts run `cairn-hook` for every event, and a hook command that cannot be run lets
+/// the call through: `hooks install` says so when it is not on `PATH`.
+#[test]
+fn install_warns_when_the_hook_program_is_not_on_path() {
+    let built = Path::new(env!("CARGO_BIN_EXE_cairn-hook"))
+        .parent()
+        .unwrap();
+    for (path, found) in [(built.to_path_buf(), true), (std::env::temp_dir(), false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Output::of(
+            command_in(dir.path())
+                .args(["--json", "hooks", "install", "--claude-code"])
+                .env("PATH", &path),
+        );
+        out.expect(0);
+        assert_eq!(out.json()["hook_program_on_path"], found, "{out:?}");
+        let human = Output::of(
+            command_in(dir.path())
+                .args(["hooks", "install", "--claude-code"])
+                .env("PATH", &path),
+        );
+        assert_eq!(
+            human
+                .stdout
+                .contains("warning: `cairn-hook` is not on PATH"),
+            !found,
+            "{human:?}"
+        );
     }
 }

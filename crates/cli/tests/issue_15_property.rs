@@ -56,10 +56,16 @@ impl StoreOpener for Sqlite {
     }
 }
 
-static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
+/// A project with [`POLICY`] and [`TOOLS`].
+fn project() -> tempfile::TempDir {
     let dir = common::init_project();
     std::fs::write(dir.path().join(".cairn/policies/starter.cedar"), POLICY).unwrap();
     std::fs::write(dir.path().join(".cairn/tools.json"), TOOLS).unwrap();
+    dir
+}
+
+static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
+    let dir = project();
     let policies = dir.path().join(".cairn/policies");
     let tools = dir.path().join(".cairn/tools.json");
     let gate = cairn_runtime::project::load_gate(&policies, Some(&tools)).unwrap();
@@ -149,19 +155,29 @@ fn tool() -> impl Strategy<Value = &'static str> {
 }
 
 fn payload(session: &str, tool: &str, input: &str) -> String {
+    payload_in(FIXTURE.dir.path(), session, tool, input)
+}
+
+/// A `PreToolUse` of `tool` at `root`.
+fn payload_in(root: &Path, session: &str, tool: &str, input: &str) -> String {
     format!(
         r#"{{"session_id": "{session}", "cwd": {}, "hook_event_name": "PreToolUse", "tool_name": "{tool}", "tool_input": {input}, "tool_use_id": "t"}}"#,
-        json!(FIXTURE.dir.path())
+        json!(root)
     )
 }
 
 /// What the policy says of `tool` with exactly these argument bytes; `None` when they do not
 /// read (the built-in rule denies them).
 fn policy_allows(tool: &str, raw: &str) -> bool {
+    policy_allows_in(FIXTURE.dir.path(), tool, raw)
+}
+
+/// The same for the project at `root` (with the same policy).
+fn policy_allows_in(root: &Path, tool: &str, raw: &str) -> bool {
     let Ok(args) = Arguments::read(raw.as_bytes()) else {
         return false;
     };
-    let guard = cairn_runtime::protect::ProjectGuard::new(FIXTURE.dir.path(), &[]);
+    let guard = cairn_runtime::protect::ProjectGuard::new(root, &[]);
     if guard.refusal(args.value()).is_some() {
         return false;
     }
@@ -259,19 +275,21 @@ proptest! {
 /// only for what the policy allows.
 #[test]
 fn issue_15_the_binary_exits_0_only_for_what_the_policy_allows() {
+    // A project of its own, removed at the end: the resident server the first call starts
+    // there exits once the project is gone (the static fixture's folder never is).
+    let dir = project();
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(48));
     let strategy = (tool(), arguments());
     runner
         .run(&strategy, |(tool, raw)| {
-            let stdin = payload("binary", tool, &raw);
-            let out = common::hook(
-                &mut common::command_in(FIXTURE.dir.path()),
-                "claude-code",
-                &stdin,
-            );
+            let stdin = payload_in(dir.path(), "binary", tool, &raw);
+            let out = common::hook(&mut common::command_in(dir.path()), "claude-code", &stdin);
             prop_assert!(out.code == 0 || out.code == 2, "{out:?}");
             if out.code == 0 {
-                prop_assert!(policy_allows(tool, &raw), "let through: {tool} {raw}");
+                prop_assert!(
+                    policy_allows_in(dir.path(), tool, &raw),
+                    "let through: {tool} {raw}"
+                );
             }
             Ok(())
         })

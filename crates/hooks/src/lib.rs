@@ -19,6 +19,8 @@
 //!   failures are unknown side effects, `Stop` versus `SessionEnd`, the session facts).
 //! - [`config`]: `.cairn/hooks.json`, including which tools are consequential.
 //! - [`context`]: the context re-injected after a compaction.
+//! - [`client`]: what both hook commands do around the call — read stdin by the deadline,
+//!   find the project, answer in the host's format with exit 0 or 2 only.
 //! - `resident`: the resident hook server (`cairn hooks serve`) and the client side that
 //!   `cairn hook` tries first, so a warm process answers instead of a cold one.
 //!
@@ -42,6 +44,7 @@
 
 pub mod answer;
 mod boundary;
+pub mod client;
 pub mod config;
 pub mod context;
 pub mod engine;

@@ -44,8 +44,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use cairn_core::{ErrorCode, SystemClock};
+use cairn_hooks::client::{self, StdinFailure, emit, failed, late, left, read_stdin_by};
 use cairn_hooks::project::Binding;
-use cairn_hooks::{Answer, Environment, Fault, HookError, Host, StoreOpener};
+use cairn_hooks::{Answer, Environment, Fault, Host, StoreOpener};
 use cairn_ledger::{Store, StoreError};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 
@@ -140,33 +141,9 @@ fn deadline_of(args: &HookArgs) -> Result<Duration, String> {
     Ok(duration.clamp(MIN_DEADLINE, MAX_DEADLINE))
 }
 
-/// How this call's project is found: `--project`, else (Claude Code) `CLAUDE_PROJECT_DIR`,
-/// else the session index, else the payload's `cwd`.
+/// How this call's project is found (see [`cairn_hooks::client::binding`]).
 fn binding(args: &HookArgs) -> Binding {
-    let explicit = args.project.clone().or_else(|| match args.host {
-        HookHost::ClaudeCode => std::env::var_os("CLAUDE_PROJECT_DIR")
-            .filter(|dir| !dir.is_empty())
-            .map(PathBuf::from),
-        HookHost::Codex => None,
-    });
-    Binding {
-        explicit,
-        index: session_index(),
-    }
-}
-
-/// The session index folder: `$CAIRN_HOME/sessions`, else under `$XDG_STATE_HOME/cairn` or
-/// `~/.local/state/cairn`.
-fn session_index() -> Option<PathBuf> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let home = var("CAIRN_HOME")
-        .or_else(|| var("XDG_STATE_HOME").map(|dir| dir.join("cairn")))
-        .or_else(|| var("HOME").map(|dir| dir.join(".local/state/cairn")))?;
-    Some(home.join("sessions"))
+    cairn_hooks::client::binding(host_of(args), args.project.clone())
 }
 
 fn fault() -> Option<Fault> {
@@ -190,12 +167,7 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
     let stdin = match read_stdin_by(deadline) {
         Ok(bytes) => bytes,
         Err(StdinFailure::Late) => return emit(&late(true, limit)),
-        Err(StdinFailure::Failed(error)) => {
-            return emit(&Answer::fail_closed(format!(
-                "Cairn denied this call: its hook input could not be read (error[{}]: {error}). Nothing was run or recorded.",
-                error.code()
-            )));
-        }
+        Err(StdinFailure::Failed(error)) => return emit(&client::unreadable(&error)),
     };
     let blocks = cairn_hooks::input::blocks_on_failure(&stdin);
     let host = host_of(args);
@@ -212,10 +184,7 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
         && let Some(project) = &project
         && let Some(result) = cairn_hooks::resident::ask(host, &stdin, project, deadline)
     {
-        return emit(&result.unwrap_or_else(|error| match error {
-            HookError::ResidentLate { .. } => late(blocks, limit),
-            error => failed(blocks, &error.to_string(), error.code()),
-        }));
+        return emit(&client::resident_answer(result, blocks, limit));
     }
     let named = project
         .as_ref()
@@ -231,107 +200,6 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
         start_server_if_configured(project);
     }
     emit(&answer)
-}
-
-/// Why stdin could not be read.
-enum StdinFailure {
-    Late,
-    Failed(HookError),
-}
-
-/// Reads stdin by `deadline`: each read first waits (poll(2)) only for the time left, so
-/// that a host that never closes stdin cannot hold the answer past the deadline.
-#[cfg(unix)]
-fn read_stdin_by(deadline: Instant) -> Result<Vec<u8>, StdinFailure> {
-    let mut late = false;
-    let read = cairn_hooks::input::read_limited(StdinBy {
-        deadline,
-        late: &mut late,
-    });
-    match read {
-        Ok(bytes) => Ok(bytes),
-        Err(_) if late => Err(StdinFailure::Late),
-        Err(error) => Err(StdinFailure::Failed(error)),
-    }
-}
-
-/// Stdin, unbuffered, read by a deadline (noting in `late` that it passed).
-#[cfg(unix)]
-struct StdinBy<'a> {
-    deadline: Instant,
-    late: &'a mut bool,
-}
-
-#[cfg(unix)]
-impl std::io::Read for StdinBy<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        use rustix::event::{PollFd, PollFlags, Timespec, poll};
-        let stdin = std::io::stdin();
-        loop {
-            let left = left(self.deadline);
-            if left.is_zero() {
-                *self.late = true;
-                return Err(std::io::ErrorKind::TimedOut.into());
-            }
-            let timeout = Timespec::try_from(left).map_err(std::io::Error::other)?;
-            let mut fds = [PollFd::new(&stdin, PollFlags::IN)];
-            match poll(&mut fds, Some(&timeout)) {
-                Ok(0) | Err(rustix::io::Errno::INTR) => {}
-                // Readable, at its end, or broken: the read says which.
-                Ok(_) => break,
-                Err(error) => return Err(error.into()),
-            }
-        }
-        Ok(rustix::io::read(&stdin, buf)?)
-    }
-}
-
-/// Reads stdin on a thread of its own, so that a host that never closes it cannot hold the
-/// answer past the deadline.
-#[cfg(not(unix))]
-fn read_stdin_by(deadline: Instant) -> Result<Vec<u8>, StdinFailure> {
-    let (send, receive) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("cairn-hook-stdin".to_owned())
-        .spawn(move || {
-            let _ = send.send(cairn_hooks::input::read_limited(std::io::stdin().lock()));
-        })
-        .map_err(|e| StdinFailure::Failed(HookError::InputUnreadable(e.to_string())))?;
-    match receive.recv_timeout(left(deadline)) {
-        Ok(read) => read.map_err(StdinFailure::Failed),
-        Err(_) => Err(StdinFailure::Late),
-    }
-}
-
-fn left(deadline: Instant) -> Duration {
-    deadline.saturating_duration_since(Instant::now())
-}
-
-/// The answer when the deadline passed before a decision.
-fn late(blocks: bool, limit: Duration) -> Answer {
-    let line = format!(
-        "error[hook_deadline]: no decision within the {:.1} s deadline (`--deadline`, `CAIRN_HOOK_DEADLINE`)",
-        limit.as_secs_f64()
-    );
-    if blocks {
-        Answer::fail_closed(format!(
-            "Cairn denied this call: it could not be decided in time ({line}). Nothing was run. A store locked by another process, a very large policy set or a stuck resident server can cause this; `cairn ledger verify --all` and `cairn policy check` help find which."
-        ))
-    } else {
-        Answer::note(format!("cairn: {line}"))
-    }
-}
-
-/// The answer when the call could not be decided for `reason`.
-fn failed(blocks: bool, reason: &str, code: &str) -> Answer {
-    let line = format!("error[{code}]: {reason}");
-    if blocks {
-        Answer::fail_closed(format!(
-            "Cairn denied this call because it could not decide it safely ({line}). It may have been recorded; nothing was run."
-        ))
-    } else {
-        Answer::note(format!("cairn: {line}"))
-    }
 }
 
 /// Why the worker gave no answer.
@@ -503,26 +371,4 @@ fn start_server_if_configured(project: &cairn_hooks::project::Project) {
         .stderr(Stdio::null())
         .process_group(0)
         .spawn();
-}
-
-/// Writes the answer; a refusal whose JSON cannot be written exits 2 instead, so that it
-/// still blocks.
-fn emit(answer: &Answer) -> u8 {
-    let mut exit = answer.exit;
-    if let Some(text) = &answer.stdout {
-        let mut out = std::io::stdout().lock();
-        let written = writeln!(out, "{text}").and_then(|()| out.flush());
-        if written.is_err() && answer.denies {
-            exit = cairn_hooks::answer::EXIT_BLOCK;
-        }
-    }
-    if let Some(text) = &answer.stderr {
-        let _ = writeln!(std::io::stderr(), "{text}");
-    }
-    // INVARIANT: the host sees exit 0 or 2 only.
-    if exit == 0 || exit == cairn_hooks::answer::EXIT_BLOCK {
-        exit
-    } else {
-        cairn_hooks::answer::EXIT_BLOCK
-    }
 }

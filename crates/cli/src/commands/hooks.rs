@@ -183,6 +183,15 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     if codex {
         human.push_str(&codex_trust_steps(&base));
     }
+    let hook_program_found = on_path(install::HOOK_PROGRAM);
+    if !hook_program_found {
+        let _ = writeln!(
+            human,
+            "
+warning: `{program}` is not on PATH. The hosts run it for every hook event, and a hook command that cannot be run lets the call through: put `{program}` beside `cairn` on the PATH the agent runs with (`cargo install --locked --path crates/cli` installs both).",
+            program = install::HOOK_PROGRAM
+        );
+    }
     let _ = writeln!(
         human,
         "\nnext: use the agent as usual; every tool call is gated and recorded.\n  cairn runs list              one run per session (cc-<session>, codex-<session>)\n  cairn ledger verify --all    check every chain and signed checkpoint"
@@ -193,9 +202,29 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
             "created": scaffolded,
             "hooks": changes.iter().map(|c| to_json(c, &base)).collect::<Vec<_>>(),
             "codex_trust_required": codex,
+            "hook_program_on_path": hook_program_found,
         }),
         human,
     ))
+}
+
+/// Whether an executable file named `program` is in a folder of `PATH`.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            let file = dir.join(program);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::metadata(&file)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            }
+            #[cfg(not(unix))]
+            {
+                file.with_extension("exe").is_file() || file.is_file()
+            }
+        })
+    })
 }
 
 /// What a Codex user must do before Codex runs the hooks at all (issue 16, B7): Codex

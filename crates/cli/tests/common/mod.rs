@@ -30,7 +30,13 @@ pub fn binary() -> &'static str {
 /// the developer's shell leaks in, the hooks' session index lives in `dir/.cairn-home`
 /// (so that no test binds a session of another test's project), and stdin is empty.
 pub fn command_in(dir: &Path) -> Command {
-    let mut command = Command::new(binary());
+    program_in(binary(), dir)
+}
+
+/// `program` (the `cairn` binary or another of its package's) with the environment of
+/// [`command_in`], running in `dir`.
+pub fn program_in(program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
+    let mut command = Command::new(program);
     command
         .current_dir(dir)
         .env_remove("CAIRN_STORE")
@@ -55,9 +61,16 @@ pub fn init_project() -> tempfile::TempDir {
 
 /// Runs `command` as `cairn hook HOST` with `stdin` as the host's hook JSON.
 pub fn hook(command: &mut Command, host: &str, stdin: &str) -> Output {
+    let mut out = with_stdin(command.args(["hook", host]), stdin);
+    out.args = format!("cairn hook {host} < {stdin}");
+    out
+}
+
+/// Runs `command` to completion with `stdin` as its input (a host's hook JSON).
+pub fn with_stdin(command: &mut Command, stdin: &str) -> Output {
     use std::io::Write as _;
+    let args = format!("{command:?} < {stdin}");
     command
-        .args(["hook", host])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -73,7 +86,39 @@ pub fn hook(command: &mut Command, host: &str, stdin: &str) -> Output {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        args: format!("cairn hook {host} < {stdin}"),
+        args,
+    }
+}
+
+/// The socket of the resident server of the project at `dir`.
+pub fn socket(dir: &Path) -> PathBuf {
+    dir.join(".cairn").join("hookd.sock")
+}
+
+/// Starts `cairn hooks serve` for the project at `dir` (exiting after `idle` without a
+/// call) and waits for its socket.
+pub fn serve(dir: &Path, idle: &str) -> std::process::Child {
+    let child = command_in(dir)
+        .args(["hooks", "serve", "--idle", idle, "--dir"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_socket(dir);
+    child
+}
+
+/// Waits (at most 20 s) until the project at `dir` has a server's socket.
+pub fn wait_for_socket(dir: &Path) {
+    let started = std::time::Instant::now();
+    while !socket(dir).exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "no server made a socket"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 

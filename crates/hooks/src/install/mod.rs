@@ -5,13 +5,14 @@
 //! handlers:
 //!
 //! ```json
-//! {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "cairn hook claude-code --project \"$CLAUDE_PROJECT_DIR\"", "timeout": 60}]}]}}
+//! {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"", "timeout": 60}]}]}}
 //! ```
 //!
 //! The command names its project (see [`command`]), so that a session is gated and recorded
 //! in its project whatever its `cwd`. Cairn's groups have no `matcher` (every tool, every
-//! source). Installing adds one group per event that does not already run `cairn hook
-//! <host>` and brings an older Cairn command up to date; installing twice changes nothing.
+//! source). Installing adds one group per event that does not already run Cairn's hook
+//! (`cairn-hook <host>`, or `cairn hook <host>` as earlier installs wrote it) and brings an
+//! older Cairn command up to date; installing twice changes nothing.
 //!
 //! **The file is edited in place.** Everything Cairn does not add or remove stays byte for
 //! byte as it was — formatting, key order, numbers such as `123456789012345678901234567890`
@@ -20,7 +21,7 @@
 //! file that is not strict JSON (a duplicate key, a bad escape, comments), or whose `hooks`
 //! do not have the shape above, is an error and is never overwritten. A symlinked settings
 //! file is written through: its target gets the hooks and the link stays a link.
-//! Uninstalling removes exactly the handlers whose command is `cairn hook <host>…`, the
+//! Uninstalling removes exactly the handlers whose command is Cairn's hook for the host, the
 //! groups and events that become empty because of it, and the file itself when the install
 //! created it and nothing else is left (recorded in `.cairn/installed-hooks.json`).
 
@@ -93,11 +94,13 @@ pub fn timeout_secs(host: Host, event: &str) -> u64 {
 #[must_use]
 pub fn command(host: Host, dir: &Path) -> String {
     match host {
-        Host::ClaudeCode => "cairn hook claude-code --project \"$CLAUDE_PROJECT_DIR\"".to_owned(),
+        Host::ClaudeCode => {
+            format!("{HOOK_PROGRAM} claude-code --project \"$CLAUDE_PROJECT_DIR\"")
+        }
         Host::Codex => {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
             format!(
-                "cairn hook codex --project {}",
+                "{HOOK_PROGRAM} codex --project {}",
                 shell_quoted(&dir.to_string_lossy())
             )
         }
@@ -109,12 +112,19 @@ fn shell_quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
-/// Whether `command` runs Cairn's hook for `host` (with or without arguments).
+/// The program the installed hooks run: the thin client of the resident server, which
+/// hands every call it does not answer itself to `cairn hook` (see the `cairn-hook` binary).
+pub const HOOK_PROGRAM: &str = "cairn-hook";
+
+/// Whether `command` runs Cairn's hook for `host` (with or without arguments): `cairn-hook
+/// HOST …`, or `cairn hook HOST …` as installs before `cairn-hook` wrote it (an install
+/// updates it in place, an uninstall removes it).
 pub(crate) fn is_cairn_command(command: &str, host: Host) -> bool {
-    let prefix = format!("cairn hook {}", host.as_str());
-    command
-        .strip_prefix(&prefix)
-        .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+    [HOOK_PROGRAM, "cairn hook"].iter().any(|program| {
+        command
+            .strip_prefix(&format!("{program} {}", host.as_str()))
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+    })
 }
 
 /// The host's settings file in the project at `dir`.
