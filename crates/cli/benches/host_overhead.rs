@@ -12,9 +12,12 @@
 //! - Cairn with the server turned off (`"resident_server": false`: every event is answered by
 //!   a supervisor and a worker process).
 //!
-//! The figure per configuration is the median session's wall time minus the median baseline
-//! session's, divided by `CALLS`: the time added per tool call (which fires `PreToolUse` and
-//! `PostToolUse`). Target: Cairn's default install adds at most 1.5× what the no-op hook adds.
+//! The figure per configuration is the time added per tool call (which fires `PreToolUse` and
+//! `PostToolUse`): each session's wall time minus the baseline session's of the same round,
+//! divided by `CALLS`, median over the rounds (paired by round, so that a slow minute of a
+//! shared machine weighs on both sides). Target: Cairn's default install adds at most 1.5× what
+//! the no-op hook adds. Sessions are noisy (the host's own time per call varies by several
+//! milliseconds between minutes); more calls and rounds steady the figure.
 //!
 //! Run: `cargo bench -p cairn-cli --bench host_overhead` (needs `npm ci --prefix tests/hosts`;
 //! `CAIRN_BENCH_ROUNDS` sets the rounds, 5 by default; `CAIRN_BENCH_HOST_CALLS` the calls per
@@ -205,11 +208,23 @@ fn main() {
             times[k].push(session(&installed, config, calls));
         }
     }
+    // What a configuration adds is taken round by round against the baseline session of the
+    // same round (paired, so a slow minute of the machine weighs on both), then the median.
+    let added_ms: Vec<f64> = (0..Config::ALL.len())
+        .map(|k| {
+            let mut deltas: Vec<f64> = times[k]
+                .iter()
+                .zip(&times[0])
+                .map(|(t, base)| (t.as_secs_f64() - base.as_secs_f64()) / calls as f64 * 1e3)
+                .collect();
+            deltas.sort_by(f64::total_cmp);
+            deltas[deltas.len() / 2]
+        })
+        .collect();
+    let added = |k: usize| added_ms[k];
     let medians: Vec<Duration> = times.iter_mut().map(|v| median(v)).collect();
-    let base = medians[0].as_secs_f64();
-    let added = |k: usize| (medians[k].as_secs_f64() - base) / calls as f64 * 1e3;
     println!(
-        "Claude Code sessions of {calls} Bash calls each, {rounds} rounds interleaved; median session"
+        "Claude Code sessions of {calls} Bash calls each, {rounds} rounds interleaved; median session, and the median over rounds of each session's time over its round's baseline"
     );
     println!(
         "| configuration | median session | added per tool call | ratio to the no-op hook's |"
