@@ -17,7 +17,7 @@ use std::os::unix::net::UnixListener;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Output, command_in, socket, wait_for_socket};
+use common::{Output, command_in, socket, wait_for_socket, with_stdin as run};
 use serde_json::json;
 
 /// A project that forbids `Bash` and permits everything else.
@@ -46,10 +46,6 @@ fn thin(dir: &Path) -> Command {
     let mut command = thin_in(dir);
     command.arg("claude-code");
     command
-}
-
-fn run(command: &mut Command, stdin: &str) -> Output {
-    common::with_stdin(command, stdin)
 }
 
 fn pre_tool_use(dir: &Path, session: &str, tool: &str, i: usize) -> String {

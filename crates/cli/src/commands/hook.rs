@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use cairn_core::{ErrorCode, SystemClock};
+use cairn_core::SystemClock;
 use cairn_hooks::client::{self, StdinFailure, emit, failed, late, left, read_stdin_by};
 use cairn_hooks::project::Binding;
 use cairn_hooks::{Answer, Environment, Fault, Host, StoreOpener};
@@ -324,13 +324,12 @@ fn work(ctx: &Context, args: &HookArgs) -> u8 {
     let decided = std::thread::Builder::new()
         .name("cairn-hook".to_owned())
         .stack_size(cairn_policy::limits::STACK_BYTES)
-        .spawn(move || match cairn_hooks::input::read_limited(std::io::stdin().lock()) {
-            Ok(bytes) => cairn_hooks::handle(host, &bytes, &environment),
-            Err(error) => Answer::fail_closed(format!(
-                "Cairn denied this call: its hook input could not be read (error[{}]: {error}). Nothing was run or recorded.",
-                error.code()
-            )),
-        })
+        .spawn(
+            move || match cairn_hooks::input::read_limited(std::io::stdin().lock()) {
+                Ok(bytes) => cairn_hooks::handle(host, &bytes, &environment),
+                Err(error) => client::unreadable(&error),
+            },
+        )
         .ok()
         .and_then(|thread| thread.join().ok());
     let Some(answer) = decided else {
