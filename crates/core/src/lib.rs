@@ -12,6 +12,7 @@ pub mod ids;
 pub mod lookup;
 pub mod normalize;
 pub mod report;
+pub mod rfc3339;
 pub mod sort_keys;
 pub mod strict_json;
 pub mod time;

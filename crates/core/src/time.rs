@@ -77,14 +77,25 @@ impl fmt::Debug for Timestamp {
 impl FromStr for Timestamp {
     type Err = CoreError;
 
-    /// Parses RFC 3339 with a mandatory offset (`Z` or `±hh:mm`).
+    /// Parses an RFC 3339 date-time with a mandatory offset (`Z` or `±hh:mm`), by Cairn's one
+    /// rule for times ([`crate::rfc3339::is_date_time`]): offsets beyond ±23:59 and `:60`
+    /// seconds are refused.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let invalid = |reason: String| CoreError::InvalidTimestamp {
+            value: excerpt(text),
+            reason,
+        };
+        if !crate::rfc3339::is_date_time(text) {
+            return Err(invalid(
+                "not an rfc 3339 date-time `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` with hours \
+                 and offset hours 00-23, minutes and seconds 00-59"
+                    .to_owned(),
+            ));
+        }
+        let text = text.strip_suffix('\n').unwrap_or(text).to_ascii_uppercase();
         text.parse::<jiff::Timestamp>()
             .map(Self::from_jiff)
-            .map_err(|e| CoreError::InvalidTimestamp {
-                value: excerpt(text),
-                reason: e.to_string(),
-            })
+            .map_err(|e| invalid(e.to_string()))
     }
 }
 
@@ -176,6 +187,21 @@ mod tests {
         let t: Timestamp = "2026-06-30T04:30:00.123456789Z".parse().unwrap();
         assert_eq!(t.to_string(), "2026-06-30T04:30:00.123456Z");
         assert_eq!(t.to_string().parse::<Timestamp>().unwrap(), t);
+    }
+
+    #[test]
+    fn offsets_past_23_59_and_leap_seconds_are_refused_as_the_references_refuse_them() {
+        for bad in [
+            "2026-07-22T18:00:00+24:00",
+            "2026-07-22T18:00:00-24:00",
+            "2026-07-22T18:00:00+25:59",
+            "2026-07-22T17:59:60Z",
+            "2026-07-22 18:00:00Z",
+        ] {
+            assert!(bad.parse::<Timestamp>().is_err(), "{bad}");
+        }
+        let t: Timestamp = "2026-07-22t18:00:00.5-23:59".parse().unwrap();
+        assert_eq!(t.to_string(), "2026-07-23T17:59:00.5Z");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! difference changes decisions. [`compile`] therefore replaces them with Cairn's own:
 //!
 //! - `format`: only `date-time` is supported, with the reference's meaning
-//!   ([`is_python_date_time`]); any other format fails compilation, because its Python
+//!   ([`cairn_core::rfc3339::is_date_time`]); any other format fails compilation, because its Python
 //!   checker would differ from the crate's in ways nobody has compared.
 //! - `pattern`: Python's `re.search`, whose `$` also matches just before one final line feed.
 //!   Only anchored runs of literals and character classes are supported (every pattern of both
@@ -49,7 +49,6 @@ use pattern::PythonPattern;
 use quick::{Hashing, Marking, Quick, Sink, SortKeys};
 pub use quick::{MarkedItem, SortKeysMarks};
 
-pub use date_time::is_python_date_time;
 pub use error::PySchemaError;
 pub use path::json_path;
 pub use text::{Cut, push_cut};
