@@ -78,8 +78,9 @@ pub const BINDING_OUTSIDE_SCOPE: &str = "binding_outside_scope";
 /// An effect ref of an event binding is among its lane's `denied_refs`.
 pub const BINDING_DENIED_REF: &str = "binding_denied_ref";
 
-/// The supplied VCE envelope is not a JSON object, so none of the cross-checks can run. The
-/// reference cannot be called with such an envelope at all; Cairn fails closed.
+/// The supplied VCE envelope is not a JSON object, or its `operational_tail` is not an array
+/// of objects with a string `event_id` and `event_type`, so the cross-checks cannot be trusted.
+/// The reference raises on some of these and skips the others; Cairn fails closed.
 pub const VCE_ENVELOPE_INVALID: &str = "vce_envelope_invalid";
 
 /// `vce_envelope_id` differs from the supplied VCE envelope's `envelope_id`.

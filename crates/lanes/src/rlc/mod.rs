@@ -40,8 +40,16 @@
 //! do not cover: a VCE envelope that is not an object (JSON `null` included), one whose tail
 //! carries an `event_type` that is an array or object, or an extension or restore results
 //! that are not objects but that Python's `dict()` accepts (a list of pairs). Cairn never
-//! panics: a VCE envelope that is not an object is [`codes::VCE_ENVELOPE_INVALID`]
-//! (`BLOCKED`), such an event is not material, and such documents fail their schema.
+//! panics, and never gives the most permissive answer where the reference gives none: such
+//! documents fail their schema, and a VCE envelope that is not an object, or whose
+//! `operational_tail` is not an array of objects each with a string `event_id` and a string
+//! `event_type`, is [`codes::VCE_ENVELOPE_INVALID`] (`BLOCKED`).
+//!
+//! That last rule is stricter than the reference where the reference does decide: it never
+//! validates the VCE envelope, and skips tail rows that are not objects or have no string id
+//! (and counts an event without a string type as not material) — so a malformed row could hide
+//! a material event that then needs no lane binding. Cairn refuses the envelope instead; this
+//! is a deliberate departure (cases `rule-vce-*` of `tests/rlc_cases`).
 
 mod canonical;
 pub mod codes;

@@ -362,24 +362,13 @@ fn check_vce(
             ),
         ));
     }
+    let Some(tail) = tail_events(vce, findings) else {
+        return;
+    };
     // Event id → event type of the *last* tail row with that id, as the reference's dict
     // keeps it: rows are read backwards, sorted stably by id, and the first of each id kept.
     // Sorted vectors instead of hash maps: tails are short, and sorting needs no hashing.
-    let mut known: Vec<(&str, Option<&str>)> = match field(vce, "operational_tail") {
-        Some(Value::Array(rows)) => rows
-            .iter()
-            .rev()
-            .filter_map(Value::as_object)
-            .filter_map(|row| match field(row, "event_id") {
-                Some(Value::String(id)) => Some((
-                    id.as_str(),
-                    field(row, "event_type").and_then(Value::as_str),
-                )),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
+    let mut known: Vec<(&str, &str)> = tail.into_iter().rev().collect();
     known.sort_by(|a, b| a.0.cmp(b.0));
     known.dedup_by(|later, first| later.0 == first.0);
     let is_known = |id: &str| known.binary_search_by(|row| row.0.cmp(id)).is_ok();
@@ -400,8 +389,7 @@ fn check_vce(
     let unbound: Vec<&str> = known
         .iter()
         .filter(|(id, kind)| {
-            kind.is_some_and(|kind| MATERIAL_EVENT_TYPES.contains(&kind))
-                && bound.binary_search(id).is_err()
+            MATERIAL_EVENT_TYPES.contains(kind) && bound.binary_search(id).is_err()
         })
         .map(|(id, _)| *id)
         .collect();
@@ -414,6 +402,67 @@ fn check_vce(
             ),
         ));
     }
+}
+
+/// The `(event_id, event_type)` of every row of the supplied VCE envelope's
+/// `operational_tail`, in order — or `None`, with a [`codes::VCE_ENVELOPE_INVALID`] finding
+/// per malformed part, when the tail does not have the shape VCE 0.1 gives it: an array of
+/// objects, each with a string `event_id` and a string `event_type`.
+///
+/// The reference never validates this envelope: it raises on an `event_type` that is an
+/// object or an array (so decides nothing), and skips rows that are not objects or have no
+/// string id. Cairn refuses all of them alike — a material event that a malformed row hides
+/// would otherwise need no lane binding — a deliberate departure where the reference decides.
+fn tail_events<'a>(
+    vce: &'a Map<String, Value>,
+    findings: &mut Vec<CodedFinding>,
+) -> Option<Vec<(&'a str, &'a str)>> {
+    let mut invalid = |path: String, what: &str, value: Option<&Value>| {
+        findings.push(CodedFinding::new(
+            codes::VCE_ENVELOPE_INVALID,
+            format!(
+                "the supplied vce envelope's `{path}` must be {what}, not {}",
+                tick_value(value)
+            ),
+        ));
+    };
+    let rows = match field(vce, "operational_tail") {
+        Some(Value::Array(rows)) => rows,
+        other => {
+            invalid("$.operational_tail".to_owned(), "an array of events", other);
+            return None;
+        }
+    };
+    let mut events = Vec::with_capacity(rows.len());
+    let mut malformed = false;
+    for (i, row) in rows.iter().enumerate() {
+        let Value::Object(row) = row else {
+            invalid(format!("$.operational_tail[{i}]"), "an object", Some(row));
+            malformed = true;
+            continue;
+        };
+        let id = field(row, "event_id");
+        let kind = field(row, "event_type");
+        match (id, kind) {
+            (Some(Value::String(id)), Some(Value::String(kind))) => {
+                events.push((id.as_str(), kind.as_str()));
+            }
+            _ => {
+                malformed = true;
+                if !matches!(id, Some(Value::String(_))) {
+                    invalid(format!("$.operational_tail[{i}].event_id"), "a string", id);
+                }
+                if !matches!(kind, Some(Value::String(_))) {
+                    invalid(
+                        format!("$.operational_tail[{i}].event_type"),
+                        "a string",
+                        kind,
+                    );
+                }
+            }
+        }
+    }
+    (!malformed).then_some(events)
 }
 
 /// `fail_closed`, the required checks, and a check for every lane that is not superseded.

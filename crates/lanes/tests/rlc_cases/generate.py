@@ -309,6 +309,48 @@ case("rule-vce-checks-only-with-envelope",
 case("rule-vce-envelope-not-an-object",
      "a vce envelope that is not an object: the reference raises, cairn blocks",
      "BLOCKED", ["vce_envelope_invalid"], extension=EXT, restore=RES, vce=[])
+
+
+def vce_with(mutate) -> dict:
+    changed = copy.deepcopy(VCE_EXAMPLE)
+    mutate(changed)
+    return changed
+
+
+def tail_row(index, key, value):
+    return lambda doc: doc["operational_tail"][index].__setitem__(key, value)
+
+
+case("rule-vce-event-type-object",
+     "the published vce example with evt-002's event_type an object: the reference raises "
+     "(unhashable), cairn blocks instead of treating the event as not material",
+     "BLOCKED", ["vce_envelope_invalid"], extension=EXT, restore=RES,
+     vce=vce_with(tail_row(1, "event_type", {"x": 1})))
+case("rule-vce-event-type-array",
+     "evt-002's event_type an array: the reference raises, cairn blocks",
+     "BLOCKED", ["vce_envelope_invalid"], extension=EXT, restore=RES,
+     vce=vce_with(tail_row(1, "event_type", ["tool_call"])))
+case("rule-vce-event-type-missing",
+     "evt-002 without an event_type: the reference counts it not material and passes; "
+     "cairn blocks, a deliberate departure (a malformed row could hide a material event)",
+     "BLOCKED", ["vce_envelope_invalid"], extension=EXT, restore=RES,
+     vce=vce_with(lambda doc: doc["operational_tail"][1].pop("event_type")))
+case("rule-vce-event-not-an-object",
+     "a tail row that is not an object: the reference skips it and passes; cairn blocks "
+     "(deliberate departure)",
+     "BLOCKED", ["vce_envelope_invalid"], extension=EXT, restore=RES,
+     vce=vce_with(lambda doc: doc["operational_tail"].append("tool_call")))
+case("rule-vce-event-id-not-a-string",
+     "a material tail row whose event_id is a number: the reference skips it (so it needs no "
+     "binding) and passes; cairn blocks (deliberate departure)",
+     "BLOCKED", ["vce_envelope_invalid"], extension=EXT, restore=RES,
+     vce=vce_with(lambda doc: doc["operational_tail"].append(
+         {"event_id": 7, "event_type": "tool_call"})))
+case("rule-vce-tail-missing",
+     "a vce envelope without an operational_tail: the reference sees no events, so both "
+     "bindings name unknown events; cairn refuses the envelope itself",
+     "BLOCKED", ["vce_envelope_invalid"], extension=EXT, restore=RES,
+     vce=vce_with(lambda doc: doc.pop("operational_tail")))
 case("rule-duplicate-lane-check",
      "two required checks share a check id",
      "BLOCKED", ["duplicate_lane_check"],
