@@ -4,7 +4,7 @@
 //!
 //! Both references validate with Python `jsonschema` 4.24: `Draft202012Validator` with a
 //! `FormatChecker` (`jsonschema[format-nongpl]`). The `jsonschema` crate implements draft
-//! 2020-12 too, but two keywords of the published schemas mean something else there, and each
+//! 2020-12 too, but three keywords of the published schemas mean something else there, and each
 //! difference changes decisions. [`compile`] therefore replaces them with Cairn's own:
 //!
 //! - `format`: only `date-time` is supported, with the reference's meaning
@@ -14,6 +14,9 @@
 //!   Only anchored runs of literals and character classes are supported (every pattern of both
 //!   formats is one); any other pattern fails compilation instead of being run with the
 //!   ECMA-262 semantics of the crate's regular expressions.
+//! - `uniqueItems`: Python's `jsonschema._utils.equal`, where objects with the same members in
+//!   another order are equal; the crate's keyword tells them apart wherever `serde_json` keeps
+//!   document order (see the `unique` module).
 //!
 //! Two more keywords, `required` and `minLength`, are replaced for speed only (same results;
 //! see the `fast` module).
@@ -36,6 +39,7 @@ mod path;
 mod pattern;
 mod quick;
 mod text;
+mod unique;
 
 use std::fmt::{self, Write as _};
 
@@ -48,6 +52,7 @@ use keyword::factory;
 use pattern::PythonPattern;
 use quick::{Hashing, Marking, Quick, Sink, SortKeys};
 pub use quick::{MarkedItem, SortKeysMarks};
+use unique::UniqueItems;
 
 pub use error::PySchemaError;
 pub use path::json_path;
@@ -141,6 +146,7 @@ fn full_validator(schema: &Value) -> Result<Validator, String> {
         .with_keyword("pattern", factory::<PythonPattern>)
         .with_keyword("required", factory::<Required>)
         .with_keyword("minLength", factory::<MinLength>)
+        .with_keyword("uniqueItems", factory::<UniqueItems>)
         .build(schema)
         .map_err(|e| e.to_string())
 }

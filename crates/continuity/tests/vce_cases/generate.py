@@ -302,6 +302,24 @@ def add_artifact(row):
 case("semantic-duplicate-artifact-id", "two artifact_refs entries share `artifact-rfc`", BLOCKED,
      ["duplicate_artifact_id"],
      env(add_artifact(dict(EXAMPLE["artifact_refs"][0], locator="elsewhere.md"))), count=1)
+def repeat_check_reordered(e):
+    checks = e["restore_requirements"]["required_evidence_checks"]
+    checks.append({k: checks[0][k] for k in reversed(list(checks[0]))})
+
+
+def repeat_result_reordered(r):
+    rows = r["evidence_checks"]
+    rows.append({k: rows[0][k] for k in reversed(list(rows[0]))})
+
+
+case("schema-unique-items-objects-in-another-key-order",
+     "a required check repeated with its members in reverse order: JSON objects are unordered, "
+     "so uniqueItems fails the schema (as the reference decides), not the semantic stage",
+     BLOCKED, ["schema_invalid"], env(repeat_check_reordered), count=1)
+case("gate-unique-items-results-in-another-key-order",
+     "a restore result repeated with its members in reverse order fails the restore schema's "
+     "uniqueItems", BLOCKED, ["restore_schema_invalid"], restore=res(repeat_result_reordered),
+     count=1)
 case("semantic-duplicate-check-id", "two required checks share `check-rfc-digest`", BLOCKED,
      ["duplicate_check_id"], env(add_check("check-rfc-digest", "artifact-schema", "digest")), count=1)
 case("semantic-check-unknown-artifact", "a required check on an undeclared artifact", BLOCKED,
