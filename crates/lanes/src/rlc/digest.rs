@@ -1,4 +1,5 @@
-//! RLC 0.1 digests (stage 2): the extension digest and each lane digest, both SHA-256 over the
+//! RLC 0.1 digests: the extension digest (stage 2) and each lane digest (checked among the
+//! semantic rules, as the reference does), both SHA-256 over the
 //! `json-sort-keys-utf8-v1` form (SPEC C-3) of an object without its own digest field, written
 //! by [`super::canonical`].
 
@@ -35,14 +36,14 @@ fn declares(declared: Option<&Value>, prefix: &str, digest: &[u8; 32]) -> bool {
     hex::encode_to_slice(digest, &mut expected).is_ok() && hex_part.as_bytes() == expected
 }
 
-/// Stage 2: the extension digest (with the metadata shape the reference demands) and every
-/// lane digest, including lanes whose id repeats. Appends a finding per mismatch.
-/// `written` is the extension's canonical form when the schema stage already wrote it.
+/// Stage 2: the extension digest, with the metadata shape the reference demands; appends a
+/// finding on a mismatch. `written` is the extension's canonical form when the schema stage
+/// already wrote it; the form is returned for [`check_lanes`].
 pub(crate) fn check(
     extension: &Map<String, Value>,
     written: Option<ExtensionBytes>,
     findings: &mut Vec<CodedFinding>,
-) {
+) -> Option<ExtensionBytes> {
     let written = match written.map_or_else(|| ExtensionBytes::write(extension), Ok) {
         Ok(written) => Some(written),
         Err(e) => {
@@ -56,13 +57,21 @@ pub(crate) fn check(
     if let Some(written) = &written {
         check_extension_digest(written, extension, findings);
     }
-    let Some(Value::Array(lanes)) = field(extension, "responsibility_lanes") else {
-        return;
-    };
-    for (index, lane) in lanes.iter().enumerate() {
-        let Value::Object(lane) = lane else { continue };
+    written
+}
+
+/// The lane digest of each lane in `lanes` (position in `responsibility_lanes`, body), among
+/// the semantic rules as in the reference, which digests only the lanes it indexes: the first
+/// lane of each id — a later duplicate is reported as such, never digested. Appends a finding
+/// per mismatch.
+pub(crate) fn check_lanes<'a>(
+    lanes: impl IntoIterator<Item = (usize, &'a Map<String, Value>)>,
+    written: Option<&ExtensionBytes>,
+    findings: &mut Vec<CodedFinding>,
+) {
+    for (index, lane) in lanes {
         // The lane's bytes inside the extension's form; written alone only if that failed.
-        let digest = match written.as_ref().and_then(|w| w.lane_digest(index)) {
+        let digest = match written.and_then(|w| w.lane_digest(index)) {
             Some(digest) => Ok(digest),
             None => digest_without(lane, "lane_digest"),
         };

@@ -9,12 +9,12 @@
 //!
 //! 1. **Schema**: the extension against `responsibility-lane-envelope.schema.json`
 //!    ([`codes::SCHEMA_INVALID`]).
-//! 2. **Digests**: `extension_digest` (`sha256` over `json-sort-keys-utf8-v1` of the extension
-//!    without that field, bare hex) and every `lane_digest` (`"sha256:"` + hex over the lane
-//!    without that field). The reference checks lane digests among its semantic rules; the
-//!    decision is the same either way.
-//! 3. **Semantic rules**: lane topology, scopes, bindings, the VCE cross-checks when an envelope
-//!    is supplied, and the restore requirements.
+//! 2. **Extension digest**: `extension_digest` (`sha256` over `json-sort-keys-utf8-v1` of the
+//!    extension without that field, bare hex).
+//! 3. **Semantic rules**: every `lane_digest` (`"sha256:"` + hex over the lane without that
+//!    field) of the first lane of each id — as in the reference, a later lane with the same id
+//!    is reported as a duplicate and never digested — lane topology, scopes, bindings, the VCE
+//!    cross-checks when an envelope is supplied, and the restore requirements.
 //! 4. **Restore state**: the restore results against
 //!    `responsibility-lane-restore-results.schema.json` and against each required check.
 //!
@@ -29,8 +29,6 @@
 //! - `pattern` follows Python's `re.search`, where `$` also matches before one final newline
 //!   (see `cairn-pyschema`): `"sha256:<hex>\n"` is schema-valid for the reference, so a `pending`
 //!   check carrying it is `REVIEW_REQUIRED`, not `BLOCKED`.
-//! - Lane digests are checked in stage 2 with the extension digest, not among the semantic
-//!   rules as in the reference; both stages block, so the decision is the same.
 //! - The reference stops at the first restore problem; the restore stage here reports all of
 //!   them. Its decision does not depend on the order, so it is the same.
 //!
@@ -211,11 +209,11 @@ impl RlcValidator {
             ));
             return RlcReport::from_findings(findings);
         };
-        digest::check(extension, written, &mut findings);
+        let written = digest::check(extension, written, &mut findings);
         if !findings.is_empty() {
             return RlcReport::from_findings(findings);
         }
-        let lanes = semantic::check(extension, vce, &mut findings);
+        let lanes = semantic::check(extension, vce, written.as_ref(), &mut findings);
         if !findings.is_empty() {
             return RlcReport::from_findings(findings);
         }

@@ -1,4 +1,4 @@
-//! Stage 3, the semantic rules of RLC 0.1 (SPEC Appendix A): lane topology, scopes of the next
+//! Stage 3, the semantic rules of RLC 0.1 (SPEC Appendix A): lane digests, lane topology, scopes of the next
 //! action and of event bindings, the optional VCE cross-checks and the restore requirements.
 //! Every violation is reported; any one makes the decision `BLOCKED`.
 //!
@@ -10,7 +10,9 @@ use cairn_core::CodedFinding;
 use cairn_core::lookup::field;
 use serde_json::{Map, Value};
 
+use super::canonical::ExtensionBytes;
 use super::codes;
+use super::digest;
 use super::refset::RefSet;
 use super::text::{tick, tick_list, tick_value};
 
@@ -57,9 +59,15 @@ impl<'a> Lanes<'a> {
 pub(crate) fn check<'a>(
     extension: &'a Map<String, Value>,
     vce: Option<&Value>,
+    written: Option<&ExtensionBytes>,
     findings: &mut Vec<CodedFinding>,
 ) -> Lanes<'a> {
     let lanes = index_lanes(extension, findings);
+    digest::check_lanes(
+        lanes.0.iter().map(|lane| (lane.index, lane.body)),
+        written,
+        findings,
+    );
     for lane in &lanes.0 {
         check_lane(lane, &lanes, findings);
     }

@@ -252,11 +252,25 @@ case("rule-extension-digest-trailing-newline",
      "BLOCKED", ["extension_digest_mismatch"],
      extension=with_newline_digest(ext()), restore=RES)
 case("rule-digests-several-mismatches",
-     "both lanes edited without recomputing any digest: the extension and both lane digests fail",
-     "BLOCKED", ["extension_digest_mismatch", "lane_digest_mismatch"],
+     "both lanes edited without recomputing any digest: the extension digest fails, which "
+     "decides before the lane digests are looked at (among the semantic rules, as in the reference)",
+     "BLOCKED", ["extension_digest_mismatch"],
      extension=ext(chain(setitem(["responsibility_lanes", 0, "owner_ref"], "role:other"),
                          setitem(["responsibility_lanes", 1, "owner_ref"], "role:other")),
                    sign=False),
+     restore=RES)
+case("rule-lane-digests-several-mismatches",
+     "both lanes edited and only the extension digest recomputed: both lane digests fail",
+     "BLOCKED", ["lane_digest_mismatch"],
+     extension=ext(chain(setitem(["responsibility_lanes", 0, "owner_ref"], "role:other"),
+                         setitem(["responsibility_lanes", 1, "owner_ref"], "role:other"))),
+     restore=RES)
+case("rule-duplicate-lane-id-stale-digest",
+     "the second lane reuses the first lane's id and keeps its old lane digest: the reference "
+     "never digests a duplicate, so it reports the duplicate and what dangles, not a lane digest",
+     "BLOCKED", ["duplicate_lane_id", "unknown_active_lane", "next_action_unknown_lane",
+                 "binding_unknown_lane", "check_unknown_lane"],
+     extension=ext(setitem(["responsibility_lanes", 1, "lane_id"], "spec-authoring")),
      restore=RES)
 case("rule-self-dependency",
      "the verification lane depends on itself",
