@@ -31,15 +31,23 @@ pub fn read(path: &Path, what: &str) -> Result<String, Failure> {
     std::fs::read_to_string(path).map_err(unreadable)
 }
 
-/// Reads the `what` file at `path` as JSON.
+/// Reads the `what` file at `path` as Python's `json.loads` reads it
+/// ([`cairn_core::py_json`]): for documents of the published formats, which must be decided
+/// wherever their reference decides.
 ///
 /// # Errors
-/// As [`read`], and `malformed_json` (exit 2) naming the line and column.
-pub fn read_json(path: &Path, what: &str) -> Result<serde_json::Value, Failure> {
+/// As [`read`]; `malformed_json` naming the line and column, or `json_too_deep` (exit 2).
+pub fn read_py_json(path: &Path, what: &str) -> Result<cairn_core::py_json::PyJson, Failure> {
+    use cairn_core::ErrorCode as _;
+    use cairn_core::py_json::PyJsonIssue;
     let text = read(path, what)?;
-    serde_json::from_str(&text).map_err(|e| {
+    cairn_core::py_json::parse(&text).map_err(|e| {
+        let code = match e.issue {
+            PyJsonIssue::Syntax => "malformed_json",
+            PyJsonIssue::TooDeep => e.code(),
+        };
         Failure::invalid(
-            "malformed_json",
+            code,
             format!("the {what} `{}` is not JSON: {e}", path.display()),
         )
     })

@@ -1,6 +1,7 @@
 //! Data-driven conformance for the VCE 0.1 validator: every folder of `tests/vce_cases/` is an
 //! `envelope.json`, an optional `restore.json` and `expected.json` (`{"about", "decision",
-//! "codes", "count"?, "reference"?}`), checked against [`VceValidator::check`]. Adding a case is
+//! "codes", "count"?, "reference"?}`), read as Python reads them and checked against
+//! [`VceValidator::check_read`]. Adding a case is
 //! adding a folder (or a line of `tests/vce_cases/generate.py`); `check` is the one helper.
 //!
 //! The folder holds one case per test of the published suite (`test_vce_conformance.py`, 17
@@ -19,6 +20,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use cairn_continuity::vce::{VceDecision, VceValidator, codes};
+use cairn_core::py_json::{self, PyJson};
 use serde_json::Value;
 
 /// The tests of the published suite, each of which some case must name as its `reference`.
@@ -62,14 +64,21 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// A case document read as the CLI reads it: as Python's `json.loads` would.
+fn read_as_python(path: &Path) -> PyJson {
+    let text =
+        fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    py_json::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Runs one case folder through the library and judges the report; returns `expected.json`.
 fn check(validator: &VceValidator, dir: &Path) -> Value {
     let name = dir.file_name().unwrap().to_string_lossy();
-    let envelope = read_json(&dir.join("envelope.json"));
+    let envelope = read_as_python(&dir.join("envelope.json"));
     let restore_path = dir.join("restore.json");
-    let restore = restore_path.exists().then(|| read_json(&restore_path));
+    let restore = restore_path.exists().then(|| read_as_python(&restore_path));
     let expected = read_json(&dir.join("expected.json"));
-    let report = validator.check(&envelope, restore.as_ref());
+    let report = validator.check_read(&envelope, restore.as_ref());
     let json = serde_json::to_value(&report).unwrap();
     let about = expected["about"].as_str().unwrap_or_default();
 

@@ -11,6 +11,7 @@ pub mod fast_jcs;
 pub mod ids;
 pub mod lookup;
 pub mod normalize;
+pub mod py_json;
 pub mod report;
 pub mod rfc3339;
 pub mod sort_keys;

@@ -94,25 +94,31 @@ struct Reader {
     found: RefCell<Option<(StrictJsonIssue, String, String)>>,
 }
 
-enum Segment {
+/// One step of a JSON path: a member name or an array index.
+pub(crate) enum Segment {
     Key(String),
     Index(usize),
 }
 
-impl Reader {
-    fn path_text(&self) -> String {
-        let mut out = String::from("$");
-        for segment in self.path.borrow().iter() {
-            match segment {
-                Segment::Key(key) => push_key(&mut out, key),
-                Segment::Index(index) => {
-                    out.push('[');
-                    out.push_str(&index.to_string());
-                    out.push(']');
-                }
+/// The JSON path text of `segments`: `$`, `$.a[0]`, `$["b c"]`.
+pub(crate) fn path_text(segments: &[Segment]) -> String {
+    let mut out = String::from("$");
+    for segment in segments {
+        match segment {
+            Segment::Key(key) => push_key(&mut out, key),
+            Segment::Index(index) => {
+                out.push('[');
+                out.push_str(&index.to_string());
+                out.push(']');
             }
         }
-        out
+    }
+    out
+}
+
+impl Reader {
+    fn path_text(&self) -> String {
+        path_text(&self.path.borrow())
     }
 
     fn refuse<E: de::Error>(&self, issue: StrictJsonIssue, message: String) -> E {

@@ -42,6 +42,7 @@ mod text;
 mod unique;
 
 use std::fmt::{self, Write as _};
+use std::sync::OnceLock;
 
 use jsonschema::Validator;
 use serde_json::Value;
@@ -87,7 +88,12 @@ pub const MESSAGE_MAX_CHARS: usize = 300;
 /// pure function of the document, safe to call from many threads.
 pub struct Schema {
     name: &'static str,
-    validator: Validator,
+    /// The schema document, kept to build [`Schema::full`] from on first need.
+    source: Value,
+    /// The `jsonschema` crate's validator, built the first time a document is not surely valid
+    /// (building it costs tens of milliseconds and megabytes: the crate first compiles the
+    /// draft's meta-schema), or the reason it could not be built.
+    full: OnceLock<Result<Validator, String>>,
     /// The same schema for valid documents only (see the `quick` module); `None` when the
     /// schema uses a keyword that module does not compile.
     quick: Option<Quick>,
@@ -131,12 +137,19 @@ pub fn compile(name: &'static str, text: &str) -> Result<Schema, PySchemaError> 
              subschemas (`allOf`, `anyOf`, `not`, …), so judging any instance would never end"
         )));
     }
-    let validator = full_validator(&schema).map_err(failed)?;
-    Ok(Schema {
+    let quick = Quick::compile(&schema);
+    let compiled = Schema {
         name,
-        validator,
-        quick: Quick::compile(&schema),
-    })
+        source: schema,
+        full: OnceLock::new(),
+        quick,
+    };
+    if compiled.quick.is_none() {
+        // Without the quick walk every document needs the full validator: build it now, so
+        // a schema it cannot compile is refused here.
+        compiled.full().map_err(|e| failed(e.clone()))?;
+    }
+    Ok(compiled)
 }
 
 /// The `jsonschema` crate's validator of `schema` with this crate's keywords.
@@ -152,6 +165,23 @@ fn full_validator(schema: &Value) -> Result<Validator, String> {
 }
 
 impl Schema {
+    /// The `jsonschema` crate's validator, built on first use.
+    ///
+    /// # Errors
+    /// Why the crate refused the schema (a defect of an embedded schema, never of input).
+    pub fn full(&self) -> Result<&Validator, &String> {
+        self.full
+            .get_or_init(|| full_validator(&self.source))
+            .as_ref()
+    }
+
+    /// Whether the full validator accepts `document`; `false` when it cannot be built, so a
+    /// caller deciding on it fails closed.
+    fn fully_valid(&self, document: &Value) -> bool {
+        self.full()
+            .is_ok_and(|validator| validator.is_valid(document))
+    }
+
     /// The name given to [`compile`].
     #[must_use]
     pub const fn name(&self) -> &'static str {
@@ -164,7 +194,7 @@ impl Schema {
         self.quick
             .as_ref()
             .is_some_and(|quick| quick.is_valid(document))
-            || self.validator.is_valid(document)
+            || self.fully_valid(document)
     }
 
     /// Every error of `document`, in the order the validator finds them, with paths starting
@@ -254,7 +284,7 @@ impl Schema {
         {
             return (Vec::new(), Some(sink));
         }
-        if self.validator.is_valid(document) {
+        if self.fully_valid(document) {
             return (Vec::new(), None);
         }
         (self.errors(document, root), None)
@@ -262,14 +292,19 @@ impl Schema {
 
     /// Every error of `document`, which the full validator found invalid.
     fn errors(&self, document: &Value, root: &str) -> Vec<SchemaError> {
-        let mut errors: Vec<SchemaError> = self
-            .validator
-            .iter_errors(document)
-            .map(|error| SchemaError {
-                path: json_path(root, document, error.instance_path.as_str()),
-                message: message(&error),
-            })
-            .collect();
+        let mut errors: Vec<SchemaError> = match self.full() {
+            Ok(validator) => validator
+                .iter_errors(document)
+                .map(|error| SchemaError {
+                    path: json_path(root, document, error.instance_path.as_str()),
+                    message: message(&error),
+                })
+                .collect(),
+            Err(why) => vec![SchemaError {
+                path: root.to_owned(),
+                message: format!("cannot be judged: the schema does not compile ({why})"),
+            }],
+        };
         if errors.is_empty() {
             // INVARIANT: an invalid document always yields an error, so a caller deciding on
             // the errors fails closed even if `is_valid` and `iter_errors` ever disagree.

@@ -2,17 +2,20 @@
 //! decided as their reference implementations decide them, with every finding and its code.
 //! The JSON form is `{"decision", "findings": [{"code", "message"}]}`; the exit code says the
 //! decision (0 RESUMABLE / PASSED, 3 REVIEW_REQUIRED, 4 BLOCKED) or malformed input (2).
+//! Inputs are read as Python's `json.loads` reads them (`cairn_core::py_json`), so anything
+//! the reference decides is decided here too; only what is not JSON (or nests more than
+//! 1,000 levels) exits 2.
 
 use std::fmt::Write as _;
 
 use cairn_continuity::vce::{VceDecision, VceValidator};
 use cairn_core::CodedFinding;
-use cairn_lanes::rlc::{RlcDecision, RlcValidator, split_document};
+use cairn_lanes::rlc::{RlcDecision, RlcValidator};
 use serde_json::json;
 
 use crate::args::{RlcCommand, VceCommand};
 use crate::failure::{Failure, exit};
-use crate::input::read_json;
+use crate::input::read_py_json;
 use crate::output::Outcome;
 
 fn outcome(decision: &str, findings: &[CodedFinding], code: u8) -> Outcome {
@@ -31,13 +34,13 @@ fn outcome(decision: &str, findings: &[CodedFinding], code: u8) -> Outcome {
 /// Runs `cairn vce …`.
 pub fn run_vce(command: VceCommand) -> Result<Outcome, Failure> {
     let VceCommand::Check { envelope, restore } = command;
-    let envelope = read_json(&envelope, "envelope")?;
+    let envelope = read_py_json(&envelope, "envelope")?;
     let restore = restore
-        .map(|path| read_json(&path, "restore results"))
+        .map(|path| read_py_json(&path, "restore results"))
         .transpose()?;
     let validator =
         VceValidator::new().map_err(|e| Failure::internal("schema_compile", e.to_string()))?;
-    let report = validator.check(&envelope, restore.as_ref());
+    let report = validator.check_read(&envelope, restore.as_ref());
     let code = match report.decision {
         VceDecision::Resumable => exit::OK,
         VceDecision::ReviewRequired => exit::REVIEW,
@@ -49,17 +52,16 @@ pub fn run_vce(command: VceCommand) -> Result<Outcome, Failure> {
 /// Runs `cairn rlc …`.
 pub fn run_rlc(command: RlcCommand) -> Result<Outcome, Failure> {
     let RlcCommand::Check { file, restore, vce } = command;
-    let document = read_json(&file, "extension")?;
+    let document = read_py_json(&file, "extension")?;
     let restore = restore
-        .map(|path| read_json(&path, "restore results"))
+        .map(|path| read_py_json(&path, "restore results"))
         .transpose()?;
     let vce = vce
-        .map(|path| read_json(&path, "VCE envelope"))
+        .map(|path| read_py_json(&path, "VCE envelope"))
         .transpose()?;
-    let (extension, embedded) = split_document(&document);
     let validator =
         RlcValidator::new().map_err(|e| Failure::internal("schema_compile", e.to_string()))?;
-    let report = validator.check(extension, restore.as_ref().or(embedded), vce.as_ref());
+    let report = validator.check_read(&document, restore.as_ref(), vce.as_ref());
     let code = match report.decision {
         RlcDecision::Passed => exit::OK,
         RlcDecision::ReviewRequired => exit::REVIEW,

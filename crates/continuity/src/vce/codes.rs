@@ -23,8 +23,10 @@ pub const ENVELOPE_DIGEST_UNSUPPORTED: &str = "envelope_digest_unsupported";
 /// without its top-level `envelope_digest`, canonicalised with `json-sort-keys-utf8-v1`.
 /// Decision: BLOCKED.
 pub const ENVELOPE_DIGEST_MISMATCH: &str = "envelope_digest_mismatch";
-/// The envelope cannot be canonicalised (a non-finite number, nesting too deep), so its
-/// digest cannot be computed. Decision: BLOCKED. Pre-empted.
+/// The envelope cannot be canonicalised, so its digest cannot be computed: it holds what
+/// Python read but UTF-8 or `json.dumps(allow_nan=False)` cannot write (a lone surrogate, a
+/// number beyond a double, read by `cairn_core::py_json`), where the reference raises; or it
+/// nests too deep. Decision: BLOCKED.
 pub const ENVELOPE_DIGEST_UNCOMPUTABLE: &str = "envelope_digest_uncomputable";
 
 // --- Stage 3: semantic rules (every one BLOCKED) ---------------------------------------------
@@ -191,7 +193,6 @@ pub const ALL: &[&str] = &[
 /// can carry them (see the module documentation).
 pub const PRE_EMPTED: &[&str] = &[
     ENVELOPE_DIGEST_UNSUPPORTED,
-    ENVELOPE_DIGEST_UNCOMPUTABLE,
     MISSING_TOP_LEVEL_FIELD,
     AUTHORITY_MODEL_INVALID,
     AUTHORITY_PRECEDENCE_INVALID,

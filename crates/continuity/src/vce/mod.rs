@@ -34,6 +34,7 @@ mod top;
 
 use std::fmt;
 
+use cairn_core::py_json::{PyJson, StandIn};
 use cairn_core::{CodedFinding, ErrorCode};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
@@ -138,6 +139,30 @@ impl VceValidator {
     /// observed, which blocks), reporting the findings of the deciding stage.
     #[must_use]
     pub fn check(&self, envelope: &Value, restore: Option<&Value>) -> VceReport {
+        self.check_with(envelope, restore, &[])
+    }
+
+    /// [`VceValidator::check`] of documents read as the reference reads them
+    /// ([`cairn_core::py_json`]). Where Python read in the envelope what a `Value` holds only
+    /// as a stand-in (a lone surrogate, a number beyond a double), the reference cannot write
+    /// the envelope's canonical form and raises: a schema-valid envelope with a stand-in is
+    /// BLOCKED at the digest stage ([`codes::ENVELOPE_DIGEST_UNCOMPUTABLE`]). Stand-ins in the
+    /// restore results, which nothing digests, are judged as read (a lone surrogate as U+FFFD).
+    #[must_use]
+    pub fn check_read(&self, envelope: &PyJson, restore: Option<&PyJson>) -> VceReport {
+        self.check_with(
+            &envelope.value,
+            restore.map(|r| &r.value),
+            &envelope.stand_ins,
+        )
+    }
+
+    fn check_with(
+        &self,
+        envelope: &Value,
+        restore: Option<&Value>,
+        stand_ins: &[StandIn],
+    ) -> VceReport {
         let mut stage = Stage::default();
         let subject = schema::Subject {
             schema: "envelope",
@@ -151,6 +176,18 @@ impl VceValidator {
             digest::DIGEST_FIELD,
             &mut stage,
         );
+        if let Some(report) = stage.report() {
+            return report;
+        }
+        for stand_in in stand_ins {
+            stage.block(
+                codes::ENVELOPE_DIGEST_UNCOMPUTABLE,
+                format!(
+                    "the envelope cannot be written as json-sort-keys-utf8-v1 (the reference \
+                     raises): {stand_in}"
+                ),
+            );
+        }
         if let Some(report) = stage.report() {
             return report;
         }

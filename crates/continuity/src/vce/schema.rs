@@ -67,3 +67,21 @@ fn report(errors: Vec<cairn_pyschema::SchemaError>, subject: Subject, stage: &mu
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use super::*;
+
+    #[test]
+    fn both_published_schemas_build_the_full_validator() {
+        // It is built on first need; an embedded schema must build it too.
+        for (name, text) in [
+            ("continuation-envelope", ENVELOPE_SCHEMA_JSON),
+            ("restore-results", RESTORE_RESULTS_SCHEMA_JSON),
+        ] {
+            compile(name, text).unwrap().full().unwrap();
+        }
+    }
+}

@@ -469,6 +469,51 @@ case("after-blocked-by-absent", "no pending verification and no blocked_by at al
      count=0)
 
 
+# --- inputs Python's json.loads reads that a serde_json value cannot hold -----------------------
+
+
+class Raw:
+    """A document given as text: what Python reads but `json.dumps` cannot write back."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+SUMMARY = json.dumps(EXAMPLE["active_objective"]["summary"])
+
+
+def raw_envelope(replacement: str, sign=True) -> Raw:
+    """The example (re-signed) with its objective's summary replaced by raw JSON text."""
+    return Raw(json.dumps(env() if sign else EXAMPLE, ensure_ascii=False, indent=2)
+               .replace(SUMMARY, replacement) + "\n")
+
+
+case("digest-lone-surrogate-uncomputable",
+     "a schema-valid envelope whose summary holds a lone surrogate escape: python reads it, "
+     "but cannot encode the canonical form as utf-8 and raises; cairn blocks at the digest",
+     BLOCKED, ["envelope_digest_uncomputable"], raw_envelope('"vendor-neutral \\ud800 RFC"'),
+     count=1)
+case("schema-lone-surrogate-in-unknown-key",
+     "an unknown member whose name holds a lone surrogate fails the schema, as in the reference",
+     BLOCKED, ["schema_invalid"],
+     Raw(json.dumps(env(), ensure_ascii=False).replace('{"schema_version"', '{"x\\udc00": 1, "schema_version"', 1)))
+case("schema-number-beyond-a-double",
+     "1e400 (python reads inf) where a string is required fails the schema, as in the reference",
+     BLOCKED, ["schema_invalid"], raw_envelope("1e400"), count=1)
+case("schema-nesting-128-levels",
+     "128 levels of nested arrays where a string is required: python reads them and the schema "
+     "fails; serde_json's own limit (128) must not turn this into unreadable input",
+     BLOCKED, ["schema_invalid"], raw_envelope("[" * 128 + "]" * 128), count=1)
+case("schema-nesting-990-levels",
+     "990 levels, about python's own limit: still read and decided by the schema",
+     BLOCKED, ["schema_invalid"], raw_envelope("[" * 990 + "]" * 990), count=1)
+case("gate-restore-lone-surrogate-judged-as-read",
+     "a lone surrogate in the restore results' envelope_id (never digested): the reference "
+     "compares it, finds another envelope and blocks; so does cairn",
+     BLOCKED, ["restore_envelope_mismatch"],
+     restore=Raw(RESTORE_TEXT.replace('"vce-example-001"', '"vce-example-001\\ud800"', 1)), count=1)
+
+
 def write_json(path: Path, value) -> None:
     path.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
@@ -484,10 +529,14 @@ def main() -> None:
         folder.mkdir()
         if c["envelope"] is None:
             (folder / "envelope.json").write_text(ENVELOPE_TEXT, encoding="utf-8")
+        elif isinstance(c["envelope"], Raw):
+            (folder / "envelope.json").write_text(c["envelope"].text, encoding="utf-8")
         else:
             write_json(folder / "envelope.json", c["envelope"])
         if c["restore"] == "example":
             (folder / "restore.json").write_text(RESTORE_TEXT, encoding="utf-8")
+        elif isinstance(c["restore"], Raw):
+            (folder / "restore.json").write_text(c["restore"].text, encoding="utf-8")
         elif c["restore"] is not None:
             write_json(folder / "restore.json", c["restore"])
         expected = {"about": c["about"], "decision": c["decision"], "codes": c["codes"]}

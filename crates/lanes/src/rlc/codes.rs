@@ -26,6 +26,12 @@ pub const EXTENSION_DIGEST_UNSUPPORTED: &str = "extension_digest_unsupported";
 /// `extension_digest` field, canonicalised with `json-sort-keys-utf8-v1`.
 pub const EXTENSION_DIGEST_MISMATCH: &str = "extension_digest_mismatch";
 
+/// The extension cannot be written as `json-sort-keys-utf8-v1`, so its digest cannot be
+/// computed: it holds what Python read but UTF-8 or `json.dumps(allow_nan=False)` cannot
+/// write (a lone surrogate, a number beyond a double, read by `cairn_core::py_json`), where
+/// the reference raises.
+pub const EXTENSION_DIGEST_UNCOMPUTABLE: &str = "extension_digest_uncomputable";
+
 /// A lane's `lane_digest` differs from `"sha256:"` + the hex SHA-256 of the lane without its
 /// `lane_digest` field, canonicalised with `json-sort-keys-utf8-v1`.
 pub const LANE_DIGEST_MISMATCH: &str = "lane_digest_mismatch";
@@ -78,9 +84,11 @@ pub const BINDING_OUTSIDE_SCOPE: &str = "binding_outside_scope";
 /// An effect ref of an event binding is among its lane's `denied_refs`.
 pub const BINDING_DENIED_REF: &str = "binding_denied_ref";
 
-/// The supplied VCE envelope is not a JSON object, or its `operational_tail` is not an array
-/// of objects with a string `event_id` and `event_type`, so the cross-checks cannot be trusted.
-/// The reference raises on some of these and skips the others; Cairn fails closed.
+/// The supplied VCE envelope is not a JSON object, its `operational_tail` is not an array of
+/// objects with a string `event_id` and `event_type`, or it holds what Python read but a
+/// `Value` holds only as a stand-in (a lone surrogate, a number beyond a double), so the
+/// cross-checks cannot be trusted. The reference raises on some of these and decides the
+/// others without looking; Cairn fails closed.
 pub const VCE_ENVELOPE_INVALID: &str = "vce_envelope_invalid";
 
 /// `vce_envelope_id` differs from the supplied VCE envelope's `envelope_id`.
@@ -154,6 +162,7 @@ pub const ALL: &[&str] = &[
     SCHEMA_INVALID,
     EXTENSION_DIGEST_UNSUPPORTED,
     EXTENSION_DIGEST_MISMATCH,
+    EXTENSION_DIGEST_UNCOMPUTABLE,
     LANE_DIGEST_MISMATCH,
     SHAPE_INVALID,
     DUPLICATE_LANE_ID,

@@ -59,6 +59,7 @@ mod semantic;
 mod text;
 
 use cairn_core::lookup::field;
+use cairn_core::py_json::{PyJson, StandIn};
 use cairn_core::{CodedFinding, CoreError, ErrorCode};
 use cairn_pyschema::Schema;
 use serde::Serialize;
@@ -195,10 +196,65 @@ impl RlcValidator {
         restore: Option<&Value>,
         vce: Option<&Value>,
     ) -> RlcReport {
+        self.check_with(extension, restore, vce, &[], &[])
+    }
+
+    /// [`RlcValidator::check`] of documents read as the reference reads them
+    /// ([`cairn_core::py_json`]): `document` is an extension or a fixture holding
+    /// `extension` and `restore_results` ([`split_document`]); `restore`, when given, is used
+    /// instead of embedded results. Where Python read what a `Value` holds only as a stand-in
+    /// (a lone surrogate, a number beyond a double), the reference cannot write the
+    /// extension's canonical form and raises: a schema-valid extension with a stand-in is
+    /// BLOCKED ([`codes::EXTENSION_DIGEST_UNCOMPUTABLE`]); a VCE envelope with one is
+    /// [`codes::VCE_ENVELOPE_INVALID`]. Stand-ins in restore results are judged as read.
+    #[must_use]
+    pub fn check_read(
+        &self,
+        document: &PyJson,
+        restore: Option<&PyJson>,
+        vce: Option<&PyJson>,
+    ) -> RlcReport {
+        let (extension, embedded) = split_document(&document.value);
+        let split = !std::ptr::eq(extension, &document.value);
+        let in_extension: Vec<StandIn> = document
+            .stand_ins
+            .iter()
+            .filter(|s| !split || is_under(&s.path, "$.extension"))
+            .cloned()
+            .collect();
+        self.check_with(
+            extension,
+            restore.map(|r| &r.value).or(embedded),
+            vce.map(|v| &v.value),
+            &in_extension,
+            vce.map_or(&[][..], |v| &v.stand_ins),
+        )
+    }
+
+    fn check_with(
+        &self,
+        extension: &Value,
+        restore: Option<&Value>,
+        vce: Option<&Value>,
+        stand_ins: &[StandIn],
+        vce_stand_ins: &[StandIn],
+    ) -> RlcReport {
         let mut findings = Vec::new();
         let (valid, written) =
             schema::check_extension(&self.extension_schema, extension, &mut findings);
         if !valid {
+            return RlcReport::from_findings(findings);
+        }
+        for stand_in in stand_ins {
+            findings.push(CodedFinding::new(
+                codes::EXTENSION_DIGEST_UNCOMPUTABLE,
+                format!(
+                    "the extension cannot be written as json-sort-keys-utf8-v1 (the reference \
+                     raises): {stand_in}"
+                ),
+            ));
+        }
+        if !findings.is_empty() {
             return RlcReport::from_findings(findings);
         }
         let Value::Object(extension) = extension else {
@@ -213,6 +269,10 @@ impl RlcValidator {
         if !findings.is_empty() {
             return RlcReport::from_findings(findings);
         }
+        let vce = vce.map(|envelope| semantic::Vce {
+            envelope,
+            stand_ins: vce_stand_ins,
+        });
         let lanes = semantic::check(extension, vce, written.as_ref(), &mut findings);
         if !findings.is_empty() {
             return RlcReport::from_findings(findings);
@@ -247,6 +307,12 @@ pub fn split_document(doc: &Value) -> (&Value, Option<&Value>) {
         Some(extension) if only_fixture_members => (extension, field(map, "restore_results")),
         _ => (doc, None),
     }
+}
+
+/// Whether the JSON path `path` is `prefix` or lies under it.
+fn is_under(path: &str, prefix: &str) -> bool {
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
 }
 
 /// The lane digest of `lane` as RLC 0.1 and the reference compute it: `"sha256:"` + the

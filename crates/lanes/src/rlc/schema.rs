@@ -78,7 +78,14 @@ mod tests {
 
     #[test]
     fn both_published_schemas_compile() {
-        compile("envelope", ENVELOPE_SCHEMA_TEXT).unwrap();
-        compile("restore", RESTORE_RESULTS_SCHEMA_TEXT).unwrap();
+        // The full validator is built on first need; an embedded schema must build it too.
+        compile("envelope", ENVELOPE_SCHEMA_TEXT)
+            .unwrap()
+            .full()
+            .unwrap();
+        compile("restore", RESTORE_RESULTS_SCHEMA_TEXT)
+            .unwrap()
+            .full()
+            .unwrap();
     }
 }

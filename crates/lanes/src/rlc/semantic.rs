@@ -8,6 +8,7 @@
 
 use cairn_core::CodedFinding;
 use cairn_core::lookup::field;
+use cairn_core::py_json::StandIn;
 use serde_json::{Map, Value};
 
 use super::canonical::ExtensionBytes;
@@ -56,9 +57,16 @@ impl<'a> Lanes<'a> {
 }
 
 /// Runs every semantic rule and returns the lane index for the restore stage.
+/// A supplied VCE envelope, with where its reading holds stand-ins.
+#[derive(Clone, Copy)]
+pub(crate) struct Vce<'v> {
+    pub(crate) envelope: &'v Value,
+    pub(crate) stand_ins: &'v [StandIn],
+}
+
 pub(crate) fn check<'a>(
     extension: &'a Map<String, Value>,
-    vce: Option<&Value>,
+    vce: Option<Vce<'_>>,
     written: Option<&ExtensionBytes>,
     findings: &mut Vec<CodedFinding>,
 ) -> Lanes<'a> {
@@ -347,11 +355,22 @@ fn check_bindings<'a>(
 /// The cross-checks against a supplied VCE 0.1 envelope.
 fn check_vce(
     extension: &Map<String, Value>,
-    vce: &Value,
+    vce: Vce<'_>,
     bound: &[&str],
     findings: &mut Vec<CodedFinding>,
 ) {
-    let Value::Object(vce) = vce else {
+    for stand_in in vce.stand_ins {
+        // Python holds these; the reference never validates the envelope and may pass it.
+        // Cairn does not judge an envelope it cannot hold exactly (a deliberate departure).
+        findings.push(CodedFinding::new(
+            codes::VCE_ENVELOPE_INVALID,
+            format!("the supplied vce envelope cannot be held exactly: {stand_in}"),
+        ));
+    }
+    if !vce.stand_ins.is_empty() {
+        return;
+    }
+    let Value::Object(vce) = vce.envelope else {
         findings.push(CodedFinding::new(
             codes::VCE_ENVELOPE_INVALID,
             "the supplied vce envelope is not a json object",
