@@ -197,13 +197,25 @@ pub enum PolicyCommand {
 pub enum VceCommand {
     /// Decide a VCE 0.1 envelope (and its restore results): schema, digest, semantic rules,
     /// restore gate.
+    ///
+    /// Several ENVELOPEs are decided one by one, each with the same `--restore`; `--jsonl`
+    /// reads documents from stdin instead. Either way there is one result per document, in
+    /// order, and the exit code is the worst of them (2 if any document could not be read).
     Check {
-        /// The envelope.
-        #[arg(value_name = "ENVELOPE")]
-        envelope: PathBuf,
+        /// The envelope(s).
+        #[arg(
+            value_name = "ENVELOPE",
+            required_unless_present = "jsonl",
+            conflicts_with = "jsonl"
+        )]
+        envelopes: Vec<PathBuf>,
         /// The restore results (without them the decision is BLOCKED).
         #[arg(long, value_name = "RESULTS")]
         restore: Option<PathBuf>,
+        /// Read JSON lines from stdin, each `{"envelope": …, "restore": …}` (`restore` may be
+        /// absent), and write one JSON result line per input line.
+        #[arg(long)]
+        jsonl: bool,
     },
 }
 
@@ -212,16 +224,30 @@ pub enum VceCommand {
 pub enum RlcCommand {
     /// Decide an RLC 0.1 extension (and its lane restore results): schema, digests, semantic
     /// rules, restore state.
+    ///
+    /// Several FILEs are decided one by one, each with the same `--restore` and `--vce`;
+    /// `--jsonl` reads documents from stdin instead. Either way there is one result per
+    /// document, in order, and the exit code is the worst of them (2 if any document could
+    /// not be read).
     Check {
-        /// A bare extension, or a fixture with `extension` and `restore_results`.
-        #[arg(value_name = "FILE")]
-        file: PathBuf,
+        /// Bare extension(s), or fixtures with `extension` and `restore_results`.
+        #[arg(
+            value_name = "FILE",
+            required_unless_present = "jsonl",
+            conflicts_with = "jsonl"
+        )]
+        files: Vec<PathBuf>,
         /// The lane restore results (instead of those embedded in FILE).
         #[arg(long, value_name = "RESULTS")]
         restore: Option<PathBuf>,
         /// The VCE 0.1 envelope the extension extends (checks event bindings against it).
         #[arg(long, value_name = "ENVELOPE")]
         vce: Option<PathBuf>,
+        /// Read JSON lines from stdin, each `{"extension": …, "restore": …, "vce": …}`
+        /// (`restore` — or `restore_results` — and `vce` may be absent), and write one JSON
+        /// result line per input line.
+        #[arg(long)]
+        jsonl: bool,
     },
 }
 

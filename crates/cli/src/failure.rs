@@ -24,7 +24,7 @@ pub mod exit {
 }
 
 /// A failed command.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Failure {
     /// The stable code.
     pub code: &'static str,

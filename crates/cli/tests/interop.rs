@@ -214,3 +214,140 @@ fn malformed_or_missing_input_is_a_usage_error() {
     out.expect(INVALID);
     assert_eq!(out.error_code(), "unreadable_input");
 }
+
+/// Issue 17: many documents in one process. Several files give one result each, in order,
+/// and the worst exit code; a file that cannot be read gets an error in its place and the
+/// run goes on.
+#[test]
+fn several_files_give_one_result_each_in_order_and_the_worst_exit_code() {
+    let project = Project::new();
+    let envelope = interop("vce-0.1/continuation-envelope.example.json");
+    let restore = interop("vce-0.1/restore-results.example.json");
+    let empty = project.path("empty.json");
+    std::fs::write(&empty, "{}").unwrap();
+    let missing = project.path("missing.json");
+    let run = |files: &[&Path], json: bool| {
+        let mut command = command_in(project.root());
+        if json {
+            command.arg("--json");
+        }
+        command.args(["vce", "check", "--restore", arg(&restore)]);
+        command.args(files.iter().map(|f| arg(f)));
+        Output::of(&mut command)
+    };
+    let out = run(&[&envelope, &empty, &envelope], true);
+    assert_eq!(out.code, BLOCKED, "{}{}", out.stdout, out.stderr);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let decisions: Vec<&str> = lines
+        .iter()
+        .map(|l| l["decision"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["REVIEW_REQUIRED", "BLOCKED", "REVIEW_REQUIRED"]);
+    assert_eq!(lines[1]["file"], arg(&empty));
+    assert_eq!(lines[1]["findings"][0]["code"], "schema_invalid");
+
+    let out = run(&[&envelope, &envelope], true);
+    assert_eq!(out.code, REVIEW, "{}", out.stdout);
+
+    let out = run(&[&missing, &envelope], true);
+    assert_eq!(out.code, INVALID, "{}", out.stdout);
+    let first: Value = serde_json::from_str(out.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(first["error"]["code"], "unreadable_input");
+    assert_eq!(out.stdout.lines().count(), 2, "{}", out.stdout);
+
+    let text = run(&[&envelope, &empty], false);
+    assert!(
+        text.stdout
+            .starts_with(&format!("{}: REVIEW_REQUIRED\n", arg(&envelope))),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains(&format!("{}: BLOCKED\n  schema_invalid: ", arg(&empty)))
+    );
+}
+
+/// Issue 17: `--jsonl` decides one document per stdin line, in order, numbering lines as
+/// read (blank lines skipped), with an error line for a line that is not JSON or has an
+/// unknown member — and decides thousands of lines in one process.
+#[test]
+fn json_lines_on_stdin_give_one_result_line_per_document() {
+    let project = Project::new();
+    let envelope: Value = serde_json::from_str(
+        &std::fs::read_to_string(interop("vce-0.1/continuation-envelope.example.json")).unwrap(),
+    )
+    .unwrap();
+    let restore: Value = serde_json::from_str(
+        &std::fs::read_to_string(interop("vce-0.1/restore-results.example.json")).unwrap(),
+    )
+    .unwrap();
+    let good = serde_json::json!({"envelope": envelope, "restore": restore}).to_string();
+    let no_restore = serde_json::json!({"envelope": envelope}).to_string();
+    let misspelt = serde_json::json!({"envelope": envelope, "restor": restore}).to_string();
+    let input = format!("{good}\n\n{no_restore}\n{{not json\n{misspelt}\n");
+    let out = common::with_stdin(
+        command_in(project.root()).args(["vce", "check", "--jsonl"]),
+        &input,
+    );
+    assert_eq!(out.code, INVALID, "{}{}", out.stdout, out.stderr);
+    let lines: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let numbers: Vec<u64> = lines.iter().map(|l| l["line"].as_u64().unwrap()).collect();
+    assert_eq!(numbers, [1, 3, 4, 5]);
+    assert_eq!(lines[0]["decision"], "REVIEW_REQUIRED");
+    assert_eq!(lines[1]["decision"], "BLOCKED");
+    assert_eq!(lines[1]["findings"][0]["code"], "restore_results_missing");
+    assert_eq!(lines[2]["error"]["code"], "malformed_json");
+    assert_eq!(lines[3]["error"]["code"], "invalid_input");
+    assert!(
+        lines[3]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`restor`")
+    );
+
+    // Many lines, across the rounds the batch is read in, keep their order.
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(interop("rlc-0.1/rlc-accepted.json")).unwrap(),
+    )
+    .unwrap();
+    let rejected: Value = serde_json::from_str(
+        &std::fs::read_to_string(interop("rlc-0.1/rlc-rejected-lane-conflation.json")).unwrap(),
+    )
+    .unwrap();
+    let mut input = String::new();
+    for i in 0..5000 {
+        let doc = if i % 7 == 3 { &rejected } else { &fixture };
+        let line = serde_json::json!({
+            "extension": doc["extension"],
+            "restore_results": doc["restore_results"],
+            "vce": envelope,
+        });
+        input.push_str(&line.to_string());
+        input.push('\n');
+    }
+    let out = common::with_stdin(
+        command_in(project.root()).args(["rlc", "check", "--jsonl"]),
+        &input,
+    );
+    assert_eq!(out.code, BLOCKED, "{}", out.stderr);
+    let results: Vec<Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(results.len(), 5000);
+    for (i, result) in results.iter().enumerate() {
+        assert_eq!(result["line"], i + 1);
+        let want = if i % 7 == 3 { "BLOCKED" } else { "PASSED" };
+        assert_eq!(result["decision"], want, "line {}", i + 1);
+    }
+}

@@ -26,7 +26,7 @@ use serde_json::{Map, Number, Value};
 use thiserror::Error;
 
 use crate::error::ErrorCode;
-use crate::strict_json::{Segment, path_text};
+use crate::strict_json::{Segment, path_text, push_key};
 
 /// How deep objects and arrays may nest (the document itself is level 1): at least what
 /// Python's `json.loads` reads under its default recursion limit of 1,000 frames.
@@ -76,6 +76,33 @@ pub struct PyJson {
     pub stand_ins: Vec<StandIn>,
 }
 
+impl PyJson {
+    /// Takes member `name` out of an object document, as a document of its own: its
+    /// stand-ins move with it, their paths rooted at the member (`$.envelope.a` → `$.a`).
+    /// `None` when the document is not an object or has no such member.
+    pub fn take_member(&mut self, name: &str) -> Option<Self> {
+        let value = self.value.as_object_mut()?.remove(name)?;
+        let mut prefix = String::from("$");
+        push_key(&mut prefix, name);
+        let (mine, rest): (Vec<StandIn>, Vec<StandIn>) = std::mem::take(&mut self.stand_ins)
+            .into_iter()
+            .partition(|s| {
+                s.path.strip_prefix(&prefix).is_some_and(|tail| {
+                    tail.is_empty() || tail.starts_with('.') || tail.starts_with('[')
+                })
+            });
+        self.stand_ins = rest;
+        let stand_ins = mine
+            .into_iter()
+            .map(|s| StandIn {
+                path: format!("${}", s.path.get(prefix.len()..).unwrap_or_default()),
+                kind: s.kind,
+            })
+            .collect();
+        Some(Self { value, stand_ins })
+    }
+}
+
 /// What is wrong with a text Python's reader would not read either.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PyJsonIssue {
@@ -115,6 +142,7 @@ impl ErrorCode for PyJsonError {
 pub fn parse(text: &str) -> Result<PyJson, PyJsonError> {
     let mut reader = Reader {
         text: text.as_bytes(),
+        source: text,
         at: 0,
         path: Vec::new(),
         stand_ins: Vec::new(),
@@ -131,10 +159,21 @@ pub fn parse(text: &str) -> Result<PyJson, PyJsonError> {
     })
 }
 
+/// One step of the path being read.
+enum Step {
+    Index(usize),
+    /// A member whose name's opening quote is at this offset of the text.
+    KeyAt(usize),
+}
+
 struct Reader<'t> {
     text: &'t [u8],
+    /// The same text, to take runs of it without checking their UTF-8 again.
+    source: &'t str,
     at: usize,
-    path: Vec<Segment>,
+    /// Where the value being read is: array indices, and the offsets of member names in the
+    /// text (read again only to name a stand-in's path, which is rare).
+    path: Vec<Step>,
     stand_ins: Vec<StandIn>,
 }
 
@@ -173,7 +212,24 @@ impl Reader<'_> {
     }
 
     fn stand_in(&mut self, kind: StandInKind) {
-        let path = path_text(&self.path);
+        let segments: Vec<Segment> = self
+            .path
+            .iter()
+            .map(|step| match *step {
+                Step::Index(index) => Segment::Index(index),
+                Step::KeyAt(at) => {
+                    let mut again = Reader {
+                        text: self.text,
+                        source: self.source,
+                        at,
+                        path: Vec::new(),
+                        stand_ins: Vec::new(),
+                    };
+                    Segment::Key(again.string().map(|(key, _)| key).unwrap_or_default())
+                }
+            })
+            .collect();
+        let path = path_text(&segments);
         self.stand_ins.push(StandIn { path, kind });
     }
 
@@ -230,7 +286,7 @@ impl Reader<'_> {
         }
         loop {
             self.skip_space();
-            self.path.push(Segment::Index(items.len()));
+            self.path.push(Step::Index(items.len()));
             let item = self.value(depth)?;
             self.path.pop();
             items.push(item);
@@ -260,6 +316,7 @@ impl Reader<'_> {
             if self.peek() != Some(b'"') {
                 return Err(self.fail("expecting a property name in double quotes"));
             }
+            let key_at = self.at;
             let (key, lone) = self.string()?;
             if lone {
                 self.stand_in(StandInKind::LoneSurrogate);
@@ -270,7 +327,7 @@ impl Reader<'_> {
             }
             self.at += 1;
             self.skip_space();
-            self.path.push(Segment::Key(key.clone()));
+            self.path.push(Step::KeyAt(key_at));
             let value = self.value(depth)?;
             self.path.pop();
             // The last value of a repeated key counts, as in a Python dict.
@@ -300,25 +357,31 @@ impl Reader<'_> {
     /// A string at the opening quote; whether it held a lone surrogate (read as U+FFFD).
     fn string(&mut self) -> Result<(String, bool), PyJsonError> {
         self.at += 1;
-        let mut out = String::new();
+        let mut out: Option<String> = None;
         let mut lone = false;
         loop {
             let start = self.at;
-            while let Some(b) = self.peek() {
-                if b == b'"' || b == b'\\' || b < 0x20 {
-                    break;
-                }
+            let run = self
+                .text
+                .get(start..)
+                .unwrap_or_default()
+                .iter()
+                .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+                .unwrap_or(self.text.len() - start);
+            self.at += run;
+            // The run stops at an ASCII byte, so it ends on a character boundary.
+            let text = self.source.get(start..self.at).unwrap_or_default();
+            if out.is_none() && self.peek() == Some(b'"') {
+                // No escape at all (nearly every string): one allocation of the right size.
                 self.at += 1;
+                return Ok((text.to_owned(), false));
             }
-            // The text is UTF-8 and the run stops at ASCII bytes, so the run is whole.
-            out.push_str(
-                std::str::from_utf8(self.text.get(start..self.at).unwrap_or_default())
-                    .unwrap_or_default(),
-            );
+            let out = out.get_or_insert_with(|| String::with_capacity(run + 8));
+            out.push_str(text);
             match self.peek() {
                 Some(b'"') => {
                     self.at += 1;
-                    return Ok((out, lone));
+                    return Ok((std::mem::take(out), lone));
                 }
                 Some(b'\\') => {
                     let Some(escape) = self.text.get(self.at + 1).copied() else {
@@ -502,6 +565,18 @@ mod tests {
     fn minus_zero_without_a_fraction_is_the_integer_zero_as_in_python() {
         assert_eq!(read("-0").value, json!(0));
         assert!(read("-0").value.is_i64());
+    }
+
+    #[test]
+    fn a_member_taken_out_keeps_its_stand_ins_rooted_at_itself() {
+        let mut line =
+            read(r#"{"envelope": {"a": "\ud800"}, "envelopes": 1e400, "restore": null}"#);
+        let envelope = line.take_member("envelope").unwrap();
+        assert_eq!(envelope.value, json!({"a": "\u{FFFD}"}));
+        assert_eq!(envelope.stand_ins[0].path, "$.a");
+        assert_eq!(line.stand_ins.len(), 1);
+        assert_eq!(line.stand_ins[0].path, "$.envelopes");
+        assert!(line.take_member("missing").is_none());
     }
 
     #[test]

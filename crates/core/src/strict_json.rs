@@ -145,7 +145,7 @@ impl Reader {
 }
 
 /// A member name in a path: `.name` when it is a plain identifier, else `["…"]`.
-fn push_key(out: &mut String, key: &str) {
+pub(crate) fn push_key(out: &mut String, key: &str) {
     let mut chars = key.chars();
     let plain = chars
         .next()
