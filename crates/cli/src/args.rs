@@ -259,7 +259,9 @@ pub enum ContinuityCommand {
         /// The envelope (`continuity-envelope/v1`, bare or wrapped).
         #[arg(long, value_name = "FILE")]
         envelope: PathBuf,
-        /// The current durable state (`continuity-state/v1`).
+        /// The current durable state: `continuity-state/v1`, or the published reference's flat
+        /// state (no `schema_version`; `approval_status`: approved, revoked, pending, expired,
+        /// rejected), mapped once onto it.
         #[arg(long, value_name = "FILE")]
         state: PathBuf,
         /// The derived summary whose digest the envelope binds.

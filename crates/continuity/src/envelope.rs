@@ -11,8 +11,9 @@
 //! - `approval_id`, `action_digest`, `approval_expires_at` are all set (an approval is bound)
 //!   or all `null` (no approval); a mix is `approval_incomplete`. `human_approved` requires
 //!   them (`approval_required`).
-//! - `delegated_principal_id` and `delegated_scope` may be `null`, except under
-//!   `user_delegated`, where both must be non-empty strings (`delegation_incomplete`).
+//! - `delegated_principal_id` and `delegated_scope` may be unused — `null`, or `""` as the
+//!   published reference writes them — except under `user_delegated`, where both must be
+//!   non-empty strings (`delegation_incomplete`).
 //! - `idempotency_key` may be `null` only while `side_effect_status` is `not_executed`: an
 //!   effect that happened, or may have, is always recorded under its key (E-2).
 //! - `sandbox_snapshot_ref` and `budget_remaining` may be `null` (no sandbox, no budget).
@@ -287,8 +288,8 @@ fn read_envelope(
         "one of `platform_owned`, `user_delegated`, `human_approved`",
         AuthorizationMode::parse,
     );
-    let delegated_principal_id = f.nullable_text("delegated_principal_id");
-    let delegated_scope = f.nullable_text("delegated_scope");
+    let delegated_principal_id = f.delegated_text("delegated_principal_id");
+    let delegated_scope = f.delegated_text("delegated_scope");
     let policy_version = f.text("policy_version");
     let capability_name = f.text("capability_name");
     let capability_version = f.text("capability_version");

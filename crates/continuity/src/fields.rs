@@ -167,6 +167,29 @@ impl<'a> Fields<'a> {
         }
     }
 
+    /// A delegated field (`delegated_principal_id`, `delegated_scope`): a string, or unused —
+    /// `null`, or `""` as the published reference writes an unused one. Whether an unused one
+    /// is allowed (not under `user_delegated`) is for the caller to say.
+    pub(crate) fn delegated_text(&mut self, key: &'static str) -> Option<Option<String>> {
+        self.unused_or(key, Self::nullable_text)
+    }
+
+    /// `read(self, key)`, except that `""` means unused (`Some(None)`), as `null` does: the
+    /// published reference writes unused fields as empty strings.
+    pub(crate) fn unused_or<T>(
+        &mut self,
+        key: &'static str,
+        read: impl FnOnce(&mut Self, &'static str) -> Option<Option<T>>,
+    ) -> Option<Option<T>> {
+        match self.object.get(key) {
+            Some(Value::String(text)) if text.is_empty() => {
+                self.known.insert(key);
+                Some(None)
+            }
+            _ => read(self, key),
+        }
+    }
+
     /// A required array of reference strings (possibly empty).
     pub(crate) fn text_list(&mut self, key: &'static str) -> Option<Vec<String>> {
         let value = self.present(key)?;

@@ -29,6 +29,14 @@
 //! }
 //! ```
 //!
+//! The published reference keeps the same state flat, without `schema_version`; that form is
+//! accepted too and mapped once onto this one: `approval` is written as `approval_id`,
+//! `action_digest`, `approval_status` (`approved` for `active`, `rejected` for `denied`,
+//! `revoked`, `pending`, `expired`) and `approval_expires_at`, all four unused (`null` or `""`)
+//! when no approval is bound; the delegated fields and `idempotency_key` may be `""` when
+//! unused. A document is read in that form when it has `approval_status` and no
+//! `schema_version`.
+//!
 //! Every field is required (nullable ones as `null`); unknown fields are refused. `approval`
 //! is `null` when no approval is bound; otherwise all four members are required and `status`
 //! is one of `active, revoked, pending, expired, consumed, denied`. The same rules as the
@@ -148,13 +156,22 @@ impl ContinuityState {
 }
 
 fn read_state(value: &Value, findings: &mut Vec<Finding>) -> Option<ContinuityState> {
+    // The reference's flat form has no `schema_version` and has `approval_status`; Cairn's
+    // own always has the one and never the other.
+    let flat = value.as_object().is_some_and(|object| {
+        !object.contains_key("schema_version") && object.contains_key("approval_status")
+    });
     let mut f = Fields::object(value, "$", findings)?;
-    let schema_version = f.parsed(
-        "schema_version",
-        FindingCode::BadSchemaVersion,
-        "`continuity-state/v1`",
-        |t| (t == STATE_SCHEMA_VERSION).then_some(StateSchemaVersion::V1),
-    );
+    let schema_version = if flat {
+        Some(StateSchemaVersion::V1)
+    } else {
+        f.parsed(
+            "schema_version",
+            FindingCode::BadSchemaVersion,
+            "`continuity-state/v1`",
+            |t| (t == STATE_SCHEMA_VERSION).then_some(StateSchemaVersion::V1),
+        )
+    };
     let tenant_id = f.parsed(
         "tenant_id",
         FindingCode::BadIdentifier,
@@ -168,13 +185,21 @@ fn read_state(value: &Value, findings: &mut Vec<Finding>) -> Option<ContinuitySt
         "one of `platform_owned`, `user_delegated`, `human_approved`",
         AuthorizationMode::parse,
     );
-    let delegated_principal_id = f.nullable_text("delegated_principal_id");
-    let delegated_scope = f.nullable_text("delegated_scope");
+    let delegated_principal_id = f.delegated_text("delegated_principal_id");
+    let delegated_scope = f.delegated_text("delegated_scope");
     let policy_version = f.text("policy_version");
     let capability_name = f.text("capability_name");
     let capability_version = f.text("capability_version");
-    let approval = read_approval(&mut f);
-    let idempotency_key = f.nullable_text("idempotency_key");
+    let approval = if flat {
+        read_flat_approval(&mut f)
+    } else {
+        read_approval(&mut f)
+    };
+    let idempotency_key = if flat {
+        f.unused_or("idempotency_key", Fields::nullable_text)
+    } else {
+        f.nullable_text("idempotency_key")
+    };
     let side_effect_status = f.parsed(
         "side_effect_status",
         FindingCode::BadSideEffectStatus,
@@ -227,6 +252,57 @@ fn read_state(value: &Value, findings: &mut Vec<Finding>) -> Option<ContinuitySt
         side_effect_status: side_effect_status?,
         checkpoint_ref: checkpoint_ref?,
     })
+}
+
+/// The reference's flat approval: `approval_id`, `action_digest`, `approval_status`
+/// (`approved`, `revoked`, `pending`, `expired`, `rejected`) and `approval_expires_at`, all
+/// set, or all unused (`null` or `""`). Mapped once onto [`ApprovalState`]: `approved` is
+/// `active`, `rejected` is `denied`, the rest keep their names.
+fn read_flat_approval(f: &mut Fields<'_>) -> Option<Option<ApprovalState>> {
+    let id = f.unused_or("approval_id", Fields::nullable_text);
+    let action_digest = f.unused_or("action_digest", Fields::nullable_digest);
+    let status = f.unused_or("approval_status", |f, key| {
+        f.nullable_parsed(
+            key,
+            FindingCode::BadApprovalStatus,
+            "one of `approved`, `revoked`, `pending`, `expired`, `rejected`",
+            |text| match text {
+                "approved" => Some(ApprovalStatus::Active),
+                "revoked" => Some(ApprovalStatus::Revoked),
+                "pending" => Some(ApprovalStatus::Pending),
+                "expired" => Some(ApprovalStatus::Expired),
+                "rejected" => Some(ApprovalStatus::Denied),
+                _ => None,
+            },
+        )
+    });
+    let expires_at = f.unused_or("approval_expires_at", Fields::nullable_timestamp);
+    let (id, action_digest, status, expires_at) = (id?, action_digest?, status?, expires_at?);
+    let set = [
+        ("approval_id", id.is_some()),
+        ("action_digest", action_digest.is_some()),
+        ("approval_status", status.is_some()),
+        ("approval_expires_at", expires_at.is_some()),
+    ];
+    if set.iter().all(|(_, on)| !on) {
+        return Some(None);
+    }
+    for (key, on) in set {
+        if !on {
+            let path = f.path(key);
+            let message = format!(
+                "`{path}` is unused but the approval is bound: `approval_id`, `action_digest`, \
+                 `approval_status` and `approval_expires_at` are set together or all unused"
+            );
+            f.push(FindingCode::ApprovalIncomplete, path, message);
+        }
+    }
+    Some(Some(ApprovalState {
+        id: id?,
+        action_digest: action_digest?,
+        status: status?,
+        expires_at: expires_at?,
+    }))
 }
 
 /// `approval` is `null` or `{id, action_digest, status, expires_at}`.

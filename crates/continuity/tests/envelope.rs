@@ -132,3 +132,86 @@ fn state_findings_name_nested_paths() {
         ]
     );
 }
+
+/// Issue 17 item 7: the reference's flat state is read and mapped once; its own vocabulary
+/// of approval statuses only, its four approval fields set together or all unused, and the
+/// findings name the flat paths a user of the reference wrote.
+#[test]
+fn the_references_flat_state_is_read_with_findings_on_its_own_paths() {
+    let flat = |approval_status: &str, expires: &str| {
+        json!({
+            "tenant_id": "tenant-acme",
+            "principal_id": "user-42",
+            "authorization_mode": "platform_owned",
+            "delegated_principal_id": "",
+            "delegated_scope": "",
+            "policy_version": "policy-v4",
+            "capability_name": "create_ticket",
+            "capability_version": "v3",
+            "approval_id": "apr-1",
+            "action_digest": format!("sha256:{}", "ab".repeat(32)),
+            "approval_status": approval_status,
+            "approval_expires_at": expires,
+            "idempotency_key": "",
+            "side_effect_status": "not_executed",
+            "checkpoint_ref": "cp-1"
+        })
+    };
+    let state = ContinuityState::from_value(&flat("rejected", "2026-07-21T18:00:00Z")).unwrap();
+    let approval = state.approval.unwrap();
+    assert_eq!(approval.status.as_str(), "denied");
+    assert_eq!(state.delegated_scope, None);
+    assert_eq!(state.idempotency_key, None);
+    let approved = ContinuityState::from_value(&flat("approved", "2026-07-21T18:00:00Z")).unwrap();
+    assert_eq!(approved.approval.unwrap().status.as_str(), "active");
+
+    let codes = |value: &serde_json::Value| -> Vec<(String, String)> {
+        ContinuityState::from_value(value)
+            .unwrap_err()
+            .iter()
+            .map(|f| (f.code.as_str().to_owned(), f.path.clone()))
+            .collect()
+    };
+    assert_eq!(
+        codes(&flat("consumed", "2026-07-21T18:00:00Z")),
+        [(
+            "bad_approval_status".to_owned(),
+            "$.approval_status".to_owned()
+        )]
+    );
+    assert_eq!(
+        codes(&flat("approved", "")),
+        [(
+            "approval_incomplete".to_owned(),
+            "$.approval_expires_at".to_owned()
+        )]
+    );
+    assert_eq!(
+        codes(&flat("approved", "2026-07-21T18:00:00+24:00")),
+        [(
+            "bad_timestamp".to_owned(),
+            "$.approval_expires_at".to_owned()
+        )]
+    );
+    let mut delegated = flat("approved", "2026-07-21T18:00:00Z");
+    delegated["authorization_mode"] = json!("user_delegated");
+    assert_eq!(
+        codes(&delegated),
+        [
+            (
+                "delegation_incomplete".to_owned(),
+                "$.delegated_principal_id".to_owned()
+            ),
+            (
+                "delegation_incomplete".to_owned(),
+                "$.delegated_scope".to_owned()
+            ),
+        ]
+    );
+    let mut nested = flat("approved", "2026-07-21T18:00:00Z");
+    nested["approval"] = json!(null);
+    assert_eq!(
+        codes(&nested),
+        [("unknown_field".to_owned(), "$.approval".to_owned())]
+    );
+}

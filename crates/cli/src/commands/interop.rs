@@ -338,10 +338,7 @@ fn lines(decide: impl Fn(PyJson) -> Result<Verdict, Failure> + Sync) -> Result<O
 
 /// Up to `LINES_PER_ROUND` numbered lines of `input`; an over-long line is an error in its
 /// place. Empty at the end of the input.
-fn read_round(
-    input: &mut impl BufRead,
-    number: &mut usize,
-) -> Result<Vec<Line>, Failure> {
+fn read_round(input: &mut impl BufRead, number: &mut usize) -> Result<Vec<Line>, Failure> {
     let mut round = Vec::new();
     while round.len() < LINES_PER_ROUND {
         let mut line = String::new();
