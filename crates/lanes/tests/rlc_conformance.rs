@@ -17,6 +17,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use cairn_core::py_json::{self, PyJson};
 use cairn_lanes::rlc::{RlcDecision, RlcValidator, codes, split_document};
 use serde_json::Value;
 
@@ -33,23 +34,29 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not json: {e}", path.display()))
 }
 
-fn read_optional(path: &Path) -> Option<Value> {
-    path.exists().then(|| read_json(path))
+fn read_as_python(path: &Path) -> PyJson {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    py_json::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The report on one case folder, its documents read as the CLI reads them: as Python's
+/// `json.loads` would.
+fn decide(validator: &RlcValidator, dir: &Path) -> cairn_lanes::rlc::RlcReport {
+    let fixture = dir.join("fixture.json");
+    let bare = dir.join("extension.json");
+    let document = read_as_python(if fixture.exists() { &fixture } else { &bare });
+    let restore_path = dir.join("restore.json");
+    let restore = restore_path.exists().then(|| read_as_python(&restore_path));
+    let vce_path = dir.join("vce.json");
+    let vce = vce_path.exists().then(|| read_as_python(&vce_path));
+    validator.check_read(&document, restore.as_ref(), vce.as_ref())
 }
 
 /// Runs one case folder and returns a description of any mismatch.
 fn check(validator: &RlcValidator, dir: &Path) -> Result<(), String> {
     let expected = read_json(&dir.join("expected.json"));
-    let document = match read_optional(&dir.join("fixture.json")) {
-        Some(fixture) => fixture,
-        None => read_json(&dir.join("extension.json")),
-    };
-    let (extension, embedded) = split_document(&document);
-    let restore_file = read_optional(&dir.join("restore.json"));
-    let restore = restore_file.as_ref().or(embedded);
-    let vce = read_optional(&dir.join("vce.json"));
-
-    let report = validator.check(extension, restore, vce.as_ref());
+    let report = decide(validator, dir);
 
     let want_decision = expected["decision"].as_str().expect("decision");
     let want_codes: BTreeSet<&str> = expected["codes"]
@@ -121,12 +128,7 @@ fn every_published_suite_test_has_its_own_case() {
 fn passed_reports_have_no_findings_and_others_explain_themselves() {
     let validator = RlcValidator::new().expect("schemas compile");
     for dir in case_dirs() {
-        let document = read_optional(&dir.join("fixture.json"))
-            .unwrap_or_else(|| read_json(&dir.join("extension.json")));
-        let (extension, embedded) = split_document(&document);
-        let restore_file = read_optional(&dir.join("restore.json"));
-        let vce = read_optional(&dir.join("vce.json"));
-        let report = validator.check(extension, restore_file.as_ref().or(embedded), vce.as_ref());
+        let report = decide(&validator, &dir);
         assert_eq!(
             report.decision == RlcDecision::Passed,
             report.findings.is_empty(),

@@ -482,6 +482,44 @@ case("multi-semantic-findings-one-stage",
      restore=RES)
 
 
+# ---- Inputs Python's json.loads reads that a serde_json value cannot hold (issue 17). --------
+
+
+class Raw:
+    """A document given as text: what Python reads but `json.dumps` cannot write back."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+OBJECTIVE = json.dumps(EXT["responsibility_lanes"][0]["objective"])
+
+
+def raw_extension(replacement: str) -> Raw:
+    """The accepted extension (digests current) with lane 0's objective replaced by raw text."""
+    return Raw(json.dumps(ext(), ensure_ascii=False, indent=2).replace(OBJECTIVE, replacement)
+               + "\n")
+
+
+case("rule-extension-lone-surrogate-uncomputable",
+     "a schema-valid extension whose lane objective holds a lone surrogate escape: python reads "
+     "it but cannot encode the canonical form and raises; cairn blocks at the digest",
+     "BLOCKED", ["extension_digest_uncomputable"],
+     extension=raw_extension('"Author the RFC \\ud800"'), restore=RES)
+case("rule-schema-number-beyond-a-double",
+     "1e400 (python reads inf) where a string is required fails the schema, as in the reference",
+     "BLOCKED", ["schema_invalid"], extension=raw_extension("1e400"), restore=RES)
+case("rule-schema-nesting-128-levels",
+     "128 levels of nested arrays where a string is required: read, and refused by the schema",
+     "BLOCKED", ["schema_invalid"], extension=raw_extension("[" * 128 + "]" * 128), restore=RES)
+case("rule-vce-number-beyond-a-double",
+     "a --vce envelope with 1e400 in project.workspace: the reference never looks and passes; "
+     "cairn does not judge an envelope it cannot hold exactly (a deliberate departure)",
+     "BLOCKED", ["vce_envelope_invalid"], extension=EXT, restore=RES,
+     vce=Raw(json.dumps(VCE_EXAMPLE, ensure_ascii=False, indent=2)
+             .replace('"workspace": null', '"workspace": 1e400') + "\n"))
+
+
 def dump(path: Path, value) -> None:
     path.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
@@ -497,12 +535,16 @@ def main() -> None:
             shutil.copyfile(spec["verbatim"], folder / "fixture.json")
         elif spec["fixture"] is not None:
             dump(folder / "fixture.json", spec["fixture"])
+        elif isinstance(spec["extension"], Raw):
+            (folder / "extension.json").write_text(spec["extension"].text, encoding="utf-8")
         else:
             dump(folder / "extension.json", spec["extension"])
             if spec["restore"] is not None:
                 dump(folder / "restore.json", spec["restore"])
         if spec["vce"] is True:
             dump(folder / "vce.json", VCE_EXAMPLE)
+        elif isinstance(spec["vce"], Raw):
+            (folder / "vce.json").write_text(spec["vce"].text, encoding="utf-8")
         elif spec["vce"] is not False:
             dump(folder / "vce.json", spec["vce"])
         expected = {"about": spec["about"], "decision": spec["decision"], "codes": spec["codes"]}
