@@ -90,8 +90,9 @@ pub struct Schema {
     name: &'static str,
     /// The schema document, kept to build [`Schema::full`] from on first need.
     source: Value,
-    /// The `jsonschema` crate's validator, built the first time a document is not surely valid
-    /// (building it costs tens of milliseconds and megabytes: the crate first compiles the
+    /// The `jsonschema` crate's validator, built the first time the quick walk cannot judge a
+    /// document itself (never for the published formats' schemas, which it compiles whole;
+    /// building it costs tens of milliseconds and megabytes: the crate first compiles the
     /// draft's meta-schema), or the reason it could not be built.
     full: OnceLock<Result<Validator, String>>,
     /// The same schema for valid documents only (see the `quick` module); `None` when the
@@ -194,20 +195,24 @@ impl Schema {
         self.quick
             .as_ref()
             .is_some_and(|quick| quick.is_valid(document))
-            || self.fully_valid(document)
+            || self.unsure_errors(document, "$").is_empty()
     }
 
-    /// Every error of `document`, in the order the validator finds them, with paths starting
-    /// at `root` (`$` for a top-level document); empty when the document is valid.
+    /// Every error of `document`, sorted by path and message, with paths starting at `root`
+    /// (`$` for a top-level document); empty when the document is valid.
     ///
-    /// [`Schema::is_valid`] runs first because it is much cheaper than collecting errors and
+    /// The quick check runs first because it is much cheaper than collecting errors and
     /// almost every document checked is valid.
     #[must_use]
     pub fn check(&self, document: &Value, root: &str) -> Vec<SchemaError> {
-        if self.is_valid(document) {
+        if self
+            .quick
+            .as_ref()
+            .is_some_and(|quick| quick.is_valid(document))
+        {
             return Vec::new();
         }
-        self.errors(document, root)
+        self.unsure_errors(document, root)
     }
 
     /// [`Schema::check`], and for a valid document also its `json-sort-keys-utf8-v1` form
@@ -284,46 +289,67 @@ impl Schema {
         {
             return (Vec::new(), Some(sink));
         }
-        if self.fully_valid(document) {
-            return (Vec::new(), None);
-        }
-        (self.errors(document, root), None)
+        (self.unsure_errors(document, root), None)
     }
 
-    /// Every error of `document`, which the full validator found invalid.
-    fn errors(&self, document: &Value, root: &str) -> Vec<SchemaError> {
-        let mut errors: Vec<SchemaError> = match self.full() {
+    /// Every error of a document the quick check did not accept (empty when it is valid after
+    /// all), sorted by path and message: found by the quick walk where it can (see
+    /// `quick::report`, exact and equal to the crate's), else by the full validator, which then
+    /// has to be built.
+    fn unsure_errors(&self, document: &Value, root: &str) -> Vec<SchemaError> {
+        let quick = self.quick.as_ref().and_then(|quick| quick.errors(document));
+        let mut errors: Vec<SchemaError> = match quick {
+            Some(found) => found
+                .into_iter()
+                .map(|(pointer, text)| SchemaError {
+                    path: json_path(root, document, &pointer),
+                    message: message(&text),
+                })
+                .collect(),
+            None if self.fully_valid(document) => Vec::new(),
+            None => {
+                let mut errors = self.full_errors(document, root);
+                if errors.is_empty() {
+                    // INVARIANT: an invalid document always yields an error, so a caller
+                    // deciding on the errors fails closed even if `is_valid` and `iter_errors`
+                    // ever disagree.
+                    errors.push(SchemaError {
+                        path: root.to_owned(),
+                        message: String::from("does not satisfy the schema"),
+                    });
+                }
+                errors
+            }
+        };
+        errors.sort_by(|a, b| (&a.path, &a.message).cmp(&(&b.path, &b.message)));
+        errors
+    }
+
+    /// Every error of `document` by the `jsonschema` crate's validator.
+    fn full_errors(&self, document: &Value, root: &str) -> Vec<SchemaError> {
+        match self.full() {
             Ok(validator) => validator
                 .iter_errors(document)
                 .map(|error| SchemaError {
                     path: json_path(root, document, error.instance_path.as_str()),
-                    message: message(&error),
+                    message: message(&error.to_string()),
                 })
                 .collect(),
             Err(why) => vec![SchemaError {
                 path: root.to_owned(),
                 message: format!("cannot be judged: the schema does not compile ({why})"),
             }],
-        };
-        if errors.is_empty() {
-            // INVARIANT: an invalid document always yields an error, so a caller deciding on
-            // the errors fails closed even if `is_valid` and `iter_errors` ever disagree.
-            errors.push(SchemaError {
-                path: root.to_owned(),
-                message: String::from("does not satisfy the schema"),
-            });
         }
-        errors
     }
 }
 
-/// The error's message, cut and lowercase-led (the crate's messages sometimes start with a
+/// An error's message, cut and lowercase-led (the crate's messages sometimes start with a
 /// capital; Cairn's never do).
-fn message(error: &jsonschema::ValidationError<'_>) -> String {
+fn message(raw: &str) -> String {
     let mut text = String::new();
     let mut cut = Cut::new(&mut text, MESSAGE_MAX_CHARS);
     // An error here only means the text was cut, which `finish` marks.
-    let _ = write!(cut, "{error}");
+    let _ = write!(cut, "{raw}");
     cut.finish();
     if let Some(first) = text.get_mut(..1) {
         first.make_ascii_lowercase();

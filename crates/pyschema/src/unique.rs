@@ -25,6 +25,13 @@ pub(crate) struct UniqueItems {
     on: bool,
 }
 
+impl UniqueItems {
+    /// `uniqueItems: true`.
+    pub(crate) const fn on() -> Self {
+        Self { on: true }
+    }
+}
+
 impl PyKeyword for UniqueItems {
     fn parse(value: &Value) -> Result<Self, String> {
         value

@@ -35,6 +35,7 @@ use crate::fast::{MinLength, Required};
 use crate::keyword::PyKeyword;
 use crate::pattern::PythonPattern;
 
+mod report;
 mod sink;
 
 use sink::Nothing;
@@ -185,6 +186,8 @@ struct ObjectCheck {
     other_required: Option<Required>,
     /// `additionalProperties`.
     additional: Additional,
+    /// `required` as written (order and all), for the errors of [`Quick::errors`].
+    all_required: Option<Required>,
 }
 
 /// A member named in `properties`.
@@ -856,11 +859,16 @@ impl<'s> Builder<'s> {
         if cairn_core::sort_keys::maps_iterate_in_key_order() {
             known.sort_by_key(|property| property.rank);
         }
+        let all_required = match map.get("required") {
+            Some(names) => Some(Required::parse(names).ok()?),
+            None => None,
+        };
         Some(ObjectCheck {
             required: known.iter().filter(|k| k.required).count(),
             known,
             other_required,
             additional,
+            all_required,
         })
     }
 }

@@ -178,6 +178,59 @@ fn quick_says_valid_only_when_the_full_validator_does() {
     }
 }
 
+/// The errors of [`Quick::errors`], sorted, or `None`.
+fn quick_errors(quick: &Quick, document: &Value) -> Option<Vec<(String, String)>> {
+    let mut found = quick.errors(document)?;
+    found.sort();
+    Some(found)
+}
+
+/// The crate's errors of `document`, sorted: pointer and message.
+fn crate_errors(full: &jsonschema::Validator, document: &Value) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = full
+        .iter_errors(document)
+        .map(|e| (e.instance_path.as_str().to_owned(), e.to_string()))
+        .collect();
+    found.sort();
+    found
+}
+
+/// The errors the quick walk reports are exactly the crate's — same places, same messages,
+/// as many — over every case document and every mutation of the valid ones; it never gives up
+/// on them, so an invalid published-format document never needs the crate's validator.
+#[test]
+fn quick_errors_are_the_crates_errors() {
+    for format in &FORMATS {
+        let schema = read(&crates().join(format.schema));
+        let full = full_validator(&schema).unwrap();
+        let quick = Quick::compile(&schema).unwrap();
+        let documents = documents(format);
+        let mut invalid = 0;
+        let mut check = |name: &str, document: &Value| {
+            let expected = crate_errors(&full, document);
+            let got = quick_errors(&quick, document)
+                .unwrap_or_else(|| panic!("{name}: the quick walk gave up on {document}"));
+            assert_eq!(got, expected, "{name}: {document}");
+            invalid += usize::from(!expected.is_empty());
+        };
+        for (name, document) in &documents {
+            check(name, document);
+        }
+        let valid_documents: Vec<&(String, Value)> =
+            documents.iter().filter(|(_, d)| full.is_valid(d)).collect();
+        for (name, document) in valid_documents.into_iter().take(MUTATED_PER_FORMAT) {
+            for mutated in mutations(document) {
+                check(name, &mutated);
+            }
+        }
+        assert!(
+            invalid > 1_000,
+            "{}: {invalid} invalid documents",
+            format.schema
+        );
+    }
+}
+
 #[test]
 fn keywords_outside_the_published_set_have_no_quick_check() {
     for schema in [
