@@ -126,7 +126,7 @@ fn main() {
             vec!["rlc", "check", &fixture_s, "--vce", &envelope_s],
         ),
         (
-            "`cairn vce check {}` (schema-invalid: builds the full validator)",
+            "`cairn vce check {}` (schema-invalid: every error reported)",
             vec!["vce", "check", &empty_s],
         ),
     ];
