@@ -364,6 +364,32 @@ fn one_stage(what: &str, seen: &Seen, stage: fn(&str) -> Stage) -> Option<Stage>
     stages.into_iter().next()
 }
 
+/// Rule 5 on a document that reached the restore stage: BLOCKED without restore results, and
+/// BLOCKED once the first result row of `rows` says `failed`.
+fn fails_closed(
+    what: &str,
+    restore: &mut Value,
+    rows: &str,
+    decide: impl Fn(Option<&Value>) -> Seen,
+) {
+    let without = decide(None);
+    assert_eq!(
+        without.decision, "BLOCKED",
+        "{what}: without restore results"
+    );
+    if let Some(Value::Array(rows)) = restore.get_mut(rows)
+        && let Some(row) = rows.first_mut()
+        && row.is_object()
+    {
+        row["status"] = json!("failed");
+        let failed = decide(Some(restore));
+        assert_eq!(
+            failed.decision, "BLOCKED",
+            "{what}: a failed check: {failed:?}"
+        );
+    }
+}
+
 #[test]
 fn vce_decisions_keep_the_rules_of_appendix_a_under_mutation() {
     let validator = VceValidator::new().unwrap();
@@ -420,22 +446,9 @@ fn vce_decisions_keep_the_rules_of_appendix_a_under_mutation() {
         assert_eq!(mirrored, seen, "{what}: reversed member order");
         // 5. the restore gate fails closed.
         if matches!(stage, None | Some(Stage::Restore)) {
-            let without = decide(&envelope, None);
-            assert_eq!(
-                without.decision, "BLOCKED",
-                "{what}: without restore results"
-            );
-            if let Some(Value::Array(rows)) = restore.get_mut("evidence_checks")
-                && let Some(row) = rows.first_mut()
-                && row.is_object()
-            {
-                row["status"] = json!("failed");
-                let failed = decide(&envelope, Some(&restore));
-                assert_eq!(
-                    failed.decision, "BLOCKED",
-                    "{what}: a failed check: {failed:?}"
-                );
-            }
+            fails_closed(&what, &mut restore, "evidence_checks", |restore| {
+                decide(&envelope, restore)
+            });
         }
     }
     // The mutations reach every stage, the restore gate most of all.
@@ -506,22 +519,9 @@ fn rlc_decisions_keep_the_rules_of_appendix_a_under_mutation() {
         );
         assert_eq!(mirrored, seen, "{what}: reversed member order");
         if matches!(stage, None | Some(Stage::Restore)) {
-            let without = decide(&extension, None, vce.as_ref());
-            assert_eq!(
-                without.decision, "BLOCKED",
-                "{what}: without restore results"
-            );
-            if let Some(Value::Array(rows)) = restore.get_mut("lane_checks")
-                && let Some(row) = rows.first_mut()
-                && row.is_object()
-            {
-                row["status"] = json!("failed");
-                let failed = decide(&extension, Some(&restore), vce.as_ref());
-                assert_eq!(
-                    failed.decision, "BLOCKED",
-                    "{what}: a failed check: {failed:?}"
-                );
-            }
+            fails_closed(&what, &mut restore, "lane_checks", |restore| {
+                decide(&extension, restore, vce.as_ref())
+            });
         }
     }
     assert!(

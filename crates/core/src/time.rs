@@ -92,7 +92,13 @@ impl FromStr for Timestamp {
                     .to_owned(),
             ));
         }
-        let text = text.strip_suffix('\n').unwrap_or(text).to_ascii_uppercase();
+        let text = text.strip_suffix('\n').unwrap_or(text);
+        // Records are written with `T` and `Z`; only a lower-case one needs a copy.
+        let text = if text.bytes().any(|b| b == b't' || b == b'z') {
+            std::borrow::Cow::Owned(text.to_ascii_uppercase())
+        } else {
+            std::borrow::Cow::Borrowed(text)
+        };
         text.parse::<jiff::Timestamp>()
             .map(Self::from_jiff)
             .map_err(|e| invalid(e.to_string()))

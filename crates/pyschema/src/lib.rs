@@ -39,7 +39,7 @@ mod path;
 mod pattern;
 mod quick;
 mod text;
-mod unique;
+pub mod unique;
 
 use std::fmt::{self, Write as _};
 use std::sync::OnceLock;

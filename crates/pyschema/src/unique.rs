@@ -90,8 +90,10 @@ pub(crate) fn py_equal(a: &Value, b: &Value) -> bool {
 }
 
 /// Python's `==` between two numbers `json.loads` made: integers exactly, an integer and a
-/// float by value (so `2**53 + 1 != 2.0**53`), floats as floats.
-fn numbers_equal(x: &Number, y: &Number) -> bool {
+/// float by value (so `2**53 + 1 != 2.0**53`), floats as floats. The one place both formats'
+/// validators compare numbers as Python does.
+#[must_use]
+pub fn numbers_equal(x: &Number, y: &Number) -> bool {
     match (integer(x), integer(y)) {
         (Some(a), Some(b)) => a == b,
         (Some(i), None) => integer_equals_float(i, y.as_f64()),

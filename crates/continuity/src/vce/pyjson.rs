@@ -45,7 +45,7 @@ pub(super) fn py_eq_value(a: &Value, b: &Value) -> bool {
         (Value::Object(x), Value::Object(y)) => objects_equal(x, y),
         (Value::Bool(_) | Value::Number(_), Value::Bool(_) | Value::Number(_)) => {
             match (as_py_number(a), as_py_number(b)) {
-                (Some(x), Some(y)) => numbers_equal(x, y),
+                (Some(x), Some(y)) => cairn_pyschema::unique::numbers_equal(&x, &y),
                 _ => false,
             }
         }
@@ -60,49 +60,12 @@ fn objects_equal(x: &Map<String, Value>, y: &Map<String, Value>) -> bool {
 }
 
 /// A Python number: `bool` is a subclass of `int`.
-#[derive(Clone, Copy)]
-enum PyNumber {
-    Int(i128),
-    Float(f64),
-}
-
-fn as_py_number(value: &Value) -> Option<PyNumber> {
+fn as_py_number(value: &Value) -> Option<Number> {
     match value {
-        Value::Bool(b) => Some(PyNumber::Int(i128::from(*b))),
-        Value::Number(n) => Some(number(n)),
+        Value::Bool(b) => Some(Number::from(u8::from(*b))),
+        Value::Number(n) => Some(n.clone()),
         _ => None,
     }
-}
-
-fn number(n: &Number) -> PyNumber {
-    if let Some(u) = n.as_u64() {
-        PyNumber::Int(i128::from(u))
-    } else if let Some(i) = n.as_i64() {
-        PyNumber::Int(i128::from(i))
-    } else {
-        PyNumber::Float(n.as_f64().unwrap_or(f64::NAN))
-    }
-}
-
-/// Python compares an `int` with a `float` exactly, not after rounding the integer.
-fn numbers_equal(a: PyNumber, b: PyNumber) -> bool {
-    match (a, b) {
-        (PyNumber::Int(x), PyNumber::Int(y)) => x == y,
-        (PyNumber::Float(x), PyNumber::Float(y)) => x == y,
-        (PyNumber::Int(i), PyNumber::Float(f)) | (PyNumber::Float(f), PyNumber::Int(i)) => {
-            // Every integer a `Value` can hold is below 2^64, far inside the range where an
-            // integral f64 converts to i128 without loss.
-            f.is_finite() && f.fract() == 0.0 && f.abs() < 1e30 && float_to_i128(f) == Some(i)
-        }
-    }
-}
-
-#[expect(
-    clippy::cast_possible_truncation,
-    reason = "the caller checked that `f` is integral and far inside the i128 range"
-)]
-fn float_to_i128(f: f64) -> Option<i128> {
-    Some(f as i128)
 }
 
 /// `value` is the string `text`.

@@ -248,6 +248,19 @@ impl Kind {
             _ => return None,
         })
     }
+
+    /// The bit of `instance`'s kind; a number is [`Kind::NUMBER`] (whether it is also an
+    /// integer is for the caller to judge).
+    fn of(instance: &Value) -> u8 {
+        match instance {
+            Value::Null => Self::NULL,
+            Value::Bool(_) => Self::BOOLEAN,
+            Value::Number(_) => Self::NUMBER,
+            Value::String(_) => Self::STRING,
+            Value::Array(_) => Self::ARRAY,
+            Value::Object(_) => Self::OBJECT,
+        }
+    }
 }
 
 impl Quick {
@@ -632,20 +645,15 @@ fn same_tail(a: &str, b: &str) -> bool {
 }
 
 fn has_type(kinds: u8, instance: &Value) -> bool {
-    let kind = match instance {
-        Value::Null => Kind::NULL,
-        Value::Bool(_) => Kind::BOOLEAN,
-        Value::String(_) => Kind::STRING,
-        Value::Array(_) => Kind::ARRAY,
-        Value::Object(_) => Kind::OBJECT,
-        // A float with no fraction is an integer to the reference; leave it to the full
-        // validator rather than decide here.
-        Value::Number(number) => {
-            return kinds & Kind::NUMBER != 0
-                || (kinds & Kind::INTEGER != 0 && (number.is_i64() || number.is_u64()));
+    match (instance, Kind::of(instance)) {
+        // A float with no fraction is an integer to the reference; leave it to the exact
+        // judgement (`report`) rather than decide here.
+        (Value::Number(number), _) => {
+            kinds & Kind::NUMBER != 0
+                || (kinds & Kind::INTEGER != 0 && (number.is_i64() || number.is_u64()))
         }
-    };
-    kinds & kind != 0
+        (_, kind) => kinds & kind != 0,
+    }
 }
 
 /// No two items can be equal under the reference's equality (`1 == 1.0`, `true != 1`, objects

@@ -231,18 +231,13 @@ fn push_segment(pointer: &mut String, key: &str) {
 /// `instance` is of one of `kinds`, as the crate judges it: a number with no fraction is an
 /// integer.
 fn is_of(kinds: u8, instance: &Value) -> bool {
-    let kind = match instance {
-        Value::Null => Kind::NULL,
-        Value::Bool(_) => Kind::BOOLEAN,
-        Value::String(_) => Kind::STRING,
-        Value::Array(_) => Kind::ARRAY,
-        Value::Object(_) => Kind::OBJECT,
+    match instance {
         Value::Number(n) => {
             let integer = n.is_u64() || n.is_i64() || n.as_f64().is_some_and(|f| f.fract() == 0.0);
-            return kinds & Kind::NUMBER != 0 || (integer && kinds & Kind::INTEGER != 0);
+            kinds & Kind::NUMBER != 0 || (integer && kinds & Kind::INTEGER != 0)
         }
-    };
-    kinds & kind != 0
+        other => kinds & Kind::of(other) != 0,
+    }
 }
 
 /// The crate's `type` message: one type, or several in its own order of type names.
