@@ -14,7 +14,7 @@ use cairn_store_sqlite::{OpenMode, SqliteStore};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::{Global, RunSelector};
-use crate::failure::Failure;
+use crate::failure::{CliCode, Failure};
 
 /// The folder that marks a Cairn project.
 pub const PROJECT_DIR: &str = ".cairn";
@@ -49,7 +49,10 @@ impl Context {
             Some(text) => store_path_from(text),
             None => {
                 let cwd = std::env::current_dir().map_err(|e| {
-                    Failure::internal("io", format!("cannot read the current directory: {e}"))
+                    Failure::new(
+                        CliCode::IO,
+                        format!("cannot read the current directory: {e}"),
+                    )
                 })?;
                 Ok(default_store_path(&cwd))
             }
@@ -90,11 +93,8 @@ impl Context {
         let mut keys = Vec::new();
         for file in files {
             // The path came from the command line: any failure to use it is invalid input.
-            let key = Keyring::load_verifier_key_file(file).map_err(|e| Failure {
-                code: cairn_core::ErrorCode::code(&e),
-                message: format!("`--trusted-key`: {e}"),
-                exit: crate::failure::exit::INVALID,
-            })?;
+            let key = Keyring::load_verifier_key_file(file)
+                .map_err(|e| Failure::about_named_file(&e, format!("`--trusted-key`: {e}")))?;
             keys.push(key);
         }
         Ok(TrustedKeys::new(keys))
@@ -119,14 +119,14 @@ impl Context {
 
 fn store_path_from(text: &str) -> Result<PathBuf, Failure> {
     if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-        return Err(Failure::invalid(
-            "unsupported_store",
+        return Err(Failure::new(
+            CliCode::UNSUPPORTED_STORE,
             "PostgreSQL stores are not supported by this build yet; use a SQLite file path",
         ));
     }
     if text.is_empty() {
-        return Err(Failure::invalid(
-            "invalid_input",
+        return Err(Failure::new(
+            cairn_runtime::RuntimeError::INVALID_INPUT,
             "the store path (`--store` or `CAIRN_STORE`) must not be empty",
         ));
     }
@@ -154,8 +154,12 @@ pub fn parse_id<K: cairn_core::ids::IdKind>(
     flag: &str,
     text: &str,
 ) -> Result<cairn_core::Id<K>, Failure> {
-    cairn_core::Id::<K>::new(text)
-        .map_err(|e| Failure::invalid("invalid_id", format!("`--{flag}`: {e}")))
+    cairn_core::Id::<K>::new(text).map_err(|e| {
+        Failure::new(
+            cairn_core::CoreError::INVALID_ID,
+            format!("`--{flag}`: {e}"),
+        )
+    })
 }
 
 /// Finds the run a selector names, across tenants when no tenant is given.
@@ -169,16 +173,16 @@ pub fn resolve_run(store: &dyn Store, selector: &RunSelector) -> Result<RunInfo,
         None => store.find_runs(&run)?,
     };
     match found.len() {
-        0 => Err(Failure::invalid(
-            "run_not_found",
+        0 => Err(Failure::new(
+            cairn_ledger::StoreError::RUN_NOT_FOUND,
             format!("no run `{run}` in this store (see `cairn runs list`)"),
         )),
         1 => found
             .into_iter()
             .next()
-            .ok_or_else(|| Failure::internal("internal", "run vanished")),
-        _ => Err(Failure::invalid(
-            "ambiguous_run",
+            .ok_or_else(|| Failure::new(CliCode::INTERNAL, "run vanished")),
+        _ => Err(Failure::new(
+            CliCode::AMBIGUOUS_RUN,
             format!("run `{run}` exists under several tenants; pass `--tenant`"),
         )),
     }

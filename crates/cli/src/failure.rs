@@ -1,9 +1,10 @@
 //! How the CLI fails: a stable code, a message naming the offending input, and the exit code
-//! of SPEC §9.1. Every error of every crate is mapped here, once.
+//! of SPEC §9.1. An error's class (declared with its code, see [`cairn_core::error_codes!`])
+//! decides the exit code, here, once.
 
 use std::fmt;
 
-use cairn_core::ErrorCode;
+use cairn_core::{Code, ErrorClass, ErrorCode};
 
 /// Exit codes of SPEC §9.1.
 pub mod exit {
@@ -34,126 +35,180 @@ pub struct Failure {
     pub exit: u8,
 }
 
-impl Failure {
-    /// Invalid input or usage (exit 2).
-    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            exit: exit::INVALID,
-        }
-    }
-
-    /// An internal failure (exit 1).
-    pub fn internal(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            exit: exit::INTERNAL,
-        }
-    }
-
-    /// Maps any Cairn error by its stable code.
-    pub fn from_error<E: ErrorCode + fmt::Display>(error: &E) -> Self {
-        let code = error.code();
-        Self {
-            code,
-            message: error.to_string(),
-            exit: exit_for(code),
-        }
+/// The exit code of every error of `class`: the one place the CLI decides it.
+#[must_use]
+pub const fn exit_code(class: ErrorClass) -> u8 {
+    match class {
+        ErrorClass::Invalid | ErrorClass::NotFound | ErrorClass::Conflict => exit::INVALID,
+        ErrorClass::Tamper => exit::TAMPER,
+        ErrorClass::Internal => exit::INTERNAL,
     }
 }
 
-/// Codes that mean the user gave something wrong; everything else is internal (exit 1).
-fn exit_for(code: &'static str) -> u8 {
-    const INVALID: &[&str] = &[
-        "invalid_digest",
-        "invalid_id",
-        "invalid_timestamp",
-        "invalid_input",
-        "run_not_found",
-        "run_terminated",
-        "run_exists",
-        "store_schema_too_new",
-        "no_signing_key",
-        "no_trusted_keys",
-        "invalid_key_name",
-        "invalid_key_file",
-        "key_file_permissions",
-        "keys_writable_by_others",
-        "key_file_too_large",
-        "private_key_in_pub_file",
-        "invalid_active_key",
-        "active_key_missing",
-        "key_file_mismatch",
-        "malformed_key",
-        "unsupported_key_algorithm",
-        "key_id_mismatch",
-        "step_not_covered",
-        "proof_malformed",
-        "unsupported_store",
-        "store_not_found",
-        "not_a_store",
-        "ambiguous_run",
-        "unreadable_input",
-        "policy_parse",
-        "policy_missing_id",
-        "policy_invalid_id",
-        "policy_duplicate_id",
-        "policy_invalid",
-        "policy_template",
-        "policy_empty",
-        "tool_catalog",
-        "invalid_continuity_state",
-        "invalid_continuity_envelope",
-        // Decision invariants (`cairn-decisions`) and their files (`runtime::decision_files`).
-        "invalid_decision_kind",
-        "invalid_ref",
-        "decision_value_not_normalizable",
-        "unknown_decision",
-        "unknown_revision",
-        "approval_not_forward",
-        "approval_without_change",
-        "revision_overflow",
-        "hmac_key_mismatch",
-        "observed_at_regressed",
-        "snapshot_refused",
-        "invalid_decision_snapshot",
-        "snapshot_digest_mismatch",
-        "invalid_decision_observation",
-        "invalid_decision_book",
-        "invalid_approved_change",
-        "unkeyed_decision_digest",
-        "decision_document_too_large",
-        "no_project",
-        "corrupt_decision_file",
-        "decision_file_too_large",
-        "invalid_snapshot_name",
-        "boundary_before_snapshot",
-    ];
-    const TAMPER: &[&str] = &[
-        // A bundle or a store that does not even parse is evidence of tampering too.
-        "bundle_empty",
-        "bundle_unreadable",
-        "bundle_duplicate_checkpoint",
-        "bundle_invalid_checkpoint",
-        "store_corrupt",
-        "record_modified",
-        "checkpoint_rejected",
-        "proof_mismatch",
-        "proof_inconsistent",
-    ];
-    if INVALID.contains(&code) {
-        exit::INVALID
-    } else if TAMPER.contains(&code) {
-        exit::TAMPER
-    } else {
-        exit::INTERNAL
+/// The codes the CLI answers with itself; the libraries' errors declare their own.
+#[derive(Debug)]
+pub struct CliCode;
+
+cairn_core::error_codes! {
+    CliCode {
+        /// The command line does not parse.
+        USAGE = Invalid("usage");
+        /// An input file over the size limit.
+        INPUT_TOO_LARGE = Invalid("input_too_large");
+        /// An input document that is not JSON.
+        MALFORMED_JSON = Invalid("malformed_json");
+        /// An output file that cannot be written where the caller asked.
+        UNWRITABLE_OUTPUT = Invalid("unwritable_output");
+        /// A store address of a kind this build does not open.
+        UNSUPPORTED_STORE = Invalid("unsupported_store");
+        /// A command this platform cannot run.
+        UNSUPPORTED = Invalid("unsupported");
+        /// A run id prefix that names more than one run.
+        AMBIGUOUS_RUN = Invalid("ambiguous_run");
+        /// A step index the run does not have.
+        STEP_NOT_FOUND = NotFound("step_not_found");
+        /// A run without its checkpoint, where one is needed.
+        NO_CHECKPOINT = Invalid("no_checkpoint");
+        /// A folder with no scenario files.
+        NO_SCENARIOS = Invalid("no_scenarios");
+        /// A stored record that no longer reads.
+        RECORD_UNREADABLE = Tamper("record_unreadable");
+        /// Retained content that does not hash to its digest.
+        CONTENT_DIGEST_MISMATCH = Tamper("content_digest_mismatch");
+        /// A bundled schema that does not compile.
+        SCHEMA_COMPILE = Internal("schema_compile");
+        /// A file or folder of Cairn's own that cannot be read or written.
+        IO = Internal("io");
+        /// A fault in Cairn itself.
+        INTERNAL = Internal("internal");
+    }
+}
+
+impl Failure {
+    /// A failure with `code`; the exit code follows from the code's class.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code: code.name(),
+            message: message.into(),
+            exit: exit_code(code.class()),
+        }
+    }
+
+    /// Maps any Cairn error by its declared code and class.
+    pub fn from_error<E: ErrorCode + fmt::Display>(error: &E) -> Self {
+        Self::new(error.error_code(), error.to_string())
+    }
+
+    /// An error about a file the caller named on the command line: whatever went wrong with
+    /// it (even reading it), the caller's input is at fault, so the exit code is 2.
+    pub fn about_named_file<E: ErrorCode>(error: &E, message: impl Into<String>) -> Self {
+        Self {
+            code: error.code(),
+            message: message.into(),
+            exit: exit::INVALID,
+        }
     }
 }
 
 impl<E: ErrorCode + fmt::Display> From<E> for Failure {
     fn from(error: E) -> Self {
         Self::from_error(&error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use cairn_core::{Code, ErrorClass};
+
+    use super::{CliCode, exit, exit_code};
+
+    /// Every code table of the workspace. A new error type adds its `CODES` here.
+    fn every_table() -> Vec<(&'static str, &'static [Code])> {
+        vec![
+            ("CoreError", cairn_core::CoreError::CODES),
+            (
+                "StrictJsonError",
+                cairn_core::strict_json::StrictJsonError::CODES,
+            ),
+            ("StoreError", cairn_ledger::StoreError::CODES),
+            ("BundleError", cairn_ledger::bundle::BundleError::CODES),
+            (
+                "CheckpointError",
+                cairn_ledger::checkpoint::CheckpointError::CODES,
+            ),
+            ("KeyError", cairn_ledger::keys::KeyError::CODES),
+            ("MerkleError", cairn_ledger::merkle::MerkleError::CODES),
+            ("ProofError", cairn_ledger::proof::ProofError::CODES),
+            ("PolicyLoadError", cairn_policy::PolicyLoadError::CODES),
+            ("ContinuityError", cairn_continuity::ContinuityError::CODES),
+            (
+                "ScenarioError",
+                cairn_continuity::eval::ScenarioError::CODES,
+            ),
+            ("VceError", cairn_continuity::vce::VceError::CODES),
+            ("RlcError", cairn_lanes::rlc::RlcError::CODES),
+            ("DecisionError", cairn_decisions::DecisionError::CODES),
+            ("RuntimeError", cairn_runtime::RuntimeError::CODES),
+            ("KeyringError", cairn_runtime::keyring::KeyringError::CODES),
+            (
+                "DecisionFilesError",
+                cairn_runtime::decision_files::DecisionFilesError::CODES,
+            ),
+            ("HookError", cairn_hooks::HookError::CODES),
+            ("CliCode", CliCode::CODES),
+        ]
+    }
+
+    #[test]
+    fn every_code_is_declared_once_in_snake_case() {
+        let mut seen: HashMap<&str, &str> = HashMap::new();
+        for (table, codes) in every_table() {
+            for code in codes {
+                let name = code.name();
+                assert!(
+                    !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                    "{table}: `{name}` is not snake_case"
+                );
+                if let Some(first) = seen.insert(name, table) {
+                    panic!("`{name}` is declared by {first} and again by {table}");
+                }
+            }
+        }
+        assert!(seen.len() > 100, "the tables were read: {}", seen.len());
+    }
+
+    #[test]
+    fn each_class_has_its_exit_code() {
+        assert_eq!(exit_code(ErrorClass::Invalid), exit::INVALID);
+        assert_eq!(exit_code(ErrorClass::NotFound), exit::INVALID);
+        assert_eq!(exit_code(ErrorClass::Conflict), exit::INVALID);
+        assert_eq!(exit_code(ErrorClass::Tamper), exit::TAMPER);
+        assert_eq!(exit_code(ErrorClass::Internal), exit::INTERNAL);
+    }
+
+    /// The exit codes scripts already rely on, code by code (SPEC §9.1).
+    #[test]
+    fn published_codes_keep_their_exit() {
+        let by_name: HashMap<&str, Code> = every_table()
+            .into_iter()
+            .flat_map(|(_, codes)| codes.iter().map(|c| (c.name(), *c)))
+            .collect();
+        for (name, want) in [
+            ("run_not_found", exit::INVALID),
+            ("run_exists", exit::INVALID),
+            ("policy_parse", exit::INVALID),
+            ("no_signing_key", exit::INVALID),
+            ("unknown_decision", exit::INVALID),
+            ("store_corrupt", exit::TAMPER),
+            ("record_modified", exit::TAMPER),
+            ("bundle_unreadable", exit::TAMPER),
+            ("record_unreadable", exit::TAMPER),
+            ("store_backend", exit::INTERNAL),
+            ("internal", exit::INTERNAL),
+        ] {
+            assert_eq!(exit_code(by_name[name].class()), want, "`{name}`");
+        }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::failure::Failure;
+use crate::failure::{CliCode, Failure};
 
 /// The largest input file read (parsers may have their own, smaller limits).
 const MAX_FILE_BYTES: u64 = 4 << 20;
@@ -13,15 +13,15 @@ const MAX_FILE_BYTES: u64 = 4 << 20;
 /// `unreadable_input` or `input_too_large` (exit 2).
 pub fn read(path: &Path, what: &str) -> Result<String, Failure> {
     let unreadable = |e: std::io::Error| {
-        Failure::invalid(
-            "unreadable_input",
+        Failure::new(
+            cairn_runtime::RuntimeError::UNREADABLE_INPUT,
             format!("cannot read the {what} `{}`: {e}", path.display()),
         )
     };
     let len = std::fs::metadata(path).map_err(unreadable)?.len();
     if len > MAX_FILE_BYTES {
-        return Err(Failure::invalid(
-            "input_too_large",
+        return Err(Failure::new(
+            CliCode::INPUT_TOO_LARGE,
             format!(
                 "the {what} `{}` is {len} bytes; the limit is {MAX_FILE_BYTES}",
                 path.display()
@@ -43,10 +43,10 @@ pub fn read_py_json(path: &Path, what: &str) -> Result<cairn_core::py_json::PyJs
     let text = read(path, what)?;
     cairn_core::py_json::parse(&text).map_err(|e| {
         let code = match e.issue {
-            PyJsonIssue::Syntax => "malformed_json",
-            PyJsonIssue::TooDeep => e.code(),
+            PyJsonIssue::Syntax => CliCode::MALFORMED_JSON,
+            PyJsonIssue::TooDeep => e.error_code(),
         };
-        Failure::invalid(
+        Failure::new(
             code,
             format!("the {what} `{}` is not JSON: {e}", path.display()),
         )
@@ -60,8 +60,8 @@ pub fn read_py_json(path: &Path, what: &str) -> Result<cairn_core::py_json::PyJs
 /// `invalid_input` (exit 2) naming the flag.
 pub fn parse_duration(flag: &str, text: &str) -> Result<jiff::SignedDuration, Failure> {
     let invalid = |why: String| {
-        Failure::invalid(
-            "invalid_input",
+        Failure::new(
+            cairn_runtime::RuntimeError::INVALID_INPUT,
             format!("`{flag}`: `{text}` is not a duration like `90s`, `15m`, `2h` or `3d` ({why})"),
         )
     };

@@ -42,11 +42,12 @@ fn main() -> ExitCode {
         .spawn(move || render(commands::run(cli.command, &context), json))
         .map_err(|e| e.to_string())
         .and_then(|thread| thread.join().map_err(|_| "the command panicked".to_owned()));
-    ExitCode::from(
-        ran.unwrap_or_else(|reason| {
-            render(Err(failure::Failure::internal("internal", reason)), json)
-        }),
-    )
+    ExitCode::from(ran.unwrap_or_else(|reason| {
+        render(
+            Err(failure::Failure::new(failure::CliCode::INTERNAL, reason)),
+            json,
+        )
+    }))
 }
 
 /// Help and version go to stdout with exit 0; usage errors exit 2 — as structured JSON when
@@ -70,8 +71,8 @@ fn usage_error(error: &clap::Error) -> u8 {
             .collect();
         let message = summary.join(" ");
         render(
-            Err(failure::Failure::invalid(
-                "usage",
+            Err(failure::Failure::new(
+                failure::CliCode::USAGE,
                 message.trim_start_matches("error: "),
             )),
             true,

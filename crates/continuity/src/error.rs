@@ -1,6 +1,6 @@
 //! The crate's error type: a document that could not be read, with every finding.
 
-use cairn_core::ErrorCode;
+use cairn_core::{Code, ErrorCode};
 use serde_json::Value;
 use thiserror::Error;
 
@@ -37,11 +37,20 @@ impl ContinuityError {
     }
 }
 
+cairn_core::error_codes! {
+    ContinuityError {
+        /// An envelope that fails validation.
+        INVALID_ENVELOPE = Invalid("invalid_continuity_envelope");
+        /// A continuity state that fails validation.
+        INVALID_STATE = Invalid("invalid_continuity_state");
+    }
+}
+
 impl ErrorCode for ContinuityError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::InvalidEnvelope { .. } => "invalid_continuity_envelope",
-            Self::InvalidState { .. } => "invalid_continuity_state",
+            Self::InvalidEnvelope { .. } => Self::INVALID_ENVELOPE,
+            Self::InvalidState { .. } => Self::INVALID_STATE,
         }
     }
 }

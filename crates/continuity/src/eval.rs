@@ -76,7 +76,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use cairn_core::{ErrorCode, Timestamp};
+use cairn_core::{Code, ErrorCode, Timestamp};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -533,9 +533,16 @@ impl ScenarioError {
     }
 }
 
+cairn_core::error_codes! {
+    ScenarioError {
+        /// A scenario file that does not read as a scenario.
+        INVALID_SCENARIO = Invalid("invalid_scenario");
+    }
+}
+
 impl ErrorCode for ScenarioError {
-    fn code(&self) -> &'static str {
-        "invalid_scenario"
+    fn error_code(&self) -> Code {
+        Self::INVALID_SCENARIO
     }
 }
 

@@ -20,7 +20,7 @@ pub mod time;
 
 pub use canonical::Canonicalization;
 pub use digest::{Digest, HmacKey, KeyedDigest};
-pub use error::{CoreError, ErrorCode};
+pub use error::{Code, CoreError, ErrorClass, ErrorCode};
 pub use ids::{Id, LaneId, RunId, TaskId, TenantId};
 pub use report::CodedFinding;
 pub use time::{Clock, FixedClock, SystemClock, Timestamp};

@@ -25,7 +25,8 @@ use std::fmt;
 use serde_json::{Map, Number, Value};
 use thiserror::Error;
 
-use crate::error::ErrorCode;
+use crate::error::{Code, ErrorCode};
+use crate::strict_json::StrictJsonError;
 use crate::strict_json::{Segment, path_text, push_key};
 
 /// How deep objects and arrays may nest (the document itself is level 1): at least what
@@ -127,10 +128,10 @@ pub struct PyJsonError {
 }
 
 impl ErrorCode for PyJsonError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self.issue {
-            PyJsonIssue::Syntax => "json_invalid",
-            PyJsonIssue::TooDeep => "json_too_deep",
+            PyJsonIssue::Syntax => StrictJsonError::JSON_INVALID,
+            PyJsonIssue::TooDeep => StrictJsonError::JSON_TOO_DEEP,
         }
     }
 }

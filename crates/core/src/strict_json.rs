@@ -22,7 +22,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use thiserror::Error;
 
-use crate::error::ErrorCode;
+use crate::error::{Code, ErrorCode};
 
 /// How deep objects and arrays may nest: a document `[[1]]` has depth 2. Tool arguments and
 /// settings files need a handful of levels; `serde_json` itself stops at 128.
@@ -52,12 +52,23 @@ pub struct StrictJsonError {
     pub message: String,
 }
 
+crate::error_codes! {
+    StrictJsonError {
+        /// Text that is not JSON.
+        JSON_INVALID = Invalid("json_invalid");
+        /// An object that names a member twice.
+        JSON_DUPLICATE_KEY = Invalid("json_duplicate_key");
+        /// Nesting deeper than the reader allows.
+        JSON_TOO_DEEP = Invalid("json_too_deep");
+    }
+}
+
 impl ErrorCode for StrictJsonError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self.issue {
-            StrictJsonIssue::Syntax => "json_invalid",
-            StrictJsonIssue::DuplicateKey => "json_duplicate_key",
-            StrictJsonIssue::TooDeep => "json_too_deep",
+            StrictJsonIssue::Syntax => Self::JSON_INVALID,
+            StrictJsonIssue::DuplicateKey => Self::JSON_DUPLICATE_KEY,
+            StrictJsonIssue::TooDeep => Self::JSON_TOO_DEEP,
         }
     }
 }

@@ -6,7 +6,7 @@
 //! malformed document, an unknown revision, a value that cannot be normalised) and for a
 //! snapshot that may not be taken (fewer than three or more than seven decisions).
 
-use cairn_core::{CodedFinding, CoreError, ErrorCode, Timestamp};
+use cairn_core::{Code, CodedFinding, CoreError, ErrorCode, Timestamp};
 use thiserror::Error;
 
 /// Everything that can go wrong in this crate.
@@ -174,27 +174,68 @@ pub enum DecisionError {
     },
 }
 
+cairn_core::error_codes! {
+    DecisionError {
+        /// A decision kind outside the allowed form.
+        INVALID_KIND = Invalid("invalid_decision_kind");
+        /// A reference outside the allowed form.
+        INVALID_REF = Invalid("invalid_ref");
+        /// A value with no normal form.
+        NOT_NORMALIZABLE = Invalid("decision_value_not_normalizable");
+        /// No decision of that key.
+        UNKNOWN_DECISION = Invalid("unknown_decision");
+        /// No revision of that number.
+        UNKNOWN_REVISION = Invalid("unknown_revision");
+        /// An approval that does not move forward.
+        APPROVAL_NOT_FORWARD = Invalid("approval_not_forward");
+        /// An approval with nothing to approve.
+        APPROVAL_WITHOUT_CHANGE = Invalid("approval_without_change");
+        /// No revision number is left.
+        REVISION_OVERFLOW = Invalid("revision_overflow");
+        /// A digest made with another key.
+        HMAC_KEY_MISMATCH = Invalid("hmac_key_mismatch");
+        /// An observation older than the one before.
+        OBSERVED_AT_REGRESSED = Invalid("observed_at_regressed");
+        /// A snapshot the book refuses.
+        SNAPSHOT_REFUSED = Invalid("snapshot_refused");
+        /// A snapshot document that fails validation.
+        INVALID_SNAPSHOT = Invalid("invalid_decision_snapshot");
+        /// A snapshot whose digest does not match.
+        SNAPSHOT_DIGEST_MISMATCH = Invalid("snapshot_digest_mismatch");
+        /// An observation document that fails validation.
+        INVALID_OBSERVATION = Invalid("invalid_decision_observation");
+        /// A decision book that fails validation.
+        INVALID_BOOK = Invalid("invalid_decision_book");
+        /// An approved change that fails validation.
+        INVALID_APPROVAL = Invalid("invalid_approved_change");
+        /// A digest without its key.
+        UNKEYED_DIGEST = Invalid("unkeyed_decision_digest");
+        /// A document over the size limit.
+        DOCUMENT_TOO_LARGE = Invalid("decision_document_too_large");
+    }
+}
+
 impl ErrorCode for DecisionError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::InvalidKind { .. } => "invalid_decision_kind",
-            Self::InvalidRef { .. } => "invalid_ref",
-            Self::Normalize { .. } => "decision_value_not_normalizable",
-            Self::UnknownDecision { .. } => "unknown_decision",
-            Self::UnknownRevision { .. } => "unknown_revision",
-            Self::ApprovalNotForward { .. } => "approval_not_forward",
-            Self::ApprovalWithoutChange { .. } => "approval_without_change",
-            Self::RevisionOverflow { .. } => "revision_overflow",
-            Self::KeyMismatch { .. } => "hmac_key_mismatch",
-            Self::ObservedAtRegressed { .. } => "observed_at_regressed",
-            Self::SnapshotRefused { .. } => "snapshot_refused",
-            Self::InvalidSnapshot { .. } => "invalid_decision_snapshot",
-            Self::SnapshotDigestMismatch { .. } => "snapshot_digest_mismatch",
-            Self::InvalidObservation { .. } => "invalid_decision_observation",
-            Self::InvalidBook { .. } => "invalid_decision_book",
-            Self::InvalidApproval { .. } => "invalid_approved_change",
-            Self::UnkeyedDigest { .. } => "unkeyed_decision_digest",
-            Self::DocumentTooLarge { .. } => "decision_document_too_large",
+            Self::InvalidKind { .. } => Self::INVALID_KIND,
+            Self::InvalidRef { .. } => Self::INVALID_REF,
+            Self::Normalize { .. } => Self::NOT_NORMALIZABLE,
+            Self::UnknownDecision { .. } => Self::UNKNOWN_DECISION,
+            Self::UnknownRevision { .. } => Self::UNKNOWN_REVISION,
+            Self::ApprovalNotForward { .. } => Self::APPROVAL_NOT_FORWARD,
+            Self::ApprovalWithoutChange { .. } => Self::APPROVAL_WITHOUT_CHANGE,
+            Self::RevisionOverflow { .. } => Self::REVISION_OVERFLOW,
+            Self::KeyMismatch { .. } => Self::HMAC_KEY_MISMATCH,
+            Self::ObservedAtRegressed { .. } => Self::OBSERVED_AT_REGRESSED,
+            Self::SnapshotRefused { .. } => Self::SNAPSHOT_REFUSED,
+            Self::InvalidSnapshot { .. } => Self::INVALID_SNAPSHOT,
+            Self::SnapshotDigestMismatch { .. } => Self::SNAPSHOT_DIGEST_MISMATCH,
+            Self::InvalidObservation { .. } => Self::INVALID_OBSERVATION,
+            Self::InvalidBook { .. } => Self::INVALID_BOOK,
+            Self::InvalidApproval { .. } => Self::INVALID_APPROVAL,
+            Self::UnkeyedDigest { .. } => Self::UNKEYED_DIGEST,
+            Self::DocumentTooLarge { .. } => Self::DOCUMENT_TOO_LARGE,
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use cairn_core::ErrorCode;
+use cairn_core::{Code, ErrorCode};
 use cairn_ledger::StoreError;
 use cairn_runtime::RuntimeError;
 use thiserror::Error;
@@ -121,24 +121,53 @@ impl HookError {
     }
 }
 
+cairn_core::error_codes! {
+    HookError {
+        /// Standard input that cannot be read.
+        INPUT_UNREADABLE = Internal("hook_input_unreadable");
+        /// An event over the size limit.
+        INPUT_TOO_LARGE = Invalid("hook_input_too_large");
+        /// An event that is not the host's payload.
+        INPUT_MALFORMED = Invalid("hook_input_malformed");
+        /// A `.cairn/` configuration that does not read.
+        CONFIG_INVALID = Invalid("hook_config_invalid");
+        /// A session state file that does not read.
+        STATE_INVALID = Internal("hook_state_invalid");
+        /// The session lock was not taken in time.
+        SESSION_LOCKED = Internal("hook_session_locked");
+        /// No `.cairn/` project for the event.
+        PROJECT_MISSING = Invalid("hook_project_missing");
+        /// The resident worker failed.
+        RESIDENT_FAILED = Internal("hook_resident_failed");
+        /// No answer within the hook deadline.
+        DEADLINE = Internal("hook_deadline");
+        /// A file of the hook that cannot be read or written.
+        IO = Internal("hook_io");
+        /// A host settings file of the wrong shape.
+        SETTINGS_MALFORMED = Invalid("settings_malformed");
+        /// The hook panicked.
+        PANIC = Internal("hook_internal_panic");
+    }
+}
+
 impl ErrorCode for HookError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::InputUnreadable(_) => "hook_input_unreadable",
-            Self::InputTooLarge { .. } => "hook_input_too_large",
-            Self::InputMalformed { .. } => "hook_input_malformed",
-            Self::Config { .. } => "hook_config_invalid",
-            Self::State { .. } => "hook_state_invalid",
-            Self::Locked { .. } => "hook_session_locked",
-            Self::ProjectMissing { .. } => "hook_project_missing",
-            Self::Resident { .. } => "hook_resident_failed",
-            Self::ResidentLate { .. } => "hook_deadline",
-            Self::Io { .. } => "hook_io",
-            Self::Settings { .. } => "settings_malformed",
-            Self::Runtime(e) => e.code(),
-            Self::Store(e) => e.code(),
-            Self::Core(e) => e.code(),
-            Self::Panic(_) => "hook_internal_panic",
+            Self::InputUnreadable(_) => Self::INPUT_UNREADABLE,
+            Self::InputTooLarge { .. } => Self::INPUT_TOO_LARGE,
+            Self::InputMalformed { .. } => Self::INPUT_MALFORMED,
+            Self::Config { .. } => Self::CONFIG_INVALID,
+            Self::State { .. } => Self::STATE_INVALID,
+            Self::Locked { .. } => Self::SESSION_LOCKED,
+            Self::ProjectMissing { .. } => Self::PROJECT_MISSING,
+            Self::Resident { .. } => Self::RESIDENT_FAILED,
+            Self::ResidentLate { .. } => Self::DEADLINE,
+            Self::Io { .. } => Self::IO,
+            Self::Settings { .. } => Self::SETTINGS_MALFORMED,
+            Self::Runtime(e) => e.error_code(),
+            Self::Store(e) => e.error_code(),
+            Self::Core(e) => e.error_code(),
+            Self::Panic(_) => Self::PANIC,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! The same file is the evaluator's step sequence (I-5): each record line carries the tool,
 //! the decision and the admitting rule ids.
 
-use cairn_core::{ErrorCode, RunId, TenantId};
+use cairn_core::{Code, ErrorCode, RunId, TenantId};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -101,13 +101,26 @@ pub enum BundleError {
     },
 }
 
+cairn_core::error_codes! {
+    BundleError {
+        /// A bundle with no records.
+        BUNDLE_EMPTY = Tamper("bundle_empty");
+        /// A bundle line that does not parse.
+        BUNDLE_UNREADABLE = Tamper("bundle_unreadable");
+        /// Two checkpoints for one run.
+        BUNDLE_DUPLICATE_CHECKPOINT = Tamper("bundle_duplicate_checkpoint");
+        /// A checkpoint line that does not parse.
+        BUNDLE_INVALID_CHECKPOINT = Tamper("bundle_invalid_checkpoint");
+    }
+}
+
 impl ErrorCode for BundleError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::Empty => "bundle_empty",
-            Self::Unreadable { .. } => "bundle_unreadable",
-            Self::DuplicateCheckpoint { .. } => "bundle_duplicate_checkpoint",
-            Self::InvalidCheckpoint { .. } => "bundle_invalid_checkpoint",
+            Self::Empty => Self::BUNDLE_EMPTY,
+            Self::Unreadable { .. } => Self::BUNDLE_UNREADABLE,
+            Self::DuplicateCheckpoint { .. } => Self::BUNDLE_DUPLICATE_CHECKPOINT,
+            Self::InvalidCheckpoint { .. } => Self::BUNDLE_INVALID_CHECKPOINT,
         }
     }
 }

@@ -22,7 +22,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use thiserror::Error;
 
-use cairn_core::{ErrorCode, RunId, TenantId};
+use cairn_core::{Code, ErrorCode, RunId, TenantId};
 
 use crate::keys::{KeyError, SigningKey, TrustedKeys, VerifierKey};
 use crate::merkle::Hash;
@@ -98,19 +98,40 @@ pub enum CheckpointError {
     },
 }
 
+cairn_core::error_codes! {
+    CheckpointError {
+        /// A checkpoint body that does not parse.
+        MALFORMED_CHECKPOINT = Tamper("malformed_checkpoint");
+        /// A signed note that does not parse.
+        MALFORMED_NOTE = Tamper("malformed_note");
+        /// Verification was asked with no trusted key.
+        NO_TRUSTED_KEYS = Invalid("no_trusted_keys");
+        /// No signature by a trusted key.
+        NO_TRUSTED_SIGNATURE = Tamper("no_trusted_signature");
+        /// A signature by a trusted key that does not verify.
+        SIGNATURE_INVALID = Tamper("signature_invalid");
+        /// Two trusted keys share a name and id.
+        AMBIGUOUS_KEY = Invalid("ambiguous_key");
+        /// The checkpoint names another run.
+        ORIGIN_MISMATCH = Tamper("origin_mismatch");
+        /// The checkpoint covers another number of records.
+        SIZE_MISMATCH = Tamper("size_mismatch");
+    }
+}
+
 impl ErrorCode for CheckpointError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::MalformedBody { .. } => "malformed_checkpoint",
-            Self::MalformedNote { .. } => "malformed_note",
-            Self::NoTrustedKeys => "no_trusted_keys",
-            Self::NoTrustedSignature { .. } => "no_trusted_signature",
-            Self::SignatureInvalid { .. } => "signature_invalid",
-            Self::AmbiguousKey { .. } => "ambiguous_key",
-            Self::Key(inner) => inner.code(),
-            Self::OriginMismatch { .. } => "origin_mismatch",
-            Self::SizeMismatch { .. } => "size_mismatch",
-            Self::RootMismatch { .. } => "root_mismatch",
+            Self::MalformedBody { .. } => Self::MALFORMED_CHECKPOINT,
+            Self::MalformedNote { .. } => Self::MALFORMED_NOTE,
+            Self::NoTrustedKeys => Self::NO_TRUSTED_KEYS,
+            Self::NoTrustedSignature { .. } => Self::NO_TRUSTED_SIGNATURE,
+            Self::SignatureInvalid { .. } => Self::SIGNATURE_INVALID,
+            Self::AmbiguousKey { .. } => Self::AMBIGUOUS_KEY,
+            Self::Key(inner) => inner.error_code(),
+            Self::OriginMismatch { .. } => Self::ORIGIN_MISMATCH,
+            Self::SizeMismatch { .. } => Self::SIZE_MISMATCH,
+            Self::RootMismatch { .. } => crate::merkle::MerkleError::ROOT_MISMATCH,
         }
     }
 }

@@ -18,7 +18,7 @@ use ed25519_dalek::Signer as _;
 use rand_core::CryptoRngCore;
 use thiserror::Error;
 
-use cairn_core::ErrorCode;
+use cairn_core::{Code, ErrorCode};
 
 /// The signed-note algorithm byte of Ed25519 keys and signatures.
 pub const ALG_ED25519: u8 = 0x01;
@@ -78,14 +78,29 @@ pub enum KeyError {
     },
 }
 
+cairn_core::error_codes! {
+    KeyError {
+        /// A key name outside the allowed form.
+        INVALID_NAME = Invalid("invalid_key_name");
+        /// Key text that does not parse.
+        MALFORMED = Invalid("malformed_key");
+        /// A key of an algorithm Cairn does not verify.
+        UNSUPPORTED_ALGORITHM = Invalid("unsupported_key_algorithm");
+        /// A key whose id does not match its name and bytes.
+        KEY_ID_MISMATCH = Invalid("key_id_mismatch");
+        /// Text that cannot be signed as a note.
+        NOTE_TEXT_INVALID = Invalid("note_text_invalid");
+    }
+}
+
 impl ErrorCode for KeyError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::InvalidName { .. } => "invalid_key_name",
-            Self::Malformed { .. } => "malformed_key",
-            Self::UnsupportedAlgorithm { .. } => "unsupported_key_algorithm",
-            Self::KeyIdMismatch { .. } => "key_id_mismatch",
-            Self::NoteText { .. } => "note_text_invalid",
+            Self::InvalidName { .. } => Self::INVALID_NAME,
+            Self::Malformed { .. } => Self::MALFORMED,
+            Self::UnsupportedAlgorithm { .. } => Self::UNSUPPORTED_ALGORITHM,
+            Self::KeyIdMismatch { .. } => Self::KEY_ID_MISMATCH,
+            Self::NoteText { .. } => Self::NOTE_TEXT_INVALID,
         }
     }
 }

@@ -9,7 +9,7 @@
 use sha2::{Digest as _, Sha256};
 use thiserror::Error;
 
-use cairn_core::ErrorCode;
+use cairn_core::{Code, ErrorCode};
 
 /// A SHA-256 output: a leaf hash, an interior node hash or a tree root.
 pub type Hash = [u8; 32];
@@ -56,12 +56,23 @@ pub enum MerkleError {
     },
 }
 
+cairn_core::error_codes! {
+    MerkleError {
+        /// A leaf index beyond the tree.
+        INDEX_OUT_OF_RANGE = Invalid("index_out_of_range");
+        /// An inclusion path of the wrong length for the tree.
+        PROOF_LENGTH = Invalid("proof_length");
+        /// A recomputed root differs from the one claimed.
+        ROOT_MISMATCH = Tamper("root_mismatch");
+    }
+}
+
 impl ErrorCode for MerkleError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::IndexOutOfRange { .. } => "index_out_of_range",
-            Self::ProofLength { .. } => "proof_length",
-            Self::RootMismatch { .. } => "root_mismatch",
+            Self::IndexOutOfRange { .. } => Self::INDEX_OUT_OF_RANGE,
+            Self::ProofLength { .. } => Self::PROOF_LENGTH,
+            Self::RootMismatch { .. } => Self::ROOT_MISMATCH,
         }
     }
 }

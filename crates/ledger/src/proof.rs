@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use cairn_core::ErrorCode;
+use cairn_core::{Code, ErrorCode};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -85,15 +85,32 @@ pub enum ProofError {
     Inconsistent(String),
 }
 
+cairn_core::error_codes! {
+    ProofError {
+        /// The step is beyond what the checkpoint covers.
+        STEP_NOT_COVERED = Invalid("step_not_covered");
+        /// The record does not hash to the leaf the proof proves.
+        RECORD_MODIFIED = Tamper("record_modified");
+        /// The checkpoint in the proof does not verify.
+        CHECKPOINT_REJECTED = Tamper("checkpoint_rejected");
+        /// The inclusion path does not lead to the checkpoint's root.
+        PROOF_MISMATCH = Tamper("proof_mismatch");
+        /// The proof document is not of the right shape.
+        PROOF_MALFORMED = Invalid("proof_malformed");
+        /// The proof's parts contradict each other.
+        PROOF_INCONSISTENT = Tamper("proof_inconsistent");
+    }
+}
+
 impl ErrorCode for ProofError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::NotCovered { .. } => "step_not_covered",
-            Self::RecordModified => "record_modified",
-            Self::Checkpoint(_) => "checkpoint_rejected",
-            Self::PathMismatch(_) => "proof_mismatch",
-            Self::BadHash { .. } | Self::PathTooLong { .. } => "proof_malformed",
-            Self::Inconsistent(_) => "proof_inconsistent",
+            Self::NotCovered { .. } => Self::STEP_NOT_COVERED,
+            Self::RecordModified => Self::RECORD_MODIFIED,
+            Self::Checkpoint(_) => Self::CHECKPOINT_REJECTED,
+            Self::PathMismatch(_) => Self::PROOF_MISMATCH,
+            Self::BadHash { .. } | Self::PathTooLong { .. } => Self::PROOF_MALFORMED,
+            Self::Inconsistent(_) => Self::PROOF_INCONSISTENT,
         }
     }
 }

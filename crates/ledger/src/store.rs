@@ -3,7 +3,7 @@
 //! The trait is synchronous: hooks run once per tool call in a fresh process and must answer
 //! in milliseconds, without an async runtime. Services call it from blocking tasks.
 
-use cairn_core::{Digest, ErrorCode, RunId, TaskId, TenantId, Timestamp};
+use cairn_core::{Code, Digest, ErrorCode, RunId, TaskId, TenantId, Timestamp};
 use thiserror::Error;
 
 use crate::record::{IntentRecord, SealedRecord, TerminationReason};
@@ -271,19 +271,44 @@ pub enum StoreError {
     Backend(String),
 }
 
+cairn_core::error_codes! {
+    StoreError {
+        /// Another writer appended the step first.
+        STEP_CONFLICT = Conflict("step_conflict");
+        /// An append that would leave a gap in the steps.
+        NON_CONTIGUOUS_STEP = Conflict("non_contiguous_step");
+        /// A run with that id exists.
+        RUN_EXISTS = Conflict("run_exists");
+        /// No run with that id.
+        RUN_NOT_FOUND = NotFound("run_not_found");
+        /// The run has its terminal record.
+        RUN_TERMINATED = Conflict("run_terminated");
+        /// A store written by a newer Cairn.
+        SCHEMA_TOO_NEW = Invalid("store_schema_too_new");
+        /// No store at the path.
+        STORE_NOT_FOUND = NotFound("store_not_found");
+        /// A file that is not a Cairn store.
+        NOT_A_STORE = Invalid("not_a_store");
+        /// Stored rows that no longer read.
+        STORE_CORRUPT = Tamper("store_corrupt");
+        /// The database failed.
+        STORE_BACKEND = Internal("store_backend");
+    }
+}
+
 impl ErrorCode for StoreError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::Conflict { .. } => "step_conflict",
-            Self::NonContiguous { .. } => "non_contiguous_step",
-            Self::RunExists { .. } => "run_exists",
-            Self::RunNotFound { .. } => "run_not_found",
-            Self::RunTerminated { .. } => "run_terminated",
-            Self::SchemaTooNew { .. } => "store_schema_too_new",
-            Self::NotFound { .. } => "store_not_found",
-            Self::NotAStore { .. } => "not_a_store",
-            Self::Corrupt(_) => "store_corrupt",
-            Self::Backend(_) => "store_backend",
+            Self::Conflict { .. } => Self::STEP_CONFLICT,
+            Self::NonContiguous { .. } => Self::NON_CONTIGUOUS_STEP,
+            Self::RunExists { .. } => Self::RUN_EXISTS,
+            Self::RunNotFound { .. } => Self::RUN_NOT_FOUND,
+            Self::RunTerminated { .. } => Self::RUN_TERMINATED,
+            Self::SchemaTooNew { .. } => Self::SCHEMA_TOO_NEW,
+            Self::NotFound { .. } => Self::STORE_NOT_FOUND,
+            Self::NotAStore { .. } => Self::NOT_A_STORE,
+            Self::Corrupt(_) => Self::STORE_CORRUPT,
+            Self::Backend(_) => Self::STORE_BACKEND,
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use cairn_core::ErrorCode;
+use cairn_core::{Code, ErrorCode};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -213,17 +213,38 @@ impl PolicyLoadError {
     }
 }
 
+cairn_core::error_codes! {
+    PolicyLoadError {
+        /// Cedar text that does not parse.
+        PARSE = Invalid("policy_parse");
+        /// A policy without an `@id`.
+        MISSING_ID = Invalid("policy_missing_id");
+        /// An `@id` outside the allowed form.
+        INVALID_ID = Invalid("policy_invalid_id");
+        /// Two policies with one `@id`.
+        DUPLICATE_ID = Invalid("policy_duplicate_id");
+        /// A policy set that fails validation or a limit.
+        INVALID = Invalid("policy_invalid");
+        /// A template, which Cairn does not load.
+        TEMPLATE = Invalid("policy_template");
+        /// A tool catalogue that does not read.
+        TOOL_CATALOG = Invalid("tool_catalog");
+        /// Cedar failed on a set it had accepted.
+        POLICY_INTERNAL = Internal("policy_internal");
+    }
+}
+
 impl ErrorCode for PolicyLoadError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::Parse { .. } => "policy_parse",
-            Self::MissingId { .. } => "policy_missing_id",
-            Self::InvalidId { .. } => "policy_invalid_id",
-            Self::DuplicateId { .. } => "policy_duplicate_id",
-            Self::Invalid { .. } | Self::OverLimit { .. } => "policy_invalid",
-            Self::Template { .. } => "policy_template",
-            Self::ToolCatalog { .. } => "tool_catalog",
-            Self::Internal { .. } => "policy_internal",
+            Self::Parse { .. } => Self::PARSE,
+            Self::MissingId { .. } => Self::MISSING_ID,
+            Self::InvalidId { .. } => Self::INVALID_ID,
+            Self::DuplicateId { .. } => Self::DUPLICATE_ID,
+            Self::Invalid { .. } | Self::OverLimit { .. } => Self::INVALID,
+            Self::Template { .. } => Self::TEMPLATE,
+            Self::ToolCatalog { .. } => Self::TOOL_CATALOG,
+            Self::Internal { .. } => Self::POLICY_INTERNAL,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The crate's one error type: a schema that cannot be compiled with the reference's meaning.
 
-use cairn_core::ErrorCode;
+use cairn_core::{Code, ErrorCode};
 use thiserror::Error;
 
 /// Errors of [`crate::compile`].
@@ -17,10 +17,17 @@ pub enum PySchemaError {
     },
 }
 
+cairn_core::error_codes! {
+    PySchemaError {
+        /// A schema that does not compile.
+        COMPILE = Internal("pyschema_compile_failed");
+    }
+}
+
 impl ErrorCode for PySchemaError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::Compile { .. } => "pyschema_compile_failed",
+            Self::Compile { .. } => Self::COMPILE,
         }
     }
 }

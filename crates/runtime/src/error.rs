@@ -1,6 +1,6 @@
 //! The runtime's error type, wrapping the lower crates' errors with their stable codes.
 
-use cairn_core::{CoreError, ErrorCode};
+use cairn_core::{Code, CoreError, ErrorCode};
 use cairn_ledger::StoreError;
 use cairn_ledger::checkpoint::CheckpointError;
 use thiserror::Error;
@@ -43,16 +43,25 @@ pub enum RuntimeError {
     },
 }
 
+cairn_core::error_codes! {
+    RuntimeError {
+        /// An input file that cannot be read.
+        UNREADABLE_INPUT = Invalid("unreadable_input");
+        /// Input of the wrong shape.
+        INVALID_INPUT = Invalid("invalid_input");
+    }
+}
+
 impl ErrorCode for RuntimeError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::Store(e) => e.code(),
-            Self::Core(e) => e.code(),
-            Self::Checkpoint(e) => e.code(),
-            Self::Keyring(e) => e.code(),
-            Self::Policy(e) => e.code(),
-            Self::Io { .. } => "unreadable_input",
-            Self::InvalidInput { .. } => "invalid_input",
+            Self::Store(e) => e.error_code(),
+            Self::Core(e) => e.error_code(),
+            Self::Checkpoint(e) => e.error_code(),
+            Self::Keyring(e) => e.error_code(),
+            Self::Policy(e) => e.error_code(),
+            Self::Io { .. } => Self::UNREADABLE_INPUT,
+            Self::InvalidInput { .. } => Self::INVALID_INPUT,
         }
     }
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use rand_core::CryptoRngCore;
 use thiserror::Error;
 
-use cairn_core::ErrorCode;
+use cairn_core::{Code, ErrorCode};
 use cairn_ledger::keys::{KeyError, SigningKey, TrustedKeys, VerifierKey};
 
 /// The name of the file that holds the active key's file stem.
@@ -144,21 +144,48 @@ pub enum KeyringError {
     },
 }
 
+cairn_core::error_codes! {
+    KeyringError {
+        /// A key file or folder that cannot be read or written.
+        KEYRING_IO = Internal("keyring_io");
+        /// No active signing key.
+        NO_SIGNING_KEY = Invalid("no_signing_key");
+        /// A private key file others can read.
+        KEY_FILE_PERMISSIONS = Invalid("key_file_permissions");
+        /// A keys folder others can write.
+        KEYS_WRITABLE_BY_OTHERS = Invalid("keys_writable_by_others");
+        /// A key file that does not parse.
+        INVALID_KEY_FILE = Invalid("invalid_key_file");
+        /// A key file over the size limit.
+        KEY_FILE_TOO_LARGE = Invalid("key_file_too_large");
+        /// A private key in a `.pub` file.
+        PRIVATE_KEY_IN_PUB_FILE = Invalid("private_key_in_pub_file");
+        /// An `active` file that does not name a key.
+        INVALID_ACTIVE = Invalid("invalid_active_key");
+        /// The active key's file is missing.
+        ACTIVE_KEY_MISSING = Invalid("active_key_missing");
+        /// A private and public key that do not match.
+        KEY_FILE_MISMATCH = Invalid("key_file_mismatch");
+    }
+}
+
 impl ErrorCode for KeyringError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::Io { .. } => "keyring_io",
-            Self::NoSigningKey { .. } => "no_signing_key",
-            Self::NoTrustedKeys { .. } => "no_trusted_keys",
-            Self::KeyFilePermissions { .. } => "key_file_permissions",
-            Self::KeysWritableByOthers { .. } => "keys_writable_by_others",
-            Self::InvalidKeyFile { .. } => "invalid_key_file",
-            Self::KeyFileTooLarge { .. } => "key_file_too_large",
-            Self::PrivateKeyInPublicFile { .. } => "private_key_in_pub_file",
-            Self::InvalidKeyName { .. } => "invalid_key_name",
-            Self::InvalidActive { .. } => "invalid_active_key",
-            Self::ActiveKeyMissing { .. } => "active_key_missing",
-            Self::KeyFileMismatch { .. } => "key_file_mismatch",
+            Self::Io { .. } => Self::KEYRING_IO,
+            Self::NoSigningKey { .. } => Self::NO_SIGNING_KEY,
+            Self::NoTrustedKeys { .. } => {
+                cairn_ledger::checkpoint::CheckpointError::NO_TRUSTED_KEYS
+            }
+            Self::KeyFilePermissions { .. } => Self::KEY_FILE_PERMISSIONS,
+            Self::KeysWritableByOthers { .. } => Self::KEYS_WRITABLE_BY_OTHERS,
+            Self::InvalidKeyFile { .. } => Self::INVALID_KEY_FILE,
+            Self::KeyFileTooLarge { .. } => Self::KEY_FILE_TOO_LARGE,
+            Self::PrivateKeyInPublicFile { .. } => Self::PRIVATE_KEY_IN_PUB_FILE,
+            Self::InvalidKeyName { .. } => cairn_ledger::keys::KeyError::INVALID_NAME,
+            Self::InvalidActive { .. } => Self::INVALID_ACTIVE,
+            Self::ActiveKeyMissing { .. } => Self::ACTIVE_KEY_MISSING,
+            Self::KeyFileMismatch { .. } => Self::KEY_FILE_MISMATCH,
         }
     }
 }

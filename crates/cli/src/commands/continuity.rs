@@ -18,14 +18,18 @@ pub fn run(command: ContinuityCommand) -> Result<Outcome, Failure> {
         summary,
         now,
     } = command;
-    let now: Timestamp = now
-        .parse()
-        .map_err(|e| Failure::invalid("invalid_timestamp", format!("`--now`: {e}")))?;
+    let now: Timestamp = now.parse().map_err(|e| {
+        Failure::new(
+            cairn_core::CoreError::INVALID_TIMESTAMP,
+            format!("`--now`: {e}"),
+        )
+    })?;
     let state_text = read(&state, "state")?;
-    let state = ContinuityState::from_json(&state_text).map_err(|e| Failure {
-        code: cairn_core::ErrorCode::code(&e),
-        message: format!("`{}`: {e}", state.display()),
-        exit: exit::INVALID,
+    let state = ContinuityState::from_json(&state_text).map_err(|e| {
+        Failure::new(
+            cairn_core::ErrorCode::error_code(&e),
+            format!("`{}`: {e}", state.display()),
+        )
     })?;
     let summary = read(&summary, "summary")?;
     // The envelope is judged, not merely parsed: an invalid one is a decision

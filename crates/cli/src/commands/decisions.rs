@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 
 use crate::args::{DecisionsCommand, NowArg};
 use crate::context::Context;
-use crate::failure::{Failure, exit};
+use crate::failure::{CliCode, Failure, exit};
 use crate::input;
 use crate::output::Outcome;
 
@@ -107,8 +107,12 @@ pub(super) fn now(arg: &NowArg) -> Result<Timestamp, Failure> {
 }
 
 fn timestamp(flag: &str, text: &str) -> Result<Timestamp, Failure> {
-    text.parse()
-        .map_err(|e| Failure::invalid("invalid_timestamp", format!("`{flag}`: {e}")))
+    text.parse().map_err(|e| {
+        Failure::new(
+            cairn_core::CoreError::INVALID_TIMESTAMP,
+            format!("`{flag}`: {e}"),
+        )
+    })
 }
 
 /// `--window`: `90s`, `10m`, `2h`, `1h30m` or an ISO 8601 duration; not negative.
@@ -135,8 +139,8 @@ fn parse_value(text: &str, json_value: bool) -> Result<Value, Failure> {
         return Ok(Value::String(text.to_owned()));
     }
     serde_json::from_str(text).map_err(|e| {
-        Failure::invalid(
-            "malformed_json",
+        Failure::new(
+            CliCode::MALFORMED_JSON,
             format!(
                 "`VALUE` is not JSON (line {}, column {}); drop `--json-value` to set it as a string",
                 e.line(),
@@ -204,7 +208,7 @@ fn set(
         ),
     };
     let json = serde_json::to_value(&outcome)
-        .map_err(|e| Failure::internal("internal", format!("cannot serialise: {e}")))?;
+        .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot serialise: {e}")))?;
     Ok(Outcome::ok(json, human))
 }
 
@@ -353,7 +357,7 @@ fn compare(
         None => files.compare_now(name.as_deref(), now, window)?,
     };
     let json = serde_json::to_value(&comparison)
-        .map_err(|e| Failure::internal("internal", format!("cannot serialise: {e}")))?;
+        .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot serialise: {e}")))?;
     Ok(Outcome {
         json,
         human: human_comparison(&comparison, name.as_deref()),
@@ -382,7 +386,7 @@ fn approve_change(
         approved.approval_ref()
     );
     let json = serde_json::to_value(&approved)
-        .map_err(|e| Failure::internal("internal", format!("cannot serialise: {e}")))?;
+        .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot serialise: {e}")))?;
     Ok(Outcome::ok(json, human))
 }
 

@@ -11,7 +11,7 @@ use cairn_continuity::eval::{EvalSummary, Evaluation, Scenario, evaluate};
 use serde_json::{Value, json};
 
 use crate::args::EvalArgs;
-use crate::failure::{Failure, exit};
+use crate::failure::{CliCode, Failure, exit};
 use crate::output::Outcome;
 
 /// The largest scenario file read (the parser has its own limit as well).
@@ -21,8 +21,8 @@ const MAX_FILE_BYTES: u64 = 4 << 20;
 const MAX_DEPTH: usize = 16;
 
 fn unreadable(path: &Path, e: &std::io::Error) -> Failure {
-    Failure::invalid(
-        "unreadable_input",
+    Failure::new(
+        cairn_runtime::RuntimeError::UNREADABLE_INPUT,
         format!("cannot read `{}`: {e}", path.display()),
     )
 }
@@ -30,8 +30,8 @@ fn unreadable(path: &Path, e: &std::io::Error) -> Failure {
 /// Every `*.json` file under `dir`, sorted by path.
 fn scenario_files(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
     if depth > MAX_DEPTH {
-        return Err(Failure::invalid(
-            "invalid_input",
+        return Err(Failure::new(
+            cairn_runtime::RuntimeError::INVALID_INPUT,
             format!(
                 "`{}` is nested more than {MAX_DEPTH} folders deep",
                 dir.display()
@@ -55,8 +55,8 @@ fn load(path: &Path) -> Result<Scenario, Failure> {
         .map_err(|e| unreadable(path, &e))?
         .len();
     if len > MAX_FILE_BYTES {
-        return Err(Failure::invalid(
-            "input_too_large",
+        return Err(Failure::new(
+            CliCode::INPUT_TOO_LARGE,
             format!(
                 "`{}` is {len} bytes; the limit is {MAX_FILE_BYTES}",
                 path.display()
@@ -64,8 +64,12 @@ fn load(path: &Path) -> Result<Scenario, Failure> {
         ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| unreadable(path, &e))?;
-    Scenario::from_json(&text)
-        .map_err(|e| Failure::invalid("invalid_scenario", format!("`{}`: {e}", path.display())))
+    Scenario::from_json(&text).map_err(|e| {
+        Failure::new(
+            cairn_continuity::eval::ScenarioError::INVALID_SCENARIO,
+            format!("`{}`: {e}", path.display()),
+        )
+    })
 }
 
 /// Pads `cells` into aligned columns.
@@ -164,8 +168,8 @@ pub fn run(args: &EvalArgs) -> Result<Outcome, Failure> {
     }
     files.sort();
     if files.is_empty() {
-        return Err(Failure::invalid(
-            "no_scenarios",
+        return Err(Failure::new(
+            CliCode::NO_SCENARIOS,
             format!("`{}` holds no `*.json` scenario file", args.dir.display()),
         ));
     }

@@ -12,9 +12,12 @@ use crate::output::Outcome;
 /// Runs `cairn gc`.
 pub fn run(ctx: &Context, args: &GcArgs) -> Result<Outcome, Failure> {
     let now = match &args.now {
-        Some(text) => text
-            .parse::<Timestamp>()
-            .map_err(|e| Failure::invalid("invalid_timestamp", format!("`--now`: {e}")))?,
+        Some(text) => text.parse::<Timestamp>().map_err(|e| {
+            Failure::new(
+                cairn_core::CoreError::INVALID_TIMESTAMP,
+                format!("`--now`: {e}"),
+            )
+        })?,
         None => SystemClock.now(),
     };
     let store = ctx.open_existing_store()?;

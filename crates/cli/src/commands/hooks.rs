@@ -7,15 +7,14 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use cairn_core::ErrorCode;
+use cairn_hooks::Host;
 use cairn_hooks::install::{self, Change};
-use cairn_hooks::{HookError, Host};
 use serde_json::json;
 
 use crate::args::{HooksCommand, HooksServe, HooksTarget};
 use crate::commands::init;
 use crate::context::{Context, PROJECT_DIR};
-use crate::failure::Failure;
+use crate::failure::{CliCode, Failure};
 use crate::output::Outcome;
 
 /// What `.cairn/.gitignore` keeps out of version control: the store, private keys and the
@@ -37,12 +36,15 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
     let start = match &args.dir {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| {
-            Failure::invalid("invalid_input", format!("the current directory: {e}"))
+            Failure::new(
+                cairn_runtime::RuntimeError::INVALID_INPUT,
+                format!("the current directory: {e}"),
+            )
         })?,
     };
     let Some(project) = cairn_hooks::project::Project::find(&start) else {
-        return Err(Failure::invalid(
-            "no_project",
+        return Err(Failure::new(
+            cairn_runtime::decision_files::DecisionFilesError::NO_PROJECT,
             format!(
                 "no `.cairn/` folder at or above `{}` (run `cairn hooks install` or `cairn init` first)",
                 start.display()
@@ -52,8 +54,8 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
     // `cairn hook` hands a call to the server only when it has no store or key directory of
     // its own, so the server must use the project's, as that process would.
     if ctx.explicit_store.is_some() || ctx.explicit_keys.is_some() {
-        return Err(Failure::invalid(
-            "invalid_input",
+        return Err(Failure::new(
+            cairn_runtime::RuntimeError::INVALID_INPUT,
             "`cairn hooks serve` always uses the project's own store and keys: drop `--store`/`--keys` (and `CAIRN_STORE`/`CAIRN_KEYS`)",
         ));
     }
@@ -84,7 +86,7 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
         args.idle
     );
     cairn_hooks::resident::serve(&project, environment, idle)
-        .map_err(|e| Failure::invalid(e.code(), e.to_string()))?;
+        .map_err(|e| Failure::from_error(&e))?;
     Ok(Outcome {
         json: json!({"served": true}),
         human: String::new(),
@@ -95,8 +97,8 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
 
 #[cfg(not(unix))]
 fn serve(_ctx: &Context, _args: &HooksServe) -> Result<Outcome, Failure> {
-    Err(Failure::invalid(
-        "unsupported",
+    Err(Failure::new(
+        CliCode::UNSUPPORTED,
         "the resident hook server needs Unix domain sockets",
     ))
 }
@@ -115,21 +117,16 @@ fn hosts(target: &HooksTarget) -> Vec<Host> {
 fn base(target: &HooksTarget) -> Result<PathBuf, Failure> {
     match &target.dir {
         Some(dir) if dir.is_dir() => Ok(dir.clone()),
-        Some(dir) => Err(Failure::invalid(
-            "invalid_input",
+        Some(dir) => Err(Failure::new(
+            cairn_runtime::RuntimeError::INVALID_INPUT,
             format!("`--dir`: `{}` is not a folder", dir.display()),
         )),
         None => std::env::current_dir().map_err(|e| {
-            Failure::internal("io", format!("cannot read the current directory: {e}"))
+            Failure::new(
+                CliCode::IO,
+                format!("cannot read the current directory: {e}"),
+            )
         }),
-    }
-}
-
-/// A settings file of the wrong shape is the user's input: exit 2.
-fn failure(error: &HookError) -> Failure {
-    match error {
-        HookError::Settings { .. } => Failure::invalid(error.code(), error.to_string()),
-        _ => Failure::internal(error.code(), error.to_string()),
     }
 }
 
@@ -145,7 +142,7 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     let hosts = hosts(target);
     // Every settings file is checked before anything is written.
     for host in &hosts {
-        install::check(*host, &base).map_err(|e| failure(&e))?;
+        install::check(*host, &base).map_err(|e| Failure::from_error(&e))?;
     }
     let mut human = String::new();
     let project = base.join(PROJECT_DIR);
@@ -170,12 +167,15 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     let gitignore = project.join(".gitignore");
     if !gitignore.exists() {
         std::fs::write(&gitignore, GITIGNORE).map_err(|e| {
-            Failure::internal("io", format!("cannot write `{}`: {e}", gitignore.display()))
+            Failure::new(
+                CliCode::IO,
+                format!("cannot write `{}`: {e}", gitignore.display()),
+            )
         })?;
     }
     let mut changes = Vec::new();
     for host in hosts {
-        let change = install::install(host, &base).map_err(|e| failure(&e))?;
+        let change = install::install(host, &base).map_err(|e| Failure::from_error(&e))?;
         describe(&mut human, &change, &base, "installed", "already installed");
         changes.push(change);
     }
@@ -244,7 +244,7 @@ fn uninstall_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     let mut human = String::new();
     let mut changes = Vec::new();
     for host in hosts(target) {
-        let change = install::uninstall(host, &base).map_err(|e| failure(&e))?;
+        let change = install::uninstall(host, &base).map_err(|e| Failure::from_error(&e))?;
         describe(&mut human, &change, &base, "removed", "not installed");
         changes.push(change);
     }

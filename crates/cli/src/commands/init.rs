@@ -12,7 +12,7 @@ use cairn_runtime::project::{POLICIES_DIR, TOOLS_FILE};
 
 use crate::args::InitArgs;
 use crate::context::{Context, PROJECT_DIR};
-use crate::failure::Failure;
+use crate::failure::{CliCode, Failure};
 use crate::output::Outcome;
 
 /// The starter policy set.
@@ -32,15 +32,15 @@ fn write_new(path: &Path, text: &str) -> Result<bool, Failure> {
     }
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| {
-            Failure::invalid(
-                "unwritable_output",
+            Failure::new(
+                CliCode::UNWRITABLE_OUTPUT,
                 format!("cannot create `{}`: {e}", parent.display()),
             )
         })?;
     }
     std::fs::write(path, text).map_err(|e| {
-        Failure::invalid(
-            "unwritable_output",
+        Failure::new(
+            CliCode::UNWRITABLE_OUTPUT,
             format!("cannot write `{}`: {e}", path.display()),
         )
     })?;
@@ -68,7 +68,10 @@ pub fn run(_ctx: &Context, args: &InitArgs) -> Result<Outcome, Failure> {
     let base = match &args.dir {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| {
-            Failure::internal("io", format!("cannot read the current directory: {e}"))
+            Failure::new(
+                CliCode::IO,
+                format!("cannot read the current directory: {e}"),
+            )
         })?,
     };
     let Scaffold {
@@ -116,8 +119,8 @@ pub(crate) fn restrict_project(project: &Path) -> Result<(), Failure> {
     {
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(project, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
-            Failure::internal(
-                "io",
+            Failure::new(
+                CliCode::IO,
                 format!("cannot restrict `{}`: {e}", project.display()),
             )
         })?;

@@ -10,7 +10,7 @@ use cairn_core::Timestamp;
 use serde_json::{Value, json};
 
 use crate::args::InspectArgs;
-use crate::failure::{Failure, exit};
+use crate::failure::{CliCode, Failure, exit};
 use crate::output::Outcome;
 
 /// The canonical envelope saved at the compaction (wrapped, as hosts store it).
@@ -28,15 +28,22 @@ const INJECTED: &str =
 /// Replaces the value at a JSON pointer of a built-in document.
 fn set(document: &mut Value, pointer: &str, value: Value) -> Result<(), Failure> {
     let slot = document.pointer_mut(pointer).ok_or_else(|| {
-        Failure::internal("internal", format!("the built-in case has no `{pointer}`"))
+        Failure::new(
+            CliCode::INTERNAL,
+            format!("the built-in case has no `{pointer}`"),
+        )
     })?;
     *slot = value;
     Ok(())
 }
 
 fn parse(text: &str, what: &str) -> Result<Value, Failure> {
-    serde_json::from_str(text)
-        .map_err(|e| Failure::internal("internal", format!("the built-in {what} is not JSON: {e}")))
+    serde_json::from_str(text).map_err(|e| {
+        Failure::new(
+            CliCode::INTERNAL,
+            format!("the built-in {what} is not JSON: {e}"),
+        )
+    })
 }
 
 /// Runs `cairn inspect-continuity`.
@@ -46,13 +53,18 @@ pub fn run(args: &InspectArgs) -> Result<Outcome, Failure> {
         .as_deref()
         .unwrap_or(CASE_NOW)
         .parse()
-        .map_err(|e| Failure::invalid("invalid_timestamp", format!("`--now`: {e}")))?;
+        .map_err(|e| {
+            Failure::new(
+                cairn_core::CoreError::INVALID_TIMESTAMP,
+                format!("`--now`: {e}"),
+            )
+        })?;
     let mut envelope = parse(ENVELOPE, "envelope")?;
     let mut state = parse(STATE, "state")?;
     if let Some(text) = &args.side_effect_status {
         let status = SideEffectStatus::parse(text).ok_or_else(|| {
-            Failure::invalid(
-                "invalid_input",
+            Failure::new(
+                cairn_runtime::RuntimeError::INVALID_INPUT,
                 format!(
                     "`--side-effect-status`: `{text}` is not one of not_executed, applied, side_effect_unknown, partial_side_effect (or not_started, side_effect_committed)"
                 ),
@@ -76,8 +88,8 @@ pub fn run(args: &InspectArgs) -> Result<Outcome, Failure> {
             set(&mut state, "/approval/expires_at", json!(past.to_string()))?;
         } else {
             let status = ApprovalStatus::parse(text).ok_or_else(|| {
-                Failure::invalid(
-                    "invalid_input",
+                Failure::new(
+                    cairn_runtime::RuntimeError::INVALID_INPUT,
                     format!("`--approval-status`: `{text}` is not one of active, revoked, pending, consumed, denied, expired"),
                 )
             })?;
@@ -94,8 +106,8 @@ pub fn run(args: &InspectArgs) -> Result<Outcome, Failure> {
             .first()
             .map(|f| format!("{}: {}", f.path, f.message))
             .unwrap_or_default();
-        Failure::invalid(
-            "invalid_input",
+        Failure::new(
+            cairn_runtime::RuntimeError::INVALID_INPUT,
             format!("the varied state is not valid: {first}"),
         )
     })?;

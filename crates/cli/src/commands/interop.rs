@@ -25,7 +25,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::args::{RlcCommand, VceCommand};
-use crate::failure::{Failure, exit};
+use crate::failure::{CliCode, Failure, exit};
 use crate::input::read_py_json;
 use crate::output::Outcome;
 
@@ -135,7 +135,7 @@ pub fn run_vce(command: VceCommand, json: bool) -> Result<Outcome, Failure> {
         .map(|path| read_py_json(&path, "restore results"))
         .transpose()?;
     let validator =
-        VceValidator::new().map_err(|e| Failure::internal("schema_compile", e.to_string()))?;
+        VceValidator::new().map_err(|e| Failure::new(CliCode::SCHEMA_COMPILE, e.to_string()))?;
     if jsonl {
         return lines(|mut line| {
             let envelope = line
@@ -168,7 +168,7 @@ pub fn run_rlc(command: RlcCommand, json: bool) -> Result<Outcome, Failure> {
         .map(|path| read_py_json(&path, "VCE envelope"))
         .transpose()?;
     let validator =
-        RlcValidator::new().map_err(|e| Failure::internal("schema_compile", e.to_string()))?;
+        RlcValidator::new().map_err(|e| Failure::new(CliCode::SCHEMA_COMPILE, e.to_string()))?;
     if jsonl {
         return lines(|mut line| {
             let extension = line
@@ -201,8 +201,8 @@ pub fn run_rlc(command: RlcCommand, json: bool) -> Result<Outcome, Failure> {
 }
 
 fn line_shape(what: &str) -> Failure {
-    Failure::invalid(
-        "invalid_input",
+    Failure::new(
+        cairn_runtime::RuntimeError::INVALID_INPUT,
         format!("the line {what}; see `--help` for the members a line has"),
     )
 }
@@ -251,8 +251,8 @@ fn on_every_core<T: Sync, R: Send>(
 }
 
 fn worker_failed() -> Verdict {
-    Verdict::Unreadable(Failure::internal(
-        "internal",
+    Verdict::Unreadable(Failure::new(
+        CliCode::INTERNAL,
         "a worker failed while deciding".to_owned(),
     ))
 }
@@ -316,7 +316,10 @@ fn lines(decide: impl Fn(PyJson) -> Result<Verdict, Failure> + Sync) -> Result<O
         let verdict = match text {
             Ok(text) => py_json::parse(text)
                 .map_err(|e| {
-                    Failure::invalid("malformed_json", format!("the line is not JSON: {e}"))
+                    Failure::new(
+                        CliCode::MALFORMED_JSON,
+                        format!("the line is not JSON: {e}"),
+                    )
                 })
                 .and_then(&decide)
                 .unwrap_or_else(Verdict::Unreadable),
@@ -337,7 +340,10 @@ fn lines(decide: impl Fn(PyJson) -> Result<Verdict, Failure> + Sync) -> Result<O
             if let Some(handle) = in_flight.take() {
                 let results: Vec<(u8, String)> = std::thread::ScopedJoinHandle::join(handle)
                     .map_err(|_| {
-                        Failure::internal("internal", "a worker failed while deciding".to_owned())
+                        Failure::new(
+                            CliCode::INTERNAL,
+                            "a worker failed while deciding".to_owned(),
+                        )
                     })?;
                 let mut out = String::new();
                 for (code, text) in results {
@@ -363,7 +369,12 @@ fn read_round(input: &mut impl BufRead, number: &mut usize) -> Result<Vec<Line>,
         let read = input
             .take(MAX_LINE_BYTES + 1)
             .read_line(&mut line)
-            .map_err(|e| Failure::invalid("unreadable_input", format!("cannot read stdin: {e}")))?;
+            .map_err(|e| {
+                Failure::new(
+                    cairn_runtime::RuntimeError::UNREADABLE_INPUT,
+                    format!("cannot read stdin: {e}"),
+                )
+            })?;
         if read == 0 {
             break;
         }
@@ -374,8 +385,8 @@ fn read_round(input: &mut impl BufRead, number: &mut usize) -> Result<Vec<Line>,
             let _ = input.read_until(b'\n', &mut rest);
             round.push((
                 *number,
-                Err(Failure::invalid(
-                    "input_too_large",
+                Err(Failure::new(
+                    CliCode::INPUT_TOO_LARGE,
                     format!("the line is longer than {MAX_LINE_BYTES} bytes"),
                 )),
             ));
@@ -405,9 +416,10 @@ fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(Failure::internal("io", format!("cannot write output: {e}")))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::new(
+            CliCode::IO,
+            format!("cannot write output: {e}"),
+        )),
         _ => Ok(()),
     }
 }

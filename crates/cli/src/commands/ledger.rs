@@ -15,7 +15,7 @@ use cairn_ledger::verify::{CheckpointPolicy, CheckpointState, RunReport, verify_
 
 use crate::args::{LedgerCommand, RunSelector, VerifyArgs};
 use crate::context::{Context, resolve_run};
-use crate::failure::{Failure, exit};
+use crate::failure::{CliCode, Failure, exit};
 use crate::output::Outcome;
 
 /// The largest file `verify --bundle` and `verify-proof` read.
@@ -48,8 +48,8 @@ fn read_input(path: &Path, what: &str) -> Result<String, Failure> {
 fn read_text(path: &Path, what: &str, limit: u64, why: &str) -> Result<String, Failure> {
     let bytes = read_input_bytes(path, what, limit, why)?;
     String::from_utf8(bytes).map_err(|e| {
-        Failure::invalid(
-            "unreadable_input",
+        Failure::new(
+            cairn_runtime::RuntimeError::UNREADABLE_INPUT,
             format!("{what} `{}` is not UTF-8: {e}", path.display()),
         )
     })
@@ -59,8 +59,8 @@ fn read_text(path: &Path, what: &str, limit: u64, why: &str) -> Result<String, F
 /// beyond `limit` bytes, saying `why` that is the limit.
 fn read_input_bytes(path: &Path, what: &str, limit: u64, why: &str) -> Result<Vec<u8>, Failure> {
     let too_large = || {
-        Failure::invalid(
-            "input_too_large",
+        Failure::new(
+            CliCode::INPUT_TOO_LARGE,
             format!(
                 "{what} `{}` is larger than {limit} bytes ({why})",
                 path.display()
@@ -68,8 +68,8 @@ fn read_input_bytes(path: &Path, what: &str, limit: u64, why: &str) -> Result<Ve
         )
     };
     let unreadable = |e: std::io::Error| {
-        Failure::invalid(
-            "unreadable_input",
+        Failure::new(
+            cairn_runtime::RuntimeError::UNREADABLE_INPUT,
             format!("cannot read {what} `{}`: {e}", path.display()),
         )
     };
@@ -139,8 +139,8 @@ fn verify(ctx: &Context, args: &VerifyArgs) -> Result<Outcome, Failure> {
             };
             let trusted = trusted_or_empty(ctx, &args.trusted_keys)?;
             if trusted.is_empty() && runs.iter().any(|r| r.checkpointed) {
-                return Err(Failure::invalid(
-                    "no_trusted_keys",
+                return Err(Failure::new(
+                    cairn_ledger::checkpoint::CheckpointError::NO_TRUSTED_KEYS,
                     "no trusted verifier keys: checkpoints cannot be checked (pass --trusted-key FILE or set --keys DIR)",
                 ));
             }
@@ -257,13 +257,14 @@ fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<O
     let bar = ctx.progress(rows.len() as u64, "exporting records");
     let mut text = String::with_capacity(rows.len() * 700);
     for row in &rows {
-        let record = row.as_ref().map_err(|fault| Failure {
-            code: "record_unreadable",
-            message: format!(
-                "run `{tenant}/{run}` step {}: {} (run `cairn ledger verify --run {run}`)",
-                fault.step_index, fault.detail
-            ),
-            exit: exit::TAMPER,
+        let record = row.as_ref().map_err(|fault| {
+            Failure::new(
+                CliCode::RECORD_UNREADABLE,
+                format!(
+                    "run `{tenant}/{run}` step {}: {} (run `cairn ledger verify --run {run}`)",
+                    fault.step_index, fault.detail
+                ),
+            )
         })?;
         text.push_str(&record.to_json_line()?);
         text.push('\n');
@@ -305,8 +306,8 @@ fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<O
                 .and_then(|()| stdout.flush())
                 && e.kind() != std::io::ErrorKind::BrokenPipe
             {
-                return Err(Failure::internal(
-                    "io",
+                return Err(Failure::new(
+                    CliCode::IO,
                     format!("cannot write the export: {e}"),
                 ));
             }
@@ -317,8 +318,8 @@ fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<O
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     std::fs::write(path, bytes).map_err(|e| {
-        Failure::invalid(
-            "unwritable_output",
+        Failure::new(
+            CliCode::UNWRITABLE_OUTPUT,
             format!("cannot write `{}`: {e}", path.display()),
         )
     })
@@ -329,18 +330,19 @@ fn show(ctx: &Context, selector: &RunSelector, step: u64) -> Result<Outcome, Fai
     let info = resolve_run(store.as_ref(), selector)?;
     let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
     let row = store.record(tenant, run, step)?.ok_or_else(|| {
-        Failure::invalid(
-            "step_not_found",
+        Failure::new(
+            CliCode::STEP_NOT_FOUND,
             format!(
                 "run `{tenant}/{run}` has no step {step} (it has {} records)",
                 info.records
             ),
         )
     })?;
-    let record = row.map_err(|fault| Failure {
-        code: "record_unreadable",
-        message: format!("run `{tenant}/{run}` step {step}: {}", fault.detail),
-        exit: exit::TAMPER,
+    let record = row.map_err(|fault| {
+        Failure::new(
+            CliCode::RECORD_UNREADABLE,
+            format!("run `{tenant}/{run}` step {step}: {}", fault.detail),
+        )
     })?;
     let args = record.args.as_ref().map(|a| a.digest);
     let args_content = args
@@ -379,13 +381,12 @@ fn fetch_content(store: &dyn Store, digest: &Digest) -> Result<Option<Vec<u8>>, 
         return Ok(None);
     };
     if Digest::of(&content.bytes) != *digest {
-        return Err(Failure {
-            code: "content_digest_mismatch",
-            message: format!(
+        return Err(Failure::new(
+            CliCode::CONTENT_DIGEST_MISMATCH,
+            format!(
                 "retained content for {digest} does not hash to its digest: the content store was altered"
             ),
-            exit: exit::TAMPER,
-        });
+        ));
     }
     Ok(Some(content.bytes))
 }
@@ -502,28 +503,24 @@ fn prove(
     let info = resolve_run(store.as_ref(), selector)?;
     let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
     let note = store.checkpoint(tenant, run)?.ok_or_else(|| {
-        Failure::invalid(
-            "no_checkpoint",
+        Failure::new(
+            CliCode::NO_CHECKPOINT,
             format!("run `{tenant}/{run}` has no signed checkpoint yet: proofs need a closed run"),
         )
     })?;
     let record = store
         .record(tenant, run, step)?
         .ok_or_else(|| {
-            Failure::invalid(
-                "step_not_found",
+            Failure::new(
+                CliCode::STEP_NOT_FOUND,
                 format!("run `{tenant}/{run}` has no step {step}"),
             )
         })?
-        .map_err(|fault| Failure {
-            code: "record_unreadable",
-            message: fault.detail,
-            exit: exit::TAMPER,
-        })?;
+        .map_err(|fault| Failure::new(CliCode::RECORD_UNREADABLE, fault.detail))?;
     let digests = store.digests(tenant, run)?;
     let proof = build_proof(record, &digests, note)?;
     let json =
-        serde_json::to_value(&proof).map_err(|e| Failure::internal("internal", e.to_string()))?;
+        serde_json::to_value(&proof).map_err(|e| Failure::new(CliCode::INTERNAL, e.to_string()))?;
     let pretty = serde_json::to_string_pretty(&proof).unwrap_or_default();
     match out {
         Some(path) => {
@@ -553,8 +550,8 @@ fn verify_proof_cmd(
         "the most a proof can need: one record, one signed checkpoint and an RFC 6962 audit path of at most 64 hashes",
     )?;
     let proof: InclusionProof = serde_json::from_str(&text).map_err(|e| {
-        Failure::invalid(
-            "proof_malformed",
+        Failure::new(
+            cairn_ledger::proof::ProofError::PROOF_MALFORMED,
             format!("`{}` is not an inclusion proof: {e}", proof_path.display()),
         )
     })?;
@@ -566,8 +563,8 @@ fn verify_proof_cmd(
                 serde_json::from_str::<CheckpointLine>(text.trim())
                     .map(|line| line.note)
                     .map_err(|e| {
-                        Failure::invalid(
-                            "bundle_invalid_checkpoint",
+                        Failure::new(
+                            cairn_ledger::bundle::BundleError::BUNDLE_INVALID_CHECKPOINT,
                             format!("`{}`: {e}", path.display()),
                         )
                     })

@@ -9,7 +9,7 @@ use cairn_runtime::project::{POLICIES_DIR, TOOLS_FILE, load_gate};
 
 use crate::args::{PolicyCommand, PolicyLocation};
 use crate::context::Context;
-use crate::failure::Failure;
+use crate::failure::{CliCode, Failure};
 use crate::output::Outcome;
 
 /// Runs `cairn policy …`.
@@ -47,7 +47,7 @@ pub fn run(ctx: &Context, command: PolicyCommand) -> Result<Outcome, Failure> {
                 Err(unreadable) => gate.explain_unreadable(&tool, &unreadable),
             };
             let json = serde_json::to_value(&explanation)
-                .map_err(|e| Failure::internal("internal", e.to_string()))?;
+                .map_err(|e| Failure::new(CliCode::INTERNAL, e.to_string()))?;
             Ok(Outcome::ok(json, explanation.to_string()))
         }
     }
@@ -65,8 +65,8 @@ fn locate(ctx: &Context, location: &PolicyLocation) -> Result<(PathBuf, Option<P
         .clone()
         .unwrap_or_else(|| project.join(POLICIES_DIR));
     if !policies.exists() {
-        return Err(Failure::invalid(
-            "unreadable_input",
+        return Err(Failure::new(
+            cairn_runtime::RuntimeError::UNREADABLE_INPUT,
             format!(
                 "no policies at `{}` (run `cairn init`, or pass a path)",
                 policies.display()

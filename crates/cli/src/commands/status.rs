@@ -14,7 +14,7 @@ use cairn_decisions::{ActivityHealth, Status};
 use super::decisions::{continuity_line, now, open_files, window};
 use crate::args::{ActivityArg, StatusArgs};
 use crate::context::Context;
-use crate::failure::Failure;
+use crate::failure::{CliCode, Failure};
 use crate::output::Outcome;
 
 /// Runs `cairn status`.
@@ -31,7 +31,7 @@ pub fn run(ctx: &Context, args: &StatusArgs) -> Result<Outcome, Failure> {
     };
     let status = Status::new(activity, &comparison);
     let json = serde_json::to_value(&status)
-        .map_err(|e| Failure::internal("internal", format!("cannot serialise: {e}")))?;
+        .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot serialise: {e}")))?;
     let activity_text = json
         .get("activity")
         .and_then(serde_json::Value::as_str)

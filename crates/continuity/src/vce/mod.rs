@@ -35,7 +35,7 @@ mod top;
 use std::fmt;
 
 use cairn_core::py_json::{PyJson, StandIn};
-use cairn_core::{CodedFinding, ErrorCode};
+use cairn_core::{Code, CodedFinding, ErrorCode};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 use thiserror::Error;
@@ -102,10 +102,17 @@ pub enum VceError {
     },
 }
 
+cairn_core::error_codes! {
+    VceError {
+        /// The bundled VCE schema does not compile.
+        SCHEMA_COMPILE = Internal("vce_schema_compile_failed");
+    }
+}
+
 impl ErrorCode for VceError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::SchemaCompile { .. } => "vce_schema_compile_failed",
+            Self::SchemaCompile { .. } => Self::SCHEMA_COMPILE,
         }
     }
 }

@@ -60,7 +60,7 @@ mod text;
 
 use cairn_core::lookup::field;
 use cairn_core::py_json::{PyJson, StandIn};
-use cairn_core::{CodedFinding, CoreError, ErrorCode};
+use cairn_core::{Code, CodedFinding, CoreError, ErrorCode};
 use cairn_pyschema::Schema;
 use serde::Serialize;
 use serde_json::Value;
@@ -145,12 +145,21 @@ pub enum RlcError {
     Canonicalization(#[from] CoreError),
 }
 
+cairn_core::error_codes! {
+    RlcError {
+        /// The bundled RLC schema does not compile.
+        SCHEMA_UNUSABLE = Internal("rlc_schema_unusable");
+        /// A digest asked of something other than an object.
+        NOT_AN_OBJECT = Invalid("digest_input_not_an_object");
+    }
+}
+
 impl ErrorCode for RlcError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::Schema { .. } => "rlc_schema_unusable",
-            Self::NotAnObject { .. } => "digest_input_not_an_object",
-            Self::Canonicalization(e) => e.code(),
+            Self::Schema { .. } => Self::SCHEMA_UNUSABLE,
+            Self::NotAnObject { .. } => Self::NOT_AN_OBJECT,
+            Self::Canonicalization(e) => e.error_code(),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use cairn_core::{ErrorCode, Timestamp};
+use cairn_core::{Code, ErrorCode, Timestamp};
 use cairn_decisions::DecisionError;
 use thiserror::Error;
 
@@ -89,18 +89,35 @@ pub enum DecisionFilesError {
     Decision(#[from] DecisionError),
 }
 
+cairn_core::error_codes! {
+    DecisionFilesError {
+        /// No `.cairn/` project at or above the folder.
+        NO_PROJECT = Invalid("no_project");
+        /// A decision file that cannot be read or written.
+        IO = Internal("decision_files_io");
+        /// A decision file that does not parse.
+        CORRUPT = Invalid("corrupt_decision_file");
+        /// A decision file over the size limit.
+        TOO_LARGE = Invalid("decision_file_too_large");
+        /// A snapshot name outside the allowed form.
+        INVALID_SNAPSHOT_NAME = Invalid("invalid_snapshot_name");
+        /// A boundary asked before any snapshot.
+        BOUNDARY_BEFORE_SNAPSHOT = Invalid("boundary_before_snapshot");
+    }
+}
+
 impl ErrorCode for DecisionFilesError {
-    fn code(&self) -> &'static str {
+    fn error_code(&self) -> Code {
         match self {
-            Self::NoProject { .. } => "no_project",
-            Self::Io { .. } => "decision_files_io",
-            Self::Corrupt { .. } => "corrupt_decision_file",
-            Self::TooLarge { .. } => "decision_file_too_large",
-            Self::InvalidName { .. } => "invalid_snapshot_name",
-            Self::BoundaryBeforeSnapshot { .. } => "boundary_before_snapshot",
-            Self::KeyFilePermissions { .. } => "key_file_permissions",
-            Self::InvalidKeyFile { .. } => "invalid_key_file",
-            Self::Decision(e) => e.code(),
+            Self::NoProject { .. } => Self::NO_PROJECT,
+            Self::Io { .. } => Self::IO,
+            Self::Corrupt { .. } => Self::CORRUPT,
+            Self::TooLarge { .. } => Self::TOO_LARGE,
+            Self::InvalidName { .. } => Self::INVALID_SNAPSHOT_NAME,
+            Self::BoundaryBeforeSnapshot { .. } => Self::BOUNDARY_BEFORE_SNAPSHOT,
+            Self::KeyFilePermissions { .. } => crate::keyring::KeyringError::KEY_FILE_PERMISSIONS,
+            Self::InvalidKeyFile { .. } => crate::keyring::KeyringError::INVALID_KEY_FILE,
+            Self::Decision(e) => e.error_code(),
         }
     }
 }

@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::args::DemoArgs;
 use crate::context::{Context, PROJECT_DIR, STORE_FILE};
-use crate::failure::{Failure, exit};
+use crate::failure::{CliCode, Failure, exit};
 use crate::output::Outcome;
 
 /// The demo's policy set and tool catalog (Cedar; see `crates/cli/templates/`).
@@ -56,7 +56,12 @@ fn demo_store_path(ctx: &Context, args: &DemoArgs) -> Result<PathBuf, Failure> {
     let dir = tempfile::Builder::new()
         .prefix("cairn-demo-")
         .tempdir()
-        .map_err(|e| Failure::internal("io", format!("cannot create a temporary directory: {e}")))?
+        .map_err(|e| {
+            Failure::new(
+                CliCode::IO,
+                format!("cannot create a temporary directory: {e}"),
+            )
+        })?
         .keep();
     Ok(dir.join(PROJECT_DIR).join(STORE_FILE))
 }

@@ -20,7 +20,7 @@ use cairn_runtime::effects::{ObservedOutcome, idempotency_key};
 use cairn_runtime::{Admitted, CallError, Executor, ToolCall};
 use serde_json::{Value, json};
 
-use crate::failure::Failure;
+use crate::failure::{CliCode, Failure};
 
 /// The request the agent starts from.
 pub(super) const REQUEST: &str =
@@ -79,7 +79,7 @@ fn admit(
     args: &Value,
 ) -> Result<Admitted, Failure> {
     let bytes =
-        serde_json::to_vec(args).map_err(|e| Failure::internal("internal", e.to_string()))?;
+        serde_json::to_vec(args).map_err(|e| Failure::new(CliCode::INTERNAL, e.to_string()))?;
     let call = ToolCall {
         tool: ToolRef {
             name: Label::new(tool)?,
@@ -195,8 +195,8 @@ pub(super) fn play(
         .next()
         .map(|(k, _)| k.to_owned())
     else {
-        return Err(Failure::internal(
-            "internal",
+        return Err(Failure::new(
+            CliCode::INTERNAL,
             "the demo's ticket write was expected to end with an unknown outcome",
         ));
     };
@@ -212,8 +212,8 @@ pub(super) fn play(
 
     // Following its summary, the agent tries the write again: the durable record refuses it.
     if let Admitted::Permitted(_) = admit(executor, "tickets.create", "1", &create)? {
-        return Err(Failure::internal(
-            "internal",
+        return Err(Failure::new(
+            CliCode::INTERNAL,
             "the gate admitted a retry of a write whose outcome is unknown",
         ));
     }
