@@ -16,10 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::args::{Global, RunSelector};
 use crate::failure::{CliCode, Failure};
 
-/// The folder that marks a Cairn project.
-pub const PROJECT_DIR: &str = ".cairn";
-/// The store file inside it.
-pub const STORE_FILE: &str = "cairn.db";
+pub use cairn_runtime::layout::{KEYS_DIR, PROJECT_DIR, STORE_FILE};
 
 /// Resolved global options.
 #[derive(Debug)]
@@ -76,7 +73,7 @@ impl Context {
         self.explicit_keys.clone().unwrap_or_else(|| {
             store_path
                 .parent()
-                .map_or_else(|| PathBuf::from("keys"), |dir| dir.join("keys"))
+                .map_or_else(|| PathBuf::from(KEYS_DIR), |dir| dir.join(KEYS_DIR))
         })
     }
 
@@ -135,10 +132,7 @@ fn store_path_from(text: &str) -> Result<PathBuf, Failure> {
 
 /// The nearest directory at or above `start` that has a `.cairn/` folder.
 pub fn find_project(start: &Path) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .find(|dir| dir.join(PROJECT_DIR).is_dir())
-        .map(Path::to_path_buf)
+    cairn_runtime::layout::Project::find(start).map(|project| project.root().to_path_buf())
 }
 
 /// `.cairn/cairn.db` in the nearest project, else in `cwd`.

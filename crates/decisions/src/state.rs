@@ -138,14 +138,21 @@ impl ContinuityHealth {
         }
     }
 
-    /// Whether consequential actions (writes, sends, deploys) must wait.
+    /// Whether consequential actions (writes, sends, deploys) must wait: the one answer the
+    /// CLI's `decisions status`, the comparison's JSON and the hooks' gate all use.
     ///
-    /// Only `preserved` and `approved_change` leave them open. `unverified` restricts them
-    /// too: a decision nobody has re-observed is not known to hold, and D-4 restricts
-    /// consequential actions "until a safe re-observation".
+    /// `dropped` and `conflicting` are found defects (D-2), and `continuity_evidence_missing`
+    /// restricts them until a safe re-observation (D-4). `unverified` (nobody re-observed a
+    /// decision within the window) is reported and asks for a re-observation, but does not
+    /// restrict: the observation that clears it can only come from a person, and refusing
+    /// every consequential call after every automatic compaction until then would stall every
+    /// session.
     #[must_use]
     pub const fn restricts_consequential(self) -> bool {
-        !matches!(self, Self::Preserved | Self::ApprovedChange)
+        matches!(
+            self,
+            Self::Dropped | Self::Conflicting | Self::ContinuityEvidenceMissing
+        )
     }
 
     /// The verdict the CLI maps to an exit code (SPEC §9.1): [`Verdict::Pass`] → `0`,

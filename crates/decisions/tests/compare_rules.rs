@@ -49,7 +49,8 @@ fn an_observation_exactly_at_the_boundary_instant_is_not_fresh() {
     );
     assert_eq!(c.state(), ContinuityHealth::Unverified);
     assert_eq!(c.action(), SafeAction::ReObserve);
-    assert!(c.restricts_consequential());
+    // Re-observe, reported but not blocking.
+    assert!(!c.restricts_consequential());
 
     // One microsecond later it is fresh.
     let mut after = fresh_except(&[scope()]);
@@ -129,7 +130,9 @@ fn a_decision_never_observed_is_awaiting_then_overdue() {
     );
     assert_eq!(overdue.state(), ContinuityHealth::Unverified);
     assert_eq!(overdue.reason(), Reason::NoObservationWithinWindow);
-    assert!(overdue.restricts_consequential());
+    // Reported and asking for a re-observation, but not blocking (see
+    // `ContinuityHealth::restricts_consequential`).
+    assert!(!overdue.restricts_consequential());
 }
 
 #[test]
@@ -457,7 +460,7 @@ fn each_state_has_its_action_restriction_and_verdict() {
         (
             ContinuityHealth::Unverified,
             SafeAction::ReObserve,
-            true,
+            false,
             Verdict::ReviewRequired,
         ),
         (

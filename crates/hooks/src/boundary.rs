@@ -432,7 +432,7 @@ impl Session<'_> {
                 state: comparison.state().as_str().to_owned(),
                 reason: comparison.reason().code().to_owned(),
                 determining_key: comparison.determining_key().map(|k| k.as_str().to_owned()),
-                restricts: restricts(comparison.state()),
+                restricts: comparison.state().restricts_consequential(),
             },
             Err(message) => DecisionNote {
                 state: "unreadable".to_owned(),
@@ -658,25 +658,10 @@ impl Session<'_> {
     }
 }
 
-/// Whether a continuity health refuses consequential calls in the hooks: `conflicting`,
-/// `dropped` and `continuity_evidence_missing`. `unverified` (nobody re-asserted a decision
-/// yet) is reported in the context but does not refuse calls: the observation that clears it
-/// can only come from a person, and refusing every consequential call after every automatic
-/// compaction until then would stall every session.
-#[must_use]
-pub fn restricts(state: ContinuityHealth) -> bool {
-    matches!(
-        state,
-        ContinuityHealth::Conflicting
-            | ContinuityHealth::Dropped
-            | ContinuityHealth::ContinuityEvidenceMissing
-    )
-}
-
 /// The restriction a comparison imposes, with the command that resolves it (`name`: the
 /// session's snapshot name).
 fn restriction_for(comparison: &Comparison, name: &str) -> Option<Restriction> {
-    if !restricts(comparison.state()) {
+    if !comparison.state().restricts_consequential() {
         return None;
     }
     let key = comparison

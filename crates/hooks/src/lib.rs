@@ -60,7 +60,6 @@ pub mod session;
 mod tools;
 
 pub use answer::Answer;
-pub use boundary::restricts;
 pub use engine::{Environment, KeptStores, StoreOpener, handle, run_base};
 pub use error::HookError;
 pub use gate::Fault;

@@ -10,6 +10,7 @@ pub mod executor;
 pub mod files;
 pub mod keyring;
 pub mod lanes;
+pub mod layout;
 pub mod project;
 pub mod protect;
 pub mod recorder;

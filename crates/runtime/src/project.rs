@@ -10,12 +10,6 @@ use cairn_policy::{GateRequest, PolicyGate, PolicySource, ToolCatalog, Verdict};
 use crate::error::RuntimeError;
 use crate::executor::{Gate, GateVerdict};
 
-/// The policy folder inside `.cairn/`.
-pub const POLICIES_DIR: &str = "policies";
-/// The tool catalog inside `.cairn/`.
-pub const TOOLS_FILE: &str = "tools.json";
-/// The lane declarations inside `.cairn/` (optional: without it, no lanes are enforced).
-pub const LANES_FILE: &str = "lanes.json";
 /// The largest policy or catalog file read.
 const MAX_FILE_BYTES: u64 = 4 << 20;
 

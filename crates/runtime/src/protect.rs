@@ -36,6 +36,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::layout::PROJECT_DIR;
+
 /// The built-in rule that refuses calls touching Cairn's own configuration.
 pub const SELF_PROTECTION_RULE: &str = "cairn.self-protection";
 
@@ -105,12 +107,12 @@ impl ProjectGuard {
             &std::env::current_dir().unwrap_or_default(),
             &root.to_string_lossy(),
         );
-        let mut protected = vec![root.join(".cairn")];
+        let mut protected = vec![root.join(PROJECT_DIR)];
         protected.extend(HOST_SETTINGS.iter().map(|file| resolve_below(&root, file)));
         let mut outside = Vec::new();
         for path in extra {
             let resolved = resolve_below(&root, &path.to_string_lossy());
-            if !resolved.starts_with(root.join(".cairn")) {
+            if !resolved.starts_with(root.join(PROJECT_DIR)) {
                 outside.push(path.to_string_lossy().into_owned());
                 outside.push(resolved.to_string_lossy().into_owned());
                 protected.push(resolved);
@@ -236,7 +238,7 @@ fn patch_paths(patch: &str) -> impl Iterator<Item = &str> {
 /// followed by the end, `/`, or anything that cannot continue a file name.
 fn names_cairn_folder(text: &str) -> bool {
     let name_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
-    text.match_indices(".cairn").any(|(at, needle)| {
+    text.match_indices(PROJECT_DIR).any(|(at, needle)| {
         let before = text.get(..at).and_then(|s| s.chars().next_back());
         let after = text.get(at + needle.len()..).and_then(|s| s.chars().next());
         !before.is_some_and(name_char) && !after.is_some_and(name_char)

@@ -241,7 +241,7 @@ fn a_handoff_is_accepted_only_when_a_trusted_key_signed_it() {
 #[test]
 fn a_project_lane_file_loads_is_optional_and_never_ignored_when_broken() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(cairn_runtime::project::LANES_FILE);
+    let path = dir.path().join(cairn_runtime::layout::LANES_FILE);
     assert!(
         cairn_runtime::project::load_lanes(&path, dir.path())
             .unwrap()
@@ -268,7 +268,7 @@ fn a_project_lane_file_loads_is_optional_and_never_ignored_when_broken() {
 #[test]
 fn a_project_lane_file_judges_absolute_paths_below_the_root_as_project_relative() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(cairn_runtime::project::LANES_FILE);
+    let path = dir.path().join(cairn_runtime::layout::LANES_FILE);
     std::fs::write(
         &path,
         json!({"schema_version": "cairn.lanes/v1", "active_lane_id": "wide", "lanes": [

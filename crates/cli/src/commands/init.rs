@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use cairn_runtime::keyring::{Keyring, KeyringError};
-use cairn_runtime::project::{POLICIES_DIR, TOOLS_FILE};
+use cairn_runtime::layout::{KEYS_DIR, POLICIES_DIR, TOOLS_FILE};
 
 use crate::args::InitArgs;
 use crate::context::{Context, PROJECT_DIR};
@@ -149,7 +149,7 @@ pub(crate) fn scaffold(base: &Path) -> Result<Scaffold, Failure> {
             kept.push(path.clone());
         }
     }
-    let keyring = Keyring::open(project.join("keys"));
+    let keyring = Keyring::open(project.join(KEYS_DIR));
     let key = match keyring.active_signing_key() {
         Ok(key) => key.verifier_key(),
         Err(KeyringError::NoSigningKey { .. }) => {

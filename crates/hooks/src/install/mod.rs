@@ -31,7 +31,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::HookError;
 use crate::host::Host;
-use crate::project::PROJECT_DIR;
+use cairn_runtime::layout::PROJECT_DIR;
 
 mod text;
 
