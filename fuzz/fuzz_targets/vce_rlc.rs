@@ -1,5 +1,5 @@
 //! VCE 0.1 and RLC 0.1 documents, read as `cairn vce|rlc check` reads them (Python's JSON,
-//! `cairn_core::py_json`): the first byte picks the format, the rest is the document and,
+//! `cairn_interop::py_json`): the first byte picks the format, the rest is the document and,
 //! after a NUL byte, its restore results. Reading never panics (any nesting, any escape, any
 //! number); a decision never panics, is the same twice, and comes with findings exactly when
 //! it is not the passing one; a document holding a stand-in never passes.
@@ -8,9 +8,9 @@
 
 use std::sync::LazyLock;
 
-use cairn_continuity::vce::{VceDecision, VceValidator};
-use cairn_core::py_json;
-use cairn_lanes::rlc::{RlcDecision, RlcValidator};
+use cairn_interop::vce::{VceDecision, VceValidator};
+use cairn_interop::py_json;
+use cairn_interop::rlc::{RlcDecision, RlcValidator};
 use libfuzzer_sys::fuzz_target;
 
 static VCE: LazyLock<VceValidator> = LazyLock::new(|| VceValidator::new().expect("vce"));

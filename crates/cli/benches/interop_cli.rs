@@ -98,10 +98,9 @@ fn main() {
     let lines = env_or("CAIRN_BENCH_LINES", 20_000);
     let dir = tempfile::tempdir().unwrap();
     // Byte-for-byte copies of the published examples, kept with the conformance cases.
-    let vce_dir =
-        crates().join("continuity/tests/vce_cases/ref-published-examples-are-schema-valid");
+    let vce_dir = crates().join("interop/tests/vce_cases/ref-published-examples-are-schema-valid");
     let rlc_dir =
-        crates().join("lanes/tests/rlc_cases/suite-03-accepted-fixture-passes-lane-restore");
+        crates().join("interop/tests/rlc_cases/suite-03-accepted-fixture-passes-lane-restore");
     let envelope = vce_dir.join("envelope.json");
     let restore = vce_dir.join("restore.json");
     let fixture = rlc_dir.join("fixture.json");

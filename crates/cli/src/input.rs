@@ -32,16 +32,16 @@ pub fn read(path: &Path, what: &str) -> Result<String, Failure> {
 }
 
 /// Reads the `what` file at `path` as Python's `json.loads` reads it
-/// ([`cairn_core::py_json`]): for documents of the published formats, which must be decided
+/// ([`cairn_interop::py_json`]): for documents of the published formats, which must be decided
 /// wherever their reference decides.
 ///
 /// # Errors
 /// As [`read`]; `malformed_json` naming the line and column, or `json_too_deep` (exit 2).
-pub fn read_py_json(path: &Path, what: &str) -> Result<cairn_core::py_json::PyJson, Failure> {
+pub fn read_py_json(path: &Path, what: &str) -> Result<cairn_interop::py_json::PyJson, Failure> {
     use cairn_core::ErrorCode as _;
-    use cairn_core::py_json::PyJsonIssue;
+    use cairn_interop::py_json::PyJsonIssue;
     let text = read(path, what)?;
-    cairn_core::py_json::parse(&text).map_err(|e| {
+    cairn_interop::py_json::parse(&text).map_err(|e| {
         let code = match e.issue {
             PyJsonIssue::Syntax => CliCode::MALFORMED_JSON,
             PyJsonIssue::TooDeep => e.error_code(),

@@ -1,6 +1,6 @@
 //! Issue 5, acceptance 1 through the binary: every VCE 0.1 conformance case
-//! (`crates/continuity/tests/vce_cases/`) through `cairn vce check` and every RLC 0.1 case
-//! (`crates/lanes/tests/rlc_cases/`) through `cairn rlc check`, with the decision, the finding
+//! (`crates/interop/tests/vce_cases/`) through `cairn vce check` and every RLC 0.1 case
+//! (`crates/interop/tests/rlc_cases/`) through `cairn rlc check`, with the decision, the finding
 //! codes and the exit code the library gives; the published fixtures; malformed input.
 
 #![allow(
@@ -104,7 +104,7 @@ fn present(dir: &Path, name: &str) -> Option<String> {
 
 #[test]
 fn every_vce_case_gives_the_same_decision_and_codes_through_the_binary() {
-    let dirs = cases("../continuity/tests/vce_cases");
+    let dirs = cases("../interop/tests/vce_cases");
     assert!(dirs.len() >= 17, "only {} VCE cases", dirs.len());
     each_case(dirs, |dir| {
         let envelope = present(dir, "envelope.json").unwrap();
@@ -119,7 +119,7 @@ fn every_vce_case_gives_the_same_decision_and_codes_through_the_binary() {
 
 #[test]
 fn every_rlc_case_gives_the_same_decision_and_codes_through_the_binary() {
-    let dirs = cases("../lanes/tests/rlc_cases");
+    let dirs = cases("../interop/tests/rlc_cases");
     assert!(dirs.len() >= 21, "only {} RLC cases", dirs.len());
     each_case(dirs, |dir| {
         let file = present(dir, "fixture.json")

@@ -30,8 +30,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use cairn_continuity::vce::{VceDecision, VceValidator, codes as vce_codes};
-use cairn_lanes::rlc::{self, RlcDecision, RlcValidator, codes as rlc_codes};
+use cairn_interop::rlc::{self, RlcDecision, RlcValidator, codes as rlc_codes};
+use cairn_interop::vce::{VceDecision, VceValidator, codes as vce_codes};
 use serde_json::{Map, Value, json};
 
 /// Mutations per format.
@@ -253,7 +253,8 @@ fn vce_resign(envelope: &mut Value) {
     let Some(map) = envelope.as_object() else {
         return;
     };
-    let Ok(bytes) = cairn_core::canonical::sort_keys_utf8_v1_without(map, "envelope_digest") else {
+    let Ok(bytes) = cairn_interop::sort_keys::sort_keys_utf8_v1_without(map, "envelope_digest")
+    else {
         return;
     };
     let hex = cairn_core::Digest::of(&bytes).hex();
@@ -393,7 +394,7 @@ fn fails_closed(
 #[test]
 fn vce_decisions_keep_the_rules_of_appendix_a_under_mutation() {
     let validator = VceValidator::new().unwrap();
-    let dir = "continuity/tests/vce_cases/ref-published-examples-are-schema-valid";
+    let dir = "interop/tests/vce_cases/ref-published-examples-are-schema-valid";
     let envelope0 = case_file(&format!("{dir}/envelope.json"));
     let restore0 = case_file(&format!("{dir}/restore.json"));
     let decide = |envelope: &Value, restore: Option<&Value>| {
@@ -462,11 +463,10 @@ fn vce_decisions_keep_the_rules_of_appendix_a_under_mutation() {
 fn rlc_decisions_keep_the_rules_of_appendix_a_under_mutation() {
     let validator = RlcValidator::new().unwrap();
     let fixture = case_file(
-        "lanes/tests/rlc_cases/suite-03-accepted-fixture-passes-lane-restore/fixture.json",
+        "interop/tests/rlc_cases/suite-03-accepted-fixture-passes-lane-restore/fixture.json",
     );
-    let vce0 = case_file(
-        "continuity/tests/vce_cases/ref-published-examples-are-schema-valid/envelope.json",
-    );
+    let vce0 =
+        case_file("interop/tests/vce_cases/ref-published-examples-are-schema-valid/envelope.json");
     let decide = |extension: &Value, restore: Option<&Value>, vce: Option<&Value>| {
         let report = validator.check(extension, restore, vce);
         Seen {

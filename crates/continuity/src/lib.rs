@@ -10,10 +10,9 @@
 //! - [`decide`] is the rehydration decision of E-4. Its result, [`ContinuityDecision`], cannot
 //!   say "authorized": the best outcome is `reauthorization_required`.
 //! - [`summary_sha256`] binds a derived summary to an envelope.
-//! - [`vce`] decides VCE 0.1 envelopes with their restore results as the published reference
-//!   does (`RESUMABLE | REVIEW_REQUIRED | BLOCKED`), reporting every finding with a stable code.
 //!
-//! The crate is pure: no I/O and no clock; callers pass `now`.
+//! The crate is pure: no I/O and no clock; callers pass `now`. The published VCE 0.1 format is
+//! decided in `cairn-interop`.
 
 mod decision;
 mod envelope;
@@ -25,7 +24,6 @@ mod schema;
 mod state;
 mod summary;
 mod types;
-pub mod vce;
 
 pub use decision::{
     ContinuityDecision, ContinuityEventType, ContinuityReason, ContinuityStatus, decide,

@@ -9,12 +9,9 @@ pub mod digest;
 pub mod error;
 pub mod fast_jcs;
 pub mod ids;
-pub mod lookup;
 pub mod normalize;
-pub mod py_json;
 pub mod report;
 pub mod rfc3339;
-pub mod sort_keys;
 pub mod strict_json;
 pub mod time;
 

@@ -105,14 +105,17 @@ struct Reader {
     found: RefCell<Option<(StrictJsonIssue, String, String)>>,
 }
 
-/// One step of a JSON path: a member name or an array index.
-pub(crate) enum Segment {
+/// One step of a JSON path: a member name or an array index (the path an error names; the
+/// interop reader writes its paths the same way).
+pub enum Segment {
+    /// A member name.
     Key(String),
+    /// An array index.
     Index(usize),
 }
 
 /// The JSON path text of `segments`: `$`, `$.a[0]`, `$["b c"]`.
-pub(crate) fn path_text(segments: &[Segment]) -> String {
+pub fn path_text(segments: &[Segment]) -> String {
     let mut out = String::from("$");
     for segment in segments {
         match segment {
@@ -156,7 +159,7 @@ impl Reader {
 }
 
 /// A member name in a path: `.name` when it is a plain identifier, else `["…"]`.
-pub(crate) fn push_key(out: &mut String, key: &str) {
+pub fn push_key(out: &mut String, key: &str) {
     let mut chars = key.chars();
     let plain = chars
         .next()

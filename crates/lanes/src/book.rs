@@ -82,7 +82,7 @@ impl Handoff {
     #[must_use]
     pub fn signed_text(&self) -> String {
         let value = serde_json::to_value(self).unwrap_or(Value::Null);
-        let bytes = cairn_core::canonical::sort_keys_utf8_v1(&value).unwrap_or_default();
+        let bytes = cairn_interop::sort_keys::sort_keys_utf8_v1(&value).unwrap_or_default();
         let mut text = String::from_utf8(bytes).unwrap_or_default();
         text.push('\n');
         text

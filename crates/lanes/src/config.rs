@@ -351,7 +351,7 @@ impl Lane {
 pub fn lane_digest(spec: &LaneSpec) -> String {
     serde_json::to_value(spec)
         .ok()
-        .and_then(|value| crate::rlc::lane_digest(&value).ok())
+        .and_then(|value| cairn_interop::rlc::lane_digest(&value).ok())
         .unwrap_or_default()
 }
 

@@ -1,20 +1,19 @@
 //! Responsibility lanes (SPEC §7): restoring authority without silently changing its topology.
 //!
-//! - [`rlc`] validates RLC 0.1 extensions and their lane restore results as the published
-//!   reference does (`PASSED | REVIEW_REQUIRED | BLOCKED`), reporting every finding.
 //! - [`config`] reads a project's lane declarations (`cairn.lanes/v1`): lanes in RLC 0.1
 //!   field names, nesting, what each was validated against, and the tool capability
 //!   [`binding`] that maps a call to its effect refs ([`refs`]).
 //! - [`book`] is the lanes' run-time state, rebuilt from durable lane events, and the check
 //!   every tool call passes: scope, ownership, done condition, latest ruling, revalidation.
 //!
-//! The crate is pure: no I/O and no clock; callers pass documents and times in.
+//! The crate is pure: no I/O and no clock; callers pass documents and times in. The published
+//! RLC 0.1 format itself (validation as its reference decides, lane digests) is in
+//! `cairn-interop`; lanes here are digested the same way.
 
 pub mod binding;
 pub mod book;
 pub mod config;
 pub mod refs;
-pub mod rlc;
 
 pub use book::{
     HANDOFF_SCHEMA_VERSION, Handoff, LaneBook, LaneCall, LaneEvent, LaneEventError, LaneVerdict,

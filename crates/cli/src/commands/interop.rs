@@ -2,7 +2,7 @@
 //! decided as their reference implementations decide them, with every finding and its code.
 //! The JSON form is `{"decision", "findings": [{"code", "message"}]}`; the exit code says the
 //! decision (0 RESUMABLE / PASSED, 3 REVIEW_REQUIRED, 4 BLOCKED) or malformed input (2).
-//! Inputs are read as Python's `json.loads` reads them (`cairn_core::py_json`), so anything
+//! Inputs are read as Python's `json.loads` reads them (`cairn_interop::py_json`), so anything
 //! the reference decides is decided here too; only what is not JSON (or nests more than
 //! 1,000 levels) exits 2.
 //!
@@ -17,10 +17,10 @@ use std::fmt::Write as _;
 use std::io::{BufRead, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
-use cairn_continuity::vce::{VceDecision, VceValidator};
 use cairn_core::CodedFinding;
-use cairn_core::py_json::{self, PyJson};
-use cairn_lanes::rlc::{RlcDecision, RlcValidator};
+use cairn_interop::py_json::{self, PyJson};
+use cairn_interop::rlc::{RlcDecision, RlcValidator};
+use cairn_interop::vce::{VceDecision, VceValidator};
 use serde::Serialize;
 use serde_json::json;
 
