@@ -45,9 +45,10 @@ use cairn_core::{ErrorCode, Timestamp};
 use cairn_decisions::{Comparison, ContinuityHealth, DecisionState};
 use cairn_ledger::record::{BoundaryEvent, Label, TerminationReason};
 use cairn_runtime::Executor;
-use cairn_runtime::boundary::{SessionFacts, load_bound_envelope};
+use cairn_runtime::boundary::SessionFacts;
 use cairn_runtime::decision_files::DecisionFiles;
 use cairn_runtime::effects::Unresolved;
+use cairn_runtime::envelopes::load_bound_envelope;
 use cairn_runtime::keyring::Keyring;
 
 use crate::answer::Answer;

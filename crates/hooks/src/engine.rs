@@ -19,7 +19,7 @@ use crate::answer::Answer;
 use crate::config::HookConfig;
 use crate::error::HookError;
 use crate::gate::Fault;
-use crate::host::Host;
+use crate::host::{Host, run_base};
 use crate::input::{self, Event, HookInput};
 use crate::project::Project;
 use crate::session::{SessionFiles, SessionState};
@@ -210,40 +210,8 @@ fn run(input: &HookInput, project: &Project, env: &Environment) -> Result<Answer
     Ok(answer)
 }
 
-/// The longest run id base (the session id part is cut and suffixed with its digest).
-const MAX_BASE_LEN: usize = 96;
 /// How many closed runs a session may have before Cairn gives up looking for the next.
 const MAX_GENERATIONS: u32 = 10_000;
-
-/// The base run id of a session: `cc-<session>` / `codex-<session>`, with every character
-/// outside `[A-Za-z0-9._-]` replaced by `-`; when anything was replaced or cut, the first 12
-/// hex digits of the session id's SHA-256 are appended so that distinct sessions never share
-/// a run. The same id names the session's state file and decision snapshot.
-#[must_use]
-pub fn run_base(host: Host, session_id: &str) -> String {
-    let clean: String = session_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let mut base = format!("{}-{clean}", host.run_prefix());
-    if clean != session_id || base.len() > MAX_BASE_LEN {
-        base.truncate(MAX_BASE_LEN.saturating_sub(13));
-        base.push('-');
-        base.push_str(
-            cairn_core::Digest::of(session_id.as_bytes())
-                .hex()
-                .get(..12)
-                .unwrap_or("0"),
-        );
-    }
-    base
-}
 
 /// The run id of a session's `generation`-th run.
 fn run_name(base: &str, generation: u32) -> String {
@@ -512,24 +480,5 @@ impl<'a> Session<'a> {
     /// The current instant.
     pub(crate) fn now(&self) -> cairn_core::Timestamp {
         self.env.clock.now()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn run_ids_keep_clean_session_ids_and_digest_the_rest() {
-        assert_eq!(
-            run_base(Host::ClaudeCode, "0f8e-42"),
-            "cc-0f8e-42".to_owned()
-        );
-        let odd = run_base(Host::Codex, "a/b c");
-        assert!(odd.starts_with("codex-a-b-c-"), "{odd}");
-        assert_ne!(odd, run_base(Host::Codex, "a-b-c"));
-        let long = run_base(Host::ClaudeCode, &"x".repeat(500));
-        assert!(long.len() <= MAX_BASE_LEN, "{}", long.len());
-        assert!(RunId::new(&long).is_ok());
     }
 }

@@ -103,7 +103,7 @@ impl Binding {
 
     fn index_file(&self, host: crate::Host, session_id: &str) -> Option<PathBuf> {
         let dir = self.index.as_ref()?;
-        Some(dir.join(crate::engine::run_base(host, session_id)))
+        Some(dir.join(crate::host::run_base(host, session_id)))
     }
 }
 

@@ -26,7 +26,8 @@ use crate::decision::{
 };
 use crate::error::PolicyLoadError;
 use crate::limits;
-use crate::load::{self, LoadedPolicy, PolicySource};
+use crate::load::{self, LoadedPolicy};
+use crate::source::PolicySource;
 
 /// A declared tool, ready for requests.
 struct ToolEntry {

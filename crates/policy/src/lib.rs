@@ -29,6 +29,7 @@ mod error;
 mod gate;
 pub mod limits;
 mod load;
+mod source;
 
 pub use args::{ARGS_UNREADABLE_RULE, Arguments, UnreadableArguments};
 pub use catalog::{ArgType, ToolCatalog, ToolDecl, UNDECLARED_TOOL_ACTION};
@@ -38,4 +39,4 @@ pub use decision::{
 };
 pub use error::{Location, PolicyLoadError};
 pub use gate::PolicyGate;
-pub use load::PolicySource;
+pub use source::PolicySource;

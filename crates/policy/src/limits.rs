@@ -24,7 +24,7 @@
 //! binary runs on threads of [`STACK_BYTES`], where the deepest policy decides in full.
 
 use crate::error::{Location, PolicyLoadError};
-use crate::load::PolicySource;
+use crate::source::PolicySource;
 
 /// How deep brackets may nest in one policy.
 pub const MAX_NESTING: usize = 32;

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::catalog::{ToolCatalog, UNDECLARED_TOOL_ACTION};
 use crate::decision::{Effect, PolicyInfo, PolicyWarning};
 use crate::error::{Location, Locator, PolicyLoadError, excerpt};
+use crate::source::PolicySource;
 
 /// The name of the document the policy-set version is a digest of; bump it if the preimage's
 /// shape ever changes.
@@ -25,26 +26,6 @@ const VERSION_FORMAT: &str = "cairn.policy-set/v1";
 
 /// The longest policy id accepted, in bytes (ids are written into records as labels).
 const MAX_ID_LEN: usize = 256;
-
-/// One policy file's text, as the caller read it. Policies of a set may come from many files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PolicySource {
-    /// The file path, shown in error messages and in [`PolicyInfo::at`].
-    pub name: String,
-    /// The Cedar policy text.
-    pub text: String,
-}
-
-impl PolicySource {
-    /// A source named `name` with `text`.
-    #[must_use]
-    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            text: text.into(),
-        }
-    }
-}
 
 /// A policy that parsed and carries a valid, unique id.
 pub(crate) struct LoadedPolicy {

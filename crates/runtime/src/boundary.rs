@@ -18,12 +18,14 @@ use cairn_continuity::{
     ContinuityStatus, EnvelopeSchemaVersion, EventRef, ReauthorizationRequired, SideEffectStatus,
     SourceEventRange, ValidatedEnvelope, summary_sha256,
 };
-use cairn_core::canonical::jcs_value;
+
 use cairn_core::{Digest, Timestamp};
-use cairn_ledger::record::{BoundaryEvent, EventRange, Label};
+use cairn_ledger::record::{BoundaryEvent, EventRange};
 use cairn_ledger::store::EnvelopeItem;
 
-use crate::error::RuntimeError;
+use crate::effects::reconciled_outcome;
+use crate::envelopes::{canonical_body, invalid, load_bound_envelope};
+use crate::error::{RuntimeError, label};
 use crate::executor::Executor;
 use crate::recorder::Receipt;
 
@@ -95,38 +97,10 @@ const PRESERVED: [&str; 9] = [
     "budget",
 ];
 
-fn label(text: &str) -> Result<Label, RuntimeError> {
-    Ok(Label::new(text)?)
-}
-
-/// Every finding of a refused envelope or state, as one invalid-input error.
-fn invalid(field: &'static str, findings: &[cairn_continuity::Finding]) -> RuntimeError {
-    RuntimeError::InvalidInput {
-        field,
-        reason: findings
-            .iter()
-            .map(|f| format!("{}: {}", f.path, f.message))
-            .collect::<Vec<_>>()
-            .join("; "),
-    }
-}
-
 /// The policy-set version an envelope and a current state record.
 fn policy_version(gate: &dyn crate::executor::Gate) -> String {
     gate.policy_set_version()
         .map_or_else(|| "unversioned".to_owned(), |d| d.to_string())
-}
-
-/// The envelope's stored text (its RFC 8785 form) and that text's digest, which the
-/// boundary record saved with it carries.
-fn canonical_body(envelope: &ValidatedEnvelope) -> Result<(String, Digest), RuntimeError> {
-    let bytes = jcs_value(&envelope.to_json())?;
-    let digest = Digest::of(&bytes);
-    let body = String::from_utf8(bytes).map_err(|e| RuntimeError::InvalidInput {
-        field: "envelope",
-        reason: e.to_string(),
-    })?;
-    Ok((body, digest))
 }
 
 impl Executor {
@@ -278,9 +252,10 @@ impl Executor {
             .map(str::to_owned);
         let (key, side_effect) = match self.unresolved().iter().next() {
             Some((key, _)) => (Some(key.to_owned()), "side_effect_unknown".to_owned()),
-            None => match enveloped_key.as_deref().and_then(|k| {
-                crate::effects::reconciled_outcome(&rows, k).map(|o| (k.to_owned(), o))
-            }) {
+            None => match enveloped_key
+                .as_deref()
+                .and_then(|k| reconciled_outcome(&rows, k).map(|o| (k.to_owned(), o)))
+            {
                 Some((key, outcome)) => (Some(key), outcome),
                 None => (None, "not_executed".to_owned()),
             },
@@ -329,88 +304,4 @@ impl Executor {
         }
         Ok(decision)
     }
-}
-
-/// The run's latest envelope with its JSON when it still matches the digest its boundary
-/// record holds (`None` for the JSON when it does not: it must not be trusted).
-///
-/// # Errors
-/// Store failures.
-pub fn load_bound_envelope(
-    store: &dyn cairn_ledger::Store,
-    tenant: &cairn_core::TenantId,
-    run: &cairn_core::RunId,
-) -> Result<
-    Option<(
-        cairn_ledger::store::StoredEnvelope,
-        Option<serde_json::Value>,
-    )>,
-    RuntimeError,
-> {
-    let Some(saved) = store.latest_envelope(tenant, run)? else {
-        return Ok(None);
-    };
-    let bound = store
-        .record(tenant, run, saved.step_index)?
-        .and_then(Result::ok)
-        .and_then(|r| r.boundary)
-        .and_then(|b| b.envelope_digest);
-    let value = (bound == Some(Digest::of(saved.body.as_bytes())))
-        .then(|| serde_json::from_str(&saved.body).ok())
-        .flatten();
-    Ok(Some((saved, value)))
-}
-
-/// Records a reconciliation (E-5). When the run's latest envelope was saved with `key`
-/// unresolved, a superseding envelope — the observed outcome, a new checkpoint — is saved with
-/// the reconciliation record and linked to the one it replaces, so that rehydration loads it;
-/// a stale envelope compared with the reconciled state would fail with
-/// `side_effect_status_changed`.
-///
-/// # Errors
-/// Store failures; an envelope that cannot be rebuilt valid.
-pub fn record_reconciliation(
-    recorder: &mut crate::Recorder,
-    key: &str,
-    outcome: crate::effects::ObservedOutcome,
-    evidence: &str,
-) -> Result<Receipt, RuntimeError> {
-    let mut event = crate::effects::reconciliation_event(key, outcome, evidence)?;
-    let tenant = recorder.tenant_id().clone();
-    let run = recorder.run_id().clone();
-    let latest = load_bound_envelope(recorder.store(), &tenant, &run)?;
-    let Some((saved, Some(mut value))) = latest else {
-        return recorder.record_boundary(event, None);
-    };
-    if value.get("idempotency_key").and_then(|k| k.as_str()) != Some(key) {
-        return recorder.record_boundary(event, None);
-    }
-    let step = recorder.next_step();
-    let envelope_id = format!("ce-{run}-{step}");
-    if let Some(object) = value.as_object_mut() {
-        object.insert("envelope_id".to_owned(), serde_json::json!(envelope_id));
-        object.insert(
-            "side_effect_status".to_owned(),
-            serde_json::json!(outcome.as_str()),
-        );
-        object.insert(
-            "checkpoint_ref".to_owned(),
-            serde_json::json!(format!("checkpoint:{run}:{step}")),
-        );
-    }
-    let validated =
-        cairn_continuity::validate_envelope(&value).map_err(|f| invalid("envelope", &f))?;
-    let (body, digest) = canonical_body(&validated)?;
-    event.envelope_id = Some(label(&envelope_id)?);
-    event.envelope_digest = Some(digest);
-    event.supersedes_envelope_id = Some(label(&saved.envelope_id)?);
-    recorder.record_boundary_with_envelope(
-        event,
-        None,
-        EnvelopeItem {
-            envelope_id: &envelope_id,
-            supersedes: Some(&saved.envelope_id),
-            body: &body,
-        },
-    )
 }

@@ -22,41 +22,6 @@ pub const RECONCILIATION: &str = "reconciliation";
 /// The rule id a refusal names while a capability is blocked on reconciliation.
 pub const RECONCILIATION_RULE: &str = "cairn.reconciliation-required";
 
-/// What a reconciliation observed in the external system.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObservedOutcome {
-    /// The effect happened (the ticket exists).
-    Applied,
-    /// The effect did not happen (nothing was created).
-    NotExecuted,
-}
-
-impl ObservedOutcome {
-    /// The side-effect status it resolves to.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Applied => "applied",
-            Self::NotExecuted => "not_executed",
-        }
-    }
-}
-
-impl std::str::FromStr for ObservedOutcome {
-    type Err = RuntimeError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "applied" | "side_effect_committed" => Ok(Self::Applied),
-            "not_executed" | "not_started" => Ok(Self::NotExecuted),
-            other => Err(RuntimeError::InvalidInput {
-                field: "outcome",
-                reason: format!("expected `applied` or `not_executed`, got `{other}`"),
-            }),
-        }
-    }
-}
-
 /// The idempotency key of the call recorded at `step` of `run`.
 #[must_use]
 pub fn idempotency_key(run: &str, step: u64) -> String {
@@ -161,64 +126,4 @@ pub fn unknown_event(key: &str) -> Result<BoundaryEvent, RuntimeError> {
     event.idempotency_key = Some(Label::new(key)?);
     event.side_effect_status = Some(Label::new(SIDE_EFFECT_UNKNOWN)?);
     Ok(event)
-}
-
-/// The boundary event recording a reconciliation of `key`.
-///
-/// # Errors
-/// When the key or the evidence reference is not a valid label.
-pub fn reconciliation_event(
-    key: &str,
-    outcome: ObservedOutcome,
-    evidence: &str,
-) -> Result<BoundaryEvent, RuntimeError> {
-    let mut event = BoundaryEvent::new(Label::new(RECONCILIATION)?);
-    event.idempotency_key = Some(Label::new(key)?);
-    event.side_effect_status = Some(Label::new(outcome.as_str())?);
-    event.evidence_ref = Some(Label::new(evidence)?);
-    Ok(event)
-}
-
-/// Reconciles an unknown side effect of a stored run from outside the agent process (the
-/// `cairn reconcile` command): resumes the run's writer, checks that `key` is unresolved, and
-/// records the observed outcome with its evidence.
-///
-/// # Errors
-/// [`RuntimeError::InvalidInput`] when `key` is not unresolved in that run; store failures.
-pub fn reconcile_run(
-    store: std::sync::Arc<dyn cairn_ledger::Store>,
-    clock: std::sync::Arc<dyn cairn_core::Clock>,
-    tenant: &cairn_core::TenantId,
-    run: &cairn_core::RunId,
-    key: &str,
-    outcome: ObservedOutcome,
-    evidence: &str,
-) -> Result<crate::Receipt, RuntimeError> {
-    let rows = store.rows(tenant, run)?;
-    let unresolved = Unresolved::from_rows(&rows);
-    if !unresolved.contains(key) {
-        let open: Vec<&str> = unresolved.iter().map(|(k, _)| k).collect();
-        return Err(RuntimeError::InvalidInput {
-            field: "key",
-            reason: if open.is_empty() {
-                format!("run `{run}` has no unresolved side effect (`{key}` is not one)")
-            } else {
-                format!(
-                    "`{key}` is not unresolved in run `{run}`; unresolved: {}",
-                    open.join(", ")
-                )
-            },
-        });
-    }
-    let mut recorder = crate::Recorder::resume(
-        store,
-        clock,
-        tenant,
-        run,
-        crate::RecorderOptions {
-            durability: crate::Durability::Sync,
-            content_retention: None,
-        },
-    )?;
-    crate::boundary::record_reconciliation(&mut recorder, key, outcome, evidence)
 }

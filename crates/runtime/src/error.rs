@@ -65,3 +65,8 @@ impl ErrorCode for RuntimeError {
         }
     }
 }
+
+/// `text` as a record label, failing as a [`RuntimeError`].
+pub(crate) fn label(text: &str) -> Result<cairn_ledger::record::Label, RuntimeError> {
+    Ok(cairn_ledger::record::Label::new(text)?)
+}

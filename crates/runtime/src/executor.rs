@@ -14,9 +14,7 @@ use cairn_ledger::record::{Admission, Decision, Label, TerminationReason};
 pub use cairn_policy::{Arguments, GateRequest, UnreadableArguments};
 use serde_json::{Value, json};
 
-use crate::effects::{
-    ObservedOutcome, RECONCILIATION_RULE, Unresolved, idempotency_key, unknown_event,
-};
+use crate::effects::{RECONCILIATION_RULE, Unresolved, idempotency_key, unknown_event};
 use crate::error::RuntimeError;
 use crate::recorder::{ClosedRun, Receipt, Recorder, ToolCall};
 
@@ -123,7 +121,7 @@ pub struct Executor {
     recorder: Recorder,
     gate: Arc<dyn Gate>,
     principal: String,
-    unresolved: Unresolved,
+    pub(crate) unresolved: Unresolved,
     /// The project's lanes, when it declares any (see `crate::lanes`).
     pub(crate) lanes: Option<cairn_lanes::LaneBook>,
     /// The repository head, policy version and environment the host reports now.
@@ -454,30 +452,6 @@ impl Executor {
         };
         self.recorder.observe(&observation)?;
         Ok(outcome)
-    }
-
-    /// Records the reconciliation of an unknown side effect — the outcome observed in the
-    /// external system and the evidence (for example its lookup by idempotency key) — and
-    /// unblocks the capability.
-    ///
-    /// # Errors
-    /// [`RuntimeError::InvalidInput`] when `key` is not an unresolved side effect of this run.
-    pub fn reconcile(
-        &mut self,
-        key: &str,
-        outcome: ObservedOutcome,
-        evidence: &str,
-    ) -> Result<Receipt, RuntimeError> {
-        if !self.unresolved.contains(key) {
-            return Err(RuntimeError::InvalidInput {
-                field: "key",
-                reason: format!("`{key}` is not an unresolved side effect of this run"),
-            });
-        }
-        let receipt =
-            crate::boundary::record_reconciliation(&mut self.recorder, key, outcome, evidence)?;
-        self.unresolved.resolve(key);
-        Ok(receipt)
     }
 
     /// Records what the model is shown that is not a tool result (a user message).

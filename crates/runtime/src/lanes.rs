@@ -14,7 +14,7 @@ use cairn_ledger::keys::{SigningKey, TrustedKeys};
 use cairn_ledger::record::{BoundaryEvent, Label};
 use serde_json::Value;
 
-use crate::error::RuntimeError;
+use crate::error::{RuntimeError, label};
 use crate::executor::Executor;
 use crate::recorder::{Receipt, ToolCall};
 
@@ -25,10 +25,6 @@ pub(crate) struct LaneDenial {
     pub rule: &'static str,
     /// What is wrong, shown to the model.
     pub message: String,
-}
-
-fn label(text: &str) -> Result<Label, RuntimeError> {
-    Ok(Label::new(text)?)
 }
 
 impl Executor {

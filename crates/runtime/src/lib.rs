@@ -5,6 +5,7 @@
 pub mod boundary;
 pub mod decision_files;
 pub mod effects;
+pub mod envelopes;
 pub mod error;
 pub mod executor;
 pub mod files;
@@ -13,6 +14,7 @@ pub mod lanes;
 pub mod layout;
 pub mod project;
 pub mod protect;
+pub mod reconcile;
 pub mod recorder;
 
 pub use error::RuntimeError;

@@ -292,7 +292,7 @@ fn an_unknown_side_effect_blocks_rehydration_until_reconciled_and_a_stale_envelo
     executor
         .reconcile(
             "run-u:0",
-            cairn_runtime::effects::ObservedOutcome::NotExecuted,
+            cairn_runtime::reconcile::ObservedOutcome::NotExecuted,
             "lookup:none",
         )
         .unwrap();

@@ -16,7 +16,8 @@ use std::sync::Arc;
 
 use cairn_ledger::Store;
 use cairn_ledger::record::{Decision, ToolRef};
-use cairn_runtime::effects::{ObservedOutcome, RECONCILIATION_RULE, reconcile_run};
+use cairn_runtime::effects::RECONCILIATION_RULE;
+use cairn_runtime::reconcile::{ObservedOutcome, reconcile_run};
 use cairn_runtime::{
     Admitted, CallError, Durability, EffectOutcome, Executor, Gate, GateRequest, GateVerdict,
     Recorder, RecorderOptions, ToolCall,

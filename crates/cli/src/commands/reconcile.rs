@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use cairn_core::{Clock, SystemClock};
-use cairn_runtime::effects::{ObservedOutcome, reconcile_run};
+use cairn_runtime::reconcile::{ObservedOutcome, reconcile_run};
 
 use crate::args::ReconcileArgs;
 use crate::context::{Context, resolve_run};

@@ -16,7 +16,8 @@ use cairn_continuity::{AuthorizationMode, ContinuityDecision};
 use cairn_core::Clock;
 use cairn_ledger::record::{Label, ToolRef};
 use cairn_runtime::boundary::SessionFacts;
-use cairn_runtime::effects::{ObservedOutcome, idempotency_key};
+use cairn_runtime::effects::idempotency_key;
+use cairn_runtime::reconcile::ObservedOutcome;
 use cairn_runtime::{Admitted, CallError, Executor, ToolCall};
 use serde_json::{Value, json};
 
