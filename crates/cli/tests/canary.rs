@@ -16,7 +16,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use cairn_core::{Clock, SystemClock};
-use cairn_ledger::record::{Admission, Decision, Label, TerminationReason, ToolRef};
+use cairn_ledger::record::{Admission, AllowDeny, Label, TerminationReason, ToolRef};
 use cairn_runtime::keyring::Keyring;
 use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
@@ -106,7 +106,7 @@ fn a_canary_argument_never_reaches_structural_tables_exports_or_logs() {
             .observe(&serde_json::json!({"user": format!("my password is {CANARY}")}))
             .unwrap();
         let args = serde_json::json!({"password": CANARY}).to_string();
-        for decision in [Decision::Allow, Decision::Deny] {
+        for decision in [AllowDeny::Allow, AllowDeny::Deny] {
             recorder
                 .record_step(
                     &ToolCall {

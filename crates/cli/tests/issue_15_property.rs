@@ -207,7 +207,7 @@ fn last_record(session: &str) -> (bool, Digest) {
         .unwrap();
     let record = rows.last().unwrap().as_ref().unwrap();
     (
-        record.admission.as_ref().unwrap().decision == cairn_ledger::record::Decision::Allow,
+        record.admission.as_ref().unwrap().decision == cairn_ledger::record::AllowDeny::Allow,
         record.args.as_ref().unwrap().digest,
     )
 }

@@ -13,7 +13,7 @@
 use std::process::Command;
 use std::sync::Arc;
 
-use cairn_ledger::record::{Admission, Decision, Label, ToolRef};
+use cairn_ledger::record::{Admission, AllowDeny, Label, ToolRef};
 use cairn_runtime::{
     Admitted, CallError, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder,
     RecorderOptions, ToolCall,
@@ -26,7 +26,7 @@ impl Gate for AllowAll {
     fn decide(&self, _: &GateRequest<'_>) -> GateVerdict {
         GateVerdict {
             admission: Admission {
-                decision: Decision::Allow,
+                decision: AllowDeny::Allow,
                 policy_set_version: cairn_core::Digest::of(b"p"),
                 rule_ids: vec![Label::new("allow").unwrap()],
             },

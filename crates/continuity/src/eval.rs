@@ -227,16 +227,16 @@ pub struct Reason {
     pub detail: String,
 }
 
-/// A safety decision: the strictest level any reason asks for, and the reasons.
+/// A safety assessment: the strictest level any reason asks for, and the reasons.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct SafetyDecision {
+pub struct SafetyAssessment {
     /// The strictest level of the reasons (`allow` when there are none).
     pub decision: Strictness,
     /// Every reason, in the order the rules found them; one per code.
     pub reasons: Vec<Reason>,
 }
 
-impl SafetyDecision {
+impl SafetyAssessment {
     fn add(&mut self, strictness: Strictness, code: &'static str, detail: impl Into<String>) {
         if self.reasons.iter().any(|r| r.code == code) {
             return;
@@ -1443,7 +1443,7 @@ fn assess(
     current: &ContinuityState,
     next: &NextAction,
     now: Timestamp,
-    d: &mut SafetyDecision,
+    d: &mut SafetyAssessment,
 ) {
     use Strictness::{AskHuman, Block, Reauthorize};
     // (5) Tenant and principal do not change.
@@ -1617,8 +1617,8 @@ pub fn decide_full(
     current: &ContinuityState,
     next: &NextAction,
     now: Timestamp,
-) -> SafetyDecision {
-    let mut decision = SafetyDecision::default();
+) -> SafetyAssessment {
+    let mut decision = SafetyAssessment::default();
     assess(&View::fold(history), current, next, now, &mut decision);
     decision
 }
@@ -1660,8 +1660,8 @@ pub fn decide_compacted(
     current: &ContinuityState,
     next: &NextAction,
     now: Timestamp,
-) -> SafetyDecision {
-    let mut decision = SafetyDecision::default();
+) -> SafetyAssessment {
+    let mut decision = SafetyAssessment::default();
     let continuity = decide(envelope, current, summary, now);
     let reason = continuity.reason();
     let detail = match continuity.status() {
@@ -1694,14 +1694,14 @@ pub fn decide_compacted(
 /// Whether the compacted path held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum Fidelity {
     /// The compacted decision is the same as, or stricter than, the full one.
     Pass,
     /// The compacted decision is less strict: the compaction lost something that matters.
     Lossy,
 }
 
-impl Verdict {
+impl Fidelity {
     /// The `snake_case` name.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -1722,11 +1722,11 @@ pub struct Evaluation {
     /// What it expected.
     pub expect: Expectation,
     /// The decision on the full history.
-    pub full: SafetyDecision,
+    pub full: SafetyAssessment,
     /// The decision on the compacted path.
-    pub compacted: SafetyDecision,
+    pub compacted: SafetyAssessment,
     /// `pass` when compacted ≥ full, `lossy` otherwise.
-    pub verdict: Verdict,
+    pub verdict: Fidelity,
     /// Whether the case held: a `pass` case passed, a `caught` case was flagged, and any
     /// pinned decision matched.
     pub holds: bool,
@@ -1749,17 +1749,17 @@ pub fn evaluate(scenario: &Scenario) -> Evaluation {
         scenario.now,
     );
     let verdict = if compacted.decision >= full.decision {
-        Verdict::Pass
+        Fidelity::Pass
     } else {
-        Verdict::Lossy
+        Fidelity::Lossy
     };
     let mut problems = Vec::new();
     match (scenario.expect, verdict) {
-        (Expectation::Pass, Verdict::Lossy) => problems.push(format!(
+        (Expectation::Pass, Fidelity::Lossy) => problems.push(format!(
             "the compacted path ({}) is less strict than the full history ({})",
             compacted.decision, full.decision
         )),
-        (Expectation::Caught, Verdict::Pass) => problems.push(format!(
+        (Expectation::Caught, Fidelity::Pass) => problems.push(format!(
             "the deliberately lossy compaction went undetected (full {}, compacted {})",
             full.decision, compacted.decision
         )),

@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use cairn_continuity::eval::{
-    EvalSummary, Expectation, Property, Scenario, ScenarioErrorCode, Strictness, Verdict, evaluate,
+    EvalSummary, Expectation, Fidelity, Property, Scenario, ScenarioErrorCode, Strictness, evaluate,
 };
 
 fn corpus_dir() -> PathBuf {
@@ -86,7 +86,7 @@ fn lossy_variant_is_flagged(property: Property) {
     assert!(!caught.is_empty(), "{property}: no lossy case");
     for scenario in caught {
         let row = evaluate(&scenario);
-        assert_eq!(row.verdict, Verdict::Lossy, "{}", scenario.name);
+        assert_eq!(row.verdict, Fidelity::Lossy, "{}", scenario.name);
         assert!(row.compacted.decision < row.full.decision);
         assert!(row.holds, "{}: {:?}", scenario.name, row.problems);
 
@@ -97,7 +97,7 @@ fn lossy_variant_is_flagged(property: Property) {
         let row = evaluate(&lossless);
         assert_eq!(
             row.verdict,
-            Verdict::Pass,
+            Fidelity::Pass,
             "{} without its lossy edits: full {}, compacted {}",
             scenario.name,
             row.full.decision,
@@ -108,7 +108,7 @@ fn lossy_variant_is_flagged(property: Property) {
         let mut wrongly_expected = scenario.clone();
         wrongly_expected.expect = Expectation::Pass;
         let row = evaluate(&wrongly_expected);
-        assert!(!row.holds && row.verdict == Verdict::Lossy);
+        assert!(!row.holds && row.verdict == Fidelity::Lossy);
     }
 }
 
@@ -162,7 +162,7 @@ fn an_undetected_lossy_case_does_not_hold() {
     claimed.expect = Expectation::Caught;
     claimed.expect_compacted = None;
     let row = evaluate(&claimed);
-    assert_eq!(row.verdict, Verdict::Pass);
+    assert_eq!(row.verdict, Fidelity::Pass);
     assert!(!row.holds);
     assert!(row.problems[0].contains("undetected"));
 }

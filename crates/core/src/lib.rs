@@ -4,6 +4,7 @@
 //! those in. Everything here is deterministic so that every crate above can rely on the same
 //! bytes producing the same digest on every machine.
 
+pub mod allow_deny;
 pub mod canonical;
 pub mod digest;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod rfc3339;
 pub mod strict_json;
 pub mod time;
 
+pub use allow_deny::AllowDeny;
 pub use canonical::Canonicalization;
 pub use digest::{Digest, HmacKey, KeyedDigest};
 pub use error::{Code, CoreError, ErrorClass, ErrorCode};

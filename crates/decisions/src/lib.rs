@@ -15,7 +15,7 @@
 //!   raw value is normalised and digested.
 //! - [`book`]: the [`DecisionBook`] — `set`, `approve_change`, `snapshot`, `observations`.
 //! - [`snapshot`], [`observation`], [`compare`](mod@compare), [`status`]: the documents and
-//!   the comparison; [`state`]: states, actions, reasons, verdicts.
+//!   the comparison; [`state`]: states, actions, reasons, outcomes.
 //!
 //! # Architecture invariants
 //!
@@ -44,7 +44,7 @@ pub use kind::{CustomKind, DecisionKind};
 pub use observation::{Observation, Seen, parse_observations};
 pub use refs::MAX_REF_LEN;
 pub use snapshot::{MAX_DECISIONS, MIN_DECISIONS, SNAPSHOT_SCHEMA_VERSION, Snapshot};
-pub use state::{ContinuityHealth, DecisionState, Reason, SafeAction, Verdict};
+pub use state::{CheckOutcome, ContinuityHealth, DecisionState, Reason, SafeAction};
 pub use status::{ActivityHealth, STATUS_SCHEMA_VERSION, Status};
 
 /// The largest document (snapshot, book, observation list) this crate parses, in bytes.

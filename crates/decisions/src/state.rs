@@ -1,6 +1,6 @@
 //! The vocabulary of a comparison: the five per-decision states (D-2), the continuity health
 //! that adds `continuity_evidence_missing` (D-4), the safe default action each implies, the
-//! reason codes, and the pass/review/blocked verdict the CLI maps to exit codes (§9.1).
+//! reason codes, and the pass/review/blocked outcome the CLI maps to exit codes (§9.1).
 //!
 //! Precedence (D-2): the defect that changes what the agent may do wins —
 //! `conflicting` > `dropped` > `unverified` > `approved_change` > `preserved`.
@@ -155,17 +155,17 @@ impl ContinuityHealth {
         )
     }
 
-    /// The verdict the CLI maps to an exit code (SPEC §9.1): [`Verdict::Pass`] → `0`,
-    /// [`Verdict::ReviewRequired`] → `3`, [`Verdict::Blocked`] → `4`.
+    /// The outcome the CLI maps to an exit code (SPEC §9.1): [`CheckOutcome::Pass`] → `0`,
+    /// [`CheckOutcome::ReviewRequired`] → `3`, [`CheckOutcome::Blocked`] → `4`.
     ///
     /// `unverified` and `continuity_evidence_missing` are uncertainty (re-observe);
     /// `dropped` and `conflicting` are found defects that stop consequential work.
     #[must_use]
-    pub const fn verdict(self) -> Verdict {
+    pub const fn outcome(self) -> CheckOutcome {
         match self {
-            Self::Preserved | Self::ApprovedChange => Verdict::Pass,
-            Self::Unverified | Self::ContinuityEvidenceMissing => Verdict::ReviewRequired,
-            Self::Dropped | Self::Conflicting => Verdict::Blocked,
+            Self::Preserved | Self::ApprovedChange => CheckOutcome::Pass,
+            Self::Unverified | Self::ContinuityEvidenceMissing => CheckOutcome::ReviewRequired,
+            Self::Dropped | Self::Conflicting => CheckOutcome::Blocked,
         }
     }
 }
@@ -209,7 +209,7 @@ impl SafeAction {
 /// Pass, review or blocked: what the CLI turns into an exit code (§9.1: 0, 3, 4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum CheckOutcome {
     /// Continuity validated (exit 0).
     Pass,
     /// Uncertain: re-observe before consequential work (exit 3, like `unverified`).

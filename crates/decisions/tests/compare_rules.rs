@@ -14,7 +14,7 @@
 mod common;
 
 use cairn_decisions::{
-    ContinuityHealth, DecisionKind, DecisionState, Observation, Reason, SafeAction, Verdict,
+    CheckOutcome, ContinuityHealth, DecisionKind, DecisionState, Observation, Reason, SafeAction,
     compare,
 };
 use common::*;
@@ -171,7 +171,7 @@ fn a_fresh_absent_observation_is_dropped() {
     assert_eq!(c.reason(), Reason::AbsentAfterBoundary);
     assert_eq!(c.action(), SafeAction::PauseConsequential);
     assert!(c.restricts_consequential());
-    assert_eq!(c.state().verdict(), Verdict::Blocked);
+    assert_eq!(c.state().outcome(), CheckOutcome::Blocked);
 }
 
 #[test]
@@ -201,7 +201,7 @@ fn a_change_with_an_approval_linking_old_and_new_revision_is_approved() {
     let d = c.decision(&acceptance_test()).unwrap();
     assert_eq!(d.reason(), Reason::ApprovedLink);
     assert_eq!(d.approval_refs(), ["review:PR-1"]);
-    assert_eq!(c.state().verdict(), Verdict::Pass);
+    assert_eq!(c.state().outcome(), CheckOutcome::Pass);
 }
 
 #[test]
@@ -419,7 +419,7 @@ fn without_a_pre_boundary_snapshot_continuity_evidence_is_missing() {
     assert!(c.restricts_consequential());
     assert!(c.decisions().is_empty());
     assert_eq!(c.unmatched_observations().len(), 3);
-    assert_eq!(c.state().verdict(), Verdict::ReviewRequired);
+    assert_eq!(c.state().outcome(), CheckOutcome::ReviewRequired);
 
     // A snapshot taken after the boundary is no pre-boundary snapshot.
     let late = book3().snapshot(t(10)).unwrap();
@@ -449,43 +449,43 @@ fn each_state_has_its_action_restriction_and_verdict() {
             ContinuityHealth::Preserved,
             SafeAction::Continue,
             false,
-            Verdict::Pass,
+            CheckOutcome::Pass,
         ),
         (
             ContinuityHealth::ApprovedChange,
             SafeAction::ContinueWithNewRevision,
             false,
-            Verdict::Pass,
+            CheckOutcome::Pass,
         ),
         (
             ContinuityHealth::Unverified,
             SafeAction::ReObserve,
             false,
-            Verdict::ReviewRequired,
+            CheckOutcome::ReviewRequired,
         ),
         (
             ContinuityHealth::ContinuityEvidenceMissing,
             SafeAction::ReObserve,
             true,
-            Verdict::ReviewRequired,
+            CheckOutcome::ReviewRequired,
         ),
         (
             ContinuityHealth::Dropped,
             SafeAction::PauseConsequential,
             true,
-            Verdict::Blocked,
+            CheckOutcome::Blocked,
         ),
         (
             ContinuityHealth::Conflicting,
             SafeAction::StopAndAsk,
             true,
-            Verdict::Blocked,
+            CheckOutcome::Blocked,
         ),
     ];
     for (state, action, restricts, verdict) in table {
         assert_eq!(state.action(), action, "{state:?}");
         assert_eq!(state.restricts_consequential(), restricts, "{state:?}");
-        assert_eq!(state.verdict(), verdict, "{state:?}");
+        assert_eq!(state.outcome(), verdict, "{state:?}");
     }
 }
 

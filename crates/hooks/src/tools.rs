@@ -339,7 +339,7 @@ fn latest_admitted(rows: &[cairn_ledger::store::StoredRow], tool: &str) -> Optio
                 && record
                     .admission
                     .as_ref()
-                    .is_some_and(|a| a.decision == cairn_ledger::record::Decision::Allow)
+                    .is_some_and(|a| a.decision == cairn_ledger::record::AllowDeny::Allow)
         })
         .map(|record| record.step_index)
 }

@@ -28,7 +28,7 @@ use cairn_ledger::checkpoint::{Checkpoint, sign};
 use cairn_ledger::keys::{SigningKey, TrustedKeys};
 use cairn_ledger::merkle::{RootBuilder, leaf_hash};
 use cairn_ledger::record::{
-    Admission, ArgsRef, Decision, DraftEvent, IntentRecord, Label, RecordDraft, Termination,
+    Admission, AllowDeny, ArgsRef, DraftEvent, IntentRecord, Label, RecordDraft, Termination,
     TerminationReason, ToolRef,
 };
 use cairn_ledger::store::StoredRow;
@@ -122,9 +122,9 @@ fn step_event(i: usize) -> DraftEvent {
         },
         admission: Admission {
             decision: if i.is_multiple_of(17) {
-                Decision::Deny
+                AllowDeny::Deny
             } else {
-                Decision::Allow
+                AllowDeny::Allow
             },
             policy_set_version: Digest::of(b"policy-set v12"),
             rule_ids,

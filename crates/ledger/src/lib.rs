@@ -15,7 +15,7 @@ pub mod store;
 pub mod verify;
 
 pub use record::{
-    Admission, ArgsRef, BoundaryEvent, Decision, DraftEvent, IntentRecord, Label, RecordDraft,
+    Admission, AllowDeny, ArgsRef, BoundaryEvent, DraftEvent, IntentRecord, Label, RecordDraft,
     RecordKind, Termination, TerminationReason, ToolRef,
 };
 pub use store::{Store, StoreError};

@@ -131,26 +131,7 @@ pub struct ArgsRef {
     pub size: u64,
 }
 
-/// The gate's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// The call was admitted and may execute.
-    Allow,
-    /// The call was refused; it is recorded and never executed.
-    Deny,
-}
-
-impl Decision {
-    /// `allow` or `deny`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Allow => "allow",
-            Self::Deny => "deny",
-        }
-    }
-}
+pub use cairn_core::AllowDeny;
 
 /// Which rules admitted or denied a call, under which policy-set version.
 ///
@@ -159,7 +140,7 @@ impl Decision {
 #[serde(deny_unknown_fields)]
 pub struct Admission {
     /// The verdict.
-    pub decision: Decision,
+    pub decision: AllowDeny,
     /// The digest of the canonical policy text in force.
     pub policy_set_version: Digest,
     /// The determining rule ids.
@@ -734,7 +715,7 @@ mod tests {
                     size: 2,
                 },
                 admission: Admission {
-                    decision: Decision::Allow,
+                    decision: AllowDeny::Allow,
                     policy_set_version: Digest::of(b"policy"),
                     rule_ids: vec![Label::new("support.write").unwrap()],
                 },

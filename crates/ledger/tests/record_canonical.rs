@@ -7,7 +7,7 @@
 use cairn_core::canonical::jcs;
 use cairn_core::{Digest, Timestamp};
 use cairn_ledger::record::{
-    Admission, ArgsRef, BoundaryEvent, Decision, DraftEvent, EventRange, IntentRecord, Label,
+    Admission, AllowDeny, ArgsRef, BoundaryEvent, DraftEvent, EventRange, IntentRecord, Label,
     RecordDraft, Termination, TerminationReason, ToolRef,
 };
 use proptest::prelude::*;
@@ -45,9 +45,9 @@ fn event() -> impl Strategy<Value = DraftEvent> {
                 },
                 admission: Admission {
                     decision: if allow {
-                        Decision::Allow
+                        AllowDeny::Allow
                     } else {
-                        Decision::Deny
+                        AllowDeny::Deny
                     },
                     policy_set_version: policy,
                     rule_ids: rules,

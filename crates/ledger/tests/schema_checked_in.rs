@@ -67,7 +67,7 @@ fn the_schema_describes_every_record_field() {
 fn real_records_validate_against_the_published_schema() {
     use cairn_core::Digest;
     use cairn_ledger::record::{
-        Admission, ArgsRef, BoundaryEvent, Decision, DraftEvent, IntentRecord, Label, RecordDraft,
+        Admission, AllowDeny, ArgsRef, BoundaryEvent, DraftEvent, IntentRecord, Label, RecordDraft,
         Termination, TerminationReason, ToolRef,
     };
     let schema = cairn_ledger::record::intent_record_schema();
@@ -93,7 +93,7 @@ fn real_records_validate_against_the_published_schema() {
                 size: 2,
             },
             admission: Admission {
-                decision: Decision::Deny,
+                decision: AllowDeny::Deny,
                 policy_set_version: Digest::of(b"p"),
                 rule_ids: Vec::new(),
             },

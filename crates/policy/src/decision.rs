@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use cairn_core::Digest;
+use cairn_core::{AllowDeny, Digest};
 use serde::Serialize;
 
 use crate::error::Location;
@@ -29,33 +29,6 @@ pub struct GateRequest<'a> {
     /// ([`crate::Arguments::read`]). Only the catalog's declared fields of an object are
     /// read; `null` means no field is present.
     pub args: &'a crate::Arguments<'a>,
-}
-
-/// Allow or deny.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The call may run.
-    Allow,
-    /// The call must not run (it is still recorded).
-    Deny,
-}
-
-impl Verdict {
-    /// `allow` or `deny`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Allow => "allow",
-            Self::Deny => "deny",
-        }
-    }
-}
-
-impl fmt::Display for Verdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// Why the gate decided as it did. Precedence, highest first: `ArgsUnreadable`,
@@ -151,7 +124,7 @@ impl fmt::Display for DecisionReason {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GateDecision {
     /// Allow or deny.
-    pub decision: Verdict,
+    pub decision: AllowDeny,
     /// The determining policy ids, sorted: the satisfied permits for an allow, the satisfied
     /// forbids for a deny (or the failed forbids for [`DecisionReason::EvaluationError`]);
     /// empty for a default deny and for calls refused before evaluation.
@@ -166,7 +139,7 @@ impl GateDecision {
     /// Whether the call may run.
     #[must_use]
     pub fn is_allow(&self) -> bool {
-        self.decision == Verdict::Allow
+        self.decision == AllowDeny::Allow
     }
 }
 

@@ -18,11 +18,13 @@ use cedar_policy::{
 };
 use serde_json::Value;
 
+use cairn_core::AllowDeny;
+
 use crate::args::{ARGS_UNREADABLE_RULE, Arguments, UnreadableArguments, long_literal};
 use crate::catalog::{ArgType, ToolCatalog, UNDECLARED_TOOL_ACTION};
 use crate::decision::{
     DecisionReason, Effect, Explanation, GateDecision, GateRequest, PolicyFailure, PolicyInfo,
-    PolicyWarning, Verdict,
+    PolicyWarning,
 };
 use crate::error::PolicyLoadError;
 use crate::limits;
@@ -260,7 +262,7 @@ impl PolicyGate {
     #[must_use]
     pub fn refuse_unreadable(&self, unreadable: &UnreadableArguments) -> GateDecision {
         GateDecision {
-            decision: Verdict::Deny,
+            decision: AllowDeny::Deny,
             rule_ids: vec![ARGS_UNREADABLE_RULE.to_owned()],
             policy_set_version: self.version,
             reason: DecisionReason::ArgsUnreadable {
@@ -291,7 +293,7 @@ impl PolicyGate {
     fn deny(&self, reason: DecisionReason) -> Outcome {
         Outcome {
             decision: GateDecision {
-                decision: Verdict::Deny,
+                decision: AllowDeny::Deny,
                 rule_ids: Vec::new(),
                 policy_set_version: self.version,
                 reason,
@@ -373,22 +375,22 @@ impl PolicyGate {
 
         let (decision, rule_ids, reason) = match response.decision() {
             cedar_policy::Decision::Deny if !determining.is_empty() => {
-                (Verdict::Deny, determining, DecisionReason::Forbidden)
+                (AllowDeny::Deny, determining, DecisionReason::Forbidden)
             }
             // INVARIANT: a forbid that failed might have forbidden the call, so it denies
             // even when a permit is satisfied.
             _ if !failed_forbids.is_empty() => (
-                Verdict::Deny,
+                AllowDeny::Deny,
                 failed_forbids.clone(),
                 DecisionReason::EvaluationError {
                     policy_ids: failed_forbids,
                 },
             ),
             cedar_policy::Decision::Allow => {
-                (Verdict::Allow, determining, DecisionReason::Permitted)
+                (AllowDeny::Allow, determining, DecisionReason::Permitted)
             }
             cedar_policy::Decision::Deny => {
-                (Verdict::Deny, Vec::new(), DecisionReason::DefaultDeny)
+                (AllowDeny::Deny, Vec::new(), DecisionReason::DefaultDeny)
             }
         };
         Outcome {

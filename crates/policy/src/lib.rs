@@ -35,7 +35,7 @@ pub use args::{ARGS_UNREADABLE_RULE, Arguments, UnreadableArguments};
 pub use catalog::{ArgType, ToolCatalog, ToolDecl, UNDECLARED_TOOL_ACTION};
 pub use decision::{
     DecisionReason, Effect, Explanation, GateDecision, GateRequest, PolicyFailure, PolicyInfo,
-    PolicyWarning, Verdict,
+    PolicyWarning,
 };
 pub use error::{Location, PolicyLoadError};
 pub use gate::PolicyGate;

@@ -11,8 +11,9 @@
 
 mod common;
 
+use cairn_core::AllowDeny;
 use cairn_policy::{
-    DecisionReason, Effect, GateDecision, GateRequest, PolicyGate, UNDECLARED_TOOL_ACTION, Verdict,
+    DecisionReason, Effect, GateDecision, GateRequest, PolicyGate, UNDECLARED_TOOL_ACTION,
 };
 use common::{call, gate};
 use serde_json::json;
@@ -32,7 +33,7 @@ when { resource.version == "0.9" };
 
 fn assert_decision(
     decision: &GateDecision,
-    verdict: Verdict,
+    verdict: AllowDeny,
     rule_ids: &[&str],
     reason: &DecisionReason,
 ) {
@@ -47,7 +48,7 @@ fn a_permit_names_its_rule_and_the_version() {
     let decision = gate.decide(&call("tickets.read", Some(&json!({"ticket_id": "T-1"}))));
     assert_decision(
         &decision,
-        Verdict::Allow,
+        AllowDeny::Allow,
         &["allow-support"],
         &DecisionReason::Permitted,
     );
@@ -62,7 +63,7 @@ fn forbid_beats_permit_and_names_the_forbidding_rule() {
     let decision = gate.decide(&call("payments.refund", Some(&big)));
     assert_decision(
         &decision,
-        Verdict::Deny,
+        AllowDeny::Deny,
         &["refund-cap"],
         &DecisionReason::Forbidden,
     );
@@ -71,7 +72,7 @@ fn forbid_beats_permit_and_names_the_forbidding_rule() {
     let decision = gate.decide(&call("payments.refund", Some(&small)));
     assert_decision(
         &decision,
-        Verdict::Allow,
+        AllowDeny::Allow,
         &["allow-support"],
         &DecisionReason::Permitted,
     );
@@ -94,7 +95,7 @@ fn several_determining_rules_are_all_named_in_id_order() {
     let decision = gate.decide(&call("payments.refund", Some(&eur)));
     assert_decision(
         &decision,
-        Verdict::Allow,
+        AllowDeny::Allow,
         &["a-refunds-in-eur", "allow-support"],
         &DecisionReason::Permitted,
     );
@@ -102,7 +103,7 @@ fn several_determining_rules_are_all_named_in_id_order() {
     let decision = gate.decide(&call("payments.refund", Some(&huge)));
     assert_decision(
         &decision,
-        Verdict::Deny,
+        AllowDeny::Deny,
         &["b-huge", "refund-cap"],
         &DecisionReason::Forbidden,
     );
@@ -113,10 +114,20 @@ fn a_call_no_rule_covers_is_an_explicit_default_deny() {
     let gate =
         gate("@id(\"tickets\") permit(principal, action == Action::\"tickets.read\", resource);");
     let decision = gate.decide(&call("payments.refund", Some(&json!({"amount": 1}))));
-    assert_decision(&decision, Verdict::Deny, &[], &DecisionReason::DefaultDeny);
+    assert_decision(
+        &decision,
+        AllowDeny::Deny,
+        &[],
+        &DecisionReason::DefaultDeny,
+    );
     // An undeclared tool is not covered by an action-constrained permit either.
     let decision = gate.decide(&call("shell.exec", None));
-    assert_decision(&decision, Verdict::Deny, &[], &DecisionReason::DefaultDeny);
+    assert_decision(
+        &decision,
+        AllowDeny::Deny,
+        &[],
+        &DecisionReason::DefaultDeny,
+    );
 }
 
 #[test]
@@ -129,14 +140,14 @@ fn an_undeclared_tool_is_allowed_by_an_unconstrained_permit() {
     let decision = gate.decide(&call("shell.exec", Some(&args)));
     assert_decision(
         &decision,
-        Verdict::Allow,
+        AllowDeny::Allow,
         &["record-everything"],
         &DecisionReason::Permitted,
     );
     let decision = gate.decide(&call("shell.rm", None));
     assert_decision(
         &decision,
-        Verdict::Deny,
+        AllowDeny::Deny,
         &["no-rm"],
         &DecisionReason::Forbidden,
     );
@@ -150,7 +161,7 @@ fn an_undeclared_tool_is_allowed_by_an_unconstrained_permit() {
 fn the_reserved_action_name_is_never_admitted() {
     let gate = gate("@id(\"all\") permit(principal, action, resource);");
     let decision = gate.decide(&call(UNDECLARED_TOOL_ACTION, None));
-    assert_eq!(decision.decision, Verdict::Deny);
+    assert_eq!(decision.decision, AllowDeny::Deny);
     assert!(decision.rule_ids.is_empty());
     assert_eq!(decision.reason.code(), "invalid_request");
 }
@@ -177,7 +188,7 @@ fn a_wrongly_typed_declared_argument_denies_naming_the_field() {
         let decision = gate.decide(&call("payments.refund", Some(&args)));
         assert_decision(
             &decision,
-            Verdict::Deny,
+            AllowDeny::Deny,
             &[],
             &DecisionReason::InvalidArguments {
                 field: field.to_owned(),
@@ -245,7 +256,7 @@ fn the_lane_flows_into_the_context() {
     request.lane = Some("support");
     assert_decision(
         &gate.decide(&request),
-        Verdict::Allow,
+        AllowDeny::Allow,
         &["support-lane"],
         &DecisionReason::Permitted,
     );
@@ -266,7 +277,7 @@ fn principal_tenant_run_task_and_tool_version_flow_into_the_request() {
     let request = call("kb.search", None);
     assert_decision(
         &gate.decide(&request),
-        Verdict::Allow,
+        AllowDeny::Allow,
         &["bot"],
         &DecisionReason::Permitted,
     );
@@ -296,7 +307,7 @@ fn principal_tenant_run_task_and_tool_version_flow_into_the_request() {
     };
     assert_decision(
         &gate.decide(&old),
-        Verdict::Deny,
+        AllowDeny::Deny,
         &["no-old-kb"],
         &DecisionReason::Forbidden,
     );
@@ -317,7 +328,7 @@ fn a_forbid_that_fails_to_evaluate_denies() {
     let decision = gate.decide(&call("payments.refund", Some(&overflow)));
     assert_decision(
         &decision,
-        Verdict::Deny,
+        AllowDeny::Deny,
         &["scaled-cap"],
         &DecisionReason::EvaluationError {
             policy_ids: vec!["scaled-cap".into()],
@@ -337,7 +348,12 @@ fn a_permit_that_fails_to_evaluate_just_does_not_permit() {
     );
     let overflow = json!({"amount": 100_000_000_000_i64});
     let decision = gate.decide(&call("payments.refund", Some(&overflow)));
-    assert_decision(&decision, Verdict::Deny, &[], &DecisionReason::DefaultDeny);
+    assert_decision(
+        &decision,
+        AllowDeny::Deny,
+        &[],
+        &DecisionReason::DefaultDeny,
+    );
     let explanation = gate.explain(&call("payments.refund", Some(&overflow)));
     assert_eq!(
         explanation.failed.first().unwrap().policy.effect,
@@ -417,13 +433,13 @@ fn resource_scopes_work_with_and_without_conditions_on_the_resource() {
     );
     assert_decision(
         &gate.decide(&call("kb.search", None)),
-        Verdict::Allow,
+        AllowDeny::Allow,
         &["kb-only"],
         &DecisionReason::Permitted,
     );
     assert_decision(
         &gate.decide(&call("shell.exec", None)),
-        Verdict::Allow,
+        AllowDeny::Allow,
         &["tools"],
         &DecisionReason::Permitted,
     );
@@ -442,7 +458,7 @@ fn resource_scopes_work_with_and_without_conditions_on_the_resource() {
     };
     assert_decision(
         &gate2.decide(&old),
-        Verdict::Deny,
+        AllowDeny::Deny,
         &["old"],
         &DecisionReason::Forbidden,
     );
@@ -463,14 +479,14 @@ fn action_lists_and_unconstrained_policies_combine_per_tool() {
     for tool in ["tickets.read", "kb.search"] {
         assert_decision(
             &gate.decide(&call(tool, None)),
-            Verdict::Allow,
+            AllowDeny::Allow,
             &["reads"],
             &DecisionReason::Permitted,
         );
     }
     assert_decision(
         &gate.decide(&call("payments.refund", None)),
-        Verdict::Allow,
+        AllowDeny::Allow,
         &["refunds"],
         &DecisionReason::Permitted,
     );
@@ -485,7 +501,7 @@ fn action_lists_and_unconstrained_policies_combine_per_tool() {
         };
         assert_decision(
             &gate.decide(&frozen),
-            Verdict::Deny,
+            AllowDeny::Deny,
             &["tenant-freeze"],
             &DecisionReason::Forbidden,
         );

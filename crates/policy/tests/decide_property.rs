@@ -11,7 +11,8 @@
 
 mod common;
 
-use cairn_policy::{Arguments, DecisionReason, GateRequest, PolicyGate, Verdict};
+use cairn_core::AllowDeny;
+use cairn_policy::{Arguments, DecisionReason, GateRequest, PolicyGate};
 use std::sync::LazyLock;
 
 use proptest::prelude::*;
@@ -112,12 +113,12 @@ proptest! {
         let decision = gate.decide(&call);
         prop_assert_eq!(decision.policy_set_version, gate.version());
         match (&decision.decision, &decision.reason) {
-            (Verdict::Allow, DecisionReason::Permitted)
-            | (Verdict::Deny, DecisionReason::Forbidden | DecisionReason::EvaluationError { .. }) => {
+            (AllowDeny::Allow, DecisionReason::Permitted)
+            | (AllowDeny::Deny, DecisionReason::Forbidden | DecisionReason::EvaluationError { .. }) => {
                 prop_assert!(!decision.rule_ids.is_empty());
             }
             (
-                Verdict::Deny,
+                AllowDeny::Deny,
                 DecisionReason::DefaultDeny
                 | DecisionReason::InvalidArguments { .. }
                 | DecisionReason::InvalidRequest { .. },

@@ -11,8 +11,9 @@
 
 mod common;
 
+use cairn_core::AllowDeny;
 use cairn_core::ErrorCode;
-use cairn_policy::{Location, PolicyGate, PolicyLoadError, ToolCatalog, Verdict};
+use cairn_policy::{Location, PolicyGate, PolicyLoadError, ToolCatalog};
 use common::{call, catalog, load_error, sources};
 
 fn at(file: &str, line: usize, column: usize) -> Location {
@@ -256,7 +257,7 @@ fn an_empty_policy_set_loads_and_denies_everything() {
         let gate = PolicyGate::load(&sources(&files), &catalog()).unwrap();
         assert!(gate.policies().is_empty());
         let decision = gate.decide(&call("kb.search", None));
-        assert_eq!(decision.decision, Verdict::Deny);
+        assert_eq!(decision.decision, AllowDeny::Deny);
         assert!(decision.rule_ids.is_empty());
     }
 }

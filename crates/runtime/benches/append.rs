@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use cairn_core::{Digest, LaneId, RunId, SystemClock, TaskId, TenantId};
 use cairn_ledger::Store;
 use cairn_ledger::keys::SigningKey;
-use cairn_ledger::record::{Admission, Decision, Label, TerminationReason, ToolRef};
+use cairn_ledger::record::{Admission, AllowDeny, Label, TerminationReason, ToolRef};
 use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 use criterion::measurement::WallTime;
@@ -105,7 +105,7 @@ fn inputs(count: usize) -> Vec<StepInput> {
                 },
                 args: args.into_bytes(),
                 admission: Admission {
-                    decision: if i.is_multiple_of(17) { Decision::Deny } else { Decision::Allow },
+                    decision: if i.is_multiple_of(17) { AllowDeny::Deny } else { AllowDeny::Allow },
                     policy_set_version: Digest::of(b"policy-set v12"),
                     rule_ids: (0..1 + i % 3)
                         .map(|r| Label::new(pick(&RULES, i + r * 3)).expect("rule id"))

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cairn_core::Digest;
 use cairn_ledger::keys::SigningKey;
-use cairn_ledger::record::{Admission, Decision, Label, TerminationReason};
+use cairn_ledger::record::{Admission, AllowDeny, Label, TerminationReason};
 pub use cairn_policy::{Arguments, GateRequest, UnreadableArguments};
 use serde_json::{Value, json};
 
@@ -34,7 +34,7 @@ impl GateVerdict {
     pub fn built_in_deny(gate: &(impl Gate + ?Sized), rule: &str, reason: &'static str) -> Self {
         Self {
             admission: Admission {
-                decision: Decision::Deny,
+                decision: AllowDeny::Deny,
                 policy_set_version: gate
                     .policy_set_version()
                     .unwrap_or_else(|| Digest::of(b"unversioned")),
@@ -280,7 +280,7 @@ impl Executor {
             .map(str::to_owned);
         // What the policy allows must also lie within the lane (L-4).
         let lane_denial = match (&blocked, verdict.admission.decision) {
-            (None, Decision::Allow) => {
+            (None, AllowDeny::Allow) => {
                 self.lane_denial(call.tool.name.as_str(), parsed, lane.as_ref())
             }
             _ => None,
@@ -288,7 +288,7 @@ impl Executor {
         let (admission, reason) = match (&blocked, &lane_denial) {
             (Some(_), _) => (
                 Admission {
-                    decision: Decision::Deny,
+                    decision: AllowDeny::Deny,
                     policy_set_version: verdict.admission.policy_set_version,
                     rule_ids: vec![Label::new(RECONCILIATION_RULE)?],
                 },
@@ -296,7 +296,7 @@ impl Executor {
             ),
             (None, Some(denial)) => (
                 Admission {
-                    decision: Decision::Deny,
+                    decision: AllowDeny::Deny,
                     policy_set_version: verdict.admission.policy_set_version,
                     rule_ids: vec![Label::new(denial.rule)?],
                 },
@@ -321,17 +321,17 @@ impl Executor {
         let decision = admission.decision;
         // Only a denial needs the rule ids after the admission is moved into the record.
         let rule_ids: Vec<String> = match decision {
-            Decision::Allow => Vec::new(),
-            Decision::Deny => admission.rule_ids.iter().map(ToString::to_string).collect(),
+            AllowDeny::Allow => Vec::new(),
+            AllowDeny::Deny => admission.rule_ids.iter().map(ToString::to_string).collect(),
         };
         let receipt = self.recorder.record_step(call, admission)?;
         Ok(match decision {
-            Decision::Allow => Admitted::Permitted(Permit {
+            AllowDeny::Allow => Admitted::Permitted(Permit {
                 step_index: receipt.step_index,
                 digest: receipt.digest,
                 tool: call.tool.name.as_str().to_owned(),
             }),
-            Decision::Deny => {
+            AllowDeny::Deny => {
                 // The model is shown the denial, never a result.
                 let shown = match (&blocked, &lane_denial) {
                     (None, None) => {

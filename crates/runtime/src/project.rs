@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use cairn_ledger::record::{Admission, Decision, Label};
-use cairn_policy::{GateRequest, PolicyGate, PolicySource, ToolCatalog, Verdict};
+use cairn_ledger::record::{Admission, AllowDeny, Label};
+use cairn_policy::{GateRequest, PolicyGate, PolicySource, ToolCatalog};
 
 use crate::error::RuntimeError;
 use crate::executor::{Gate, GateVerdict};
@@ -212,10 +212,7 @@ fn verdict(decision: cairn_policy::GateDecision) -> GateVerdict {
     match rule_ids {
         Ok(rule_ids) => GateVerdict {
             admission: Admission {
-                decision: match decision.decision {
-                    Verdict::Allow => Decision::Allow,
-                    Verdict::Deny => Decision::Deny,
-                },
+                decision: decision.decision,
                 policy_set_version: decision.policy_set_version,
                 rule_ids,
             },
@@ -224,7 +221,7 @@ fn verdict(decision: cairn_policy::GateDecision) -> GateVerdict {
         // A rule id that cannot be recorded: fail closed.
         Err(_) => GateVerdict {
             admission: Admission {
-                decision: Decision::Deny,
+                decision: AllowDeny::Deny,
                 policy_set_version: decision.policy_set_version,
                 rule_ids: Vec::new(),
             },

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use cairn_continuity::{AuthorizationMode, summary_sha256, validate_envelope};
 use cairn_core::Digest;
 use cairn_ledger::Store;
-use cairn_ledger::record::{Decision, RecordKind, ToolRef};
+use cairn_ledger::record::{AllowDeny, RecordKind, ToolRef};
 use cairn_runtime::boundary::SessionFacts;
 use cairn_runtime::{
     Admitted, CallError, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder,
@@ -29,7 +29,7 @@ struct VersionedGate;
 impl Gate for VersionedGate {
     fn decide(&self, _: &GateRequest<'_>) -> GateVerdict {
         GateVerdict {
-            admission: common::admission(Decision::Allow, &["allow"]),
+            admission: common::admission(AllowDeny::Allow, &["allow"]),
             reason: "permitted",
         }
     }

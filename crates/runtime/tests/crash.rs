@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use cairn_core::{Clock, Digest, SystemClock};
 use cairn_ledger::Store;
-use cairn_ledger::record::{Decision, ToolRef};
+use cairn_ledger::record::{AllowDeny, ToolRef};
 use cairn_ledger::store::RunFilter;
 use cairn_ledger::verify::{CheckpointPolicy, verify_run};
 use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
@@ -72,7 +72,7 @@ fn child_writer(path: &Path) {
                     args: args.as_bytes(),
                     lane: None,
                 },
-                common::admission(Decision::Allow, &["allow.all"]),
+                common::admission(AllowDeny::Allow, &["allow.all"]),
             )
             .expect("record");
         let mut out = stdout.lock();

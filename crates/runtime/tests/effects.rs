@@ -15,7 +15,7 @@ mod common;
 use std::sync::Arc;
 
 use cairn_ledger::Store;
-use cairn_ledger::record::{Decision, ToolRef};
+use cairn_ledger::record::{AllowDeny, ToolRef};
 use cairn_runtime::effects::RECONCILIATION_RULE;
 use cairn_runtime::reconcile::{ObservedOutcome, reconcile_run};
 use cairn_runtime::{
@@ -28,7 +28,7 @@ struct AllowAll;
 impl Gate for AllowAll {
     fn decide(&self, _: &GateRequest<'_>) -> GateVerdict {
         GateVerdict {
-            admission: common::admission(Decision::Allow, &["allow"]),
+            admission: common::admission(AllowDeny::Allow, &["allow"]),
             reason: "permitted",
         }
     }

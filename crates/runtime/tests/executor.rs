@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use cairn_core::canonical::jcs_digest;
 use cairn_ledger::Store;
-use cairn_ledger::record::{Decision, ToolRef};
+use cairn_ledger::record::{AllowDeny, ToolRef};
 use cairn_runtime::{
     Admitted, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder, RecorderOptions,
     ToolCall,
@@ -30,12 +30,12 @@ impl Gate for ReadOnly {
     fn decide(&self, request: &GateRequest<'_>) -> GateVerdict {
         if request.tool == "tickets.read" {
             GateVerdict {
-                admission: common::admission(Decision::Allow, &["read"]),
+                admission: common::admission(AllowDeny::Allow, &["read"]),
                 reason: "permitted",
             }
         } else {
             GateVerdict {
-                admission: common::admission(Decision::Deny, &["no-writes"]),
+                admission: common::admission(AllowDeny::Deny, &["no-writes"]),
                 reason: "forbidden",
             }
         }
@@ -129,6 +129,6 @@ fn results_and_denials_become_the_next_observation_and_denied_calls_never_run() 
     );
     assert_eq!(
         records[1].admission.as_ref().unwrap().decision,
-        Decision::Deny
+        AllowDeny::Deny
     );
 }

@@ -15,7 +15,7 @@ mod common;
 use std::sync::Arc;
 
 use cairn_ledger::Store;
-use cairn_ledger::record::{Decision, ToolRef};
+use cairn_ledger::record::{AllowDeny, ToolRef};
 use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
 use cairn_runtime::{Admitted, Executor, ToolCall};
 
@@ -95,7 +95,7 @@ fn issue_15_arguments_a_lenient_reader_drops_are_denied_by_a_built_in_rule() {
     assert_eq!(rows.len(), hostile.len() + 1);
     for row in &rows[..hostile.len()] {
         let admission = row.as_ref().unwrap().admission.clone().unwrap();
-        assert_eq!(admission.decision, Decision::Deny);
+        assert_eq!(admission.decision, AllowDeny::Deny);
         assert_eq!(admission.rule_ids[0].as_str(), "cairn.args-unreadable");
     }
 }

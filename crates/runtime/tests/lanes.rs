@@ -17,7 +17,7 @@ use std::sync::Arc;
 use cairn_lanes::{HANDOFF_SCHEMA_VERSION, Handoff, LaneBook, LaneConfig, LaneEvent};
 use cairn_ledger::Store;
 use cairn_ledger::keys::TrustedKeys;
-use cairn_ledger::record::{Decision, IntentRecord, ToolRef};
+use cairn_ledger::record::{AllowDeny, IntentRecord, ToolRef};
 use cairn_runtime::lanes::sign_handoff;
 use cairn_runtime::{
     Admitted, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder, RecorderOptions,
@@ -35,7 +35,7 @@ struct AllowAll;
 impl Gate for AllowAll {
     fn decide(&self, _: &GateRequest<'_>) -> GateVerdict {
         GateVerdict {
-            admission: common::admission(Decision::Allow, &["allow-all"]),
+            admission: common::admission(AllowDeny::Allow, &["allow-all"]),
             reason: "permitted",
         }
     }
@@ -118,7 +118,7 @@ fn a_verifier_lane_is_denied_the_edit_the_authoring_lane_is_admitted_and_records
         Some("verification")
     );
     let admission = denied.admission.as_ref().unwrap();
-    assert_eq!(admission.decision, Decision::Deny);
+    assert_eq!(admission.decision, AllowDeny::Deny);
     assert_eq!(admission.rule_ids[0].as_str(), "cairn.lane-scope");
     assert!(
         verify
@@ -134,7 +134,7 @@ fn a_verifier_lane_is_denied_the_edit_the_authoring_lane_is_admitted_and_records
     );
     assert_eq!(
         authored[0].admission.as_ref().unwrap().decision,
-        Decision::Allow
+        AllowDeny::Allow
     );
 }
 

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use cairn_core::{Clock, SystemClock};
 use cairn_ledger::Store;
-use cairn_ledger::record::{Decision, ToolRef};
+use cairn_ledger::record::{AllowDeny, ToolRef};
 use cairn_runtime::{
     Admitted, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder, RecorderOptions,
     ToolCall,
@@ -38,7 +38,7 @@ struct AllowAll;
 impl Gate for AllowAll {
     fn decide(&self, _: &GateRequest<'_>) -> GateVerdict {
         GateVerdict {
-            admission: common::admission(Decision::Allow, &["test.allow-all"]),
+            admission: common::admission(AllowDeny::Allow, &["test.allow-all"]),
             reason: "permitted",
         }
     }
@@ -121,7 +121,7 @@ fn killed_between_record_and_execute_leaves_the_record_and_no_effect() {
     );
     let record = rows[0].as_ref().unwrap();
     let admission = record.admission.as_ref().unwrap();
-    assert_eq!(admission.decision, Decision::Allow);
+    assert_eq!(admission.decision, AllowDeny::Allow);
     assert_eq!(admission.rule_ids[0].as_str(), "test.allow-all");
     assert!(
         !db.with_extension("effect").exists(),

@@ -19,7 +19,7 @@ use std::time::Duration;
 use cairn_core::canonical::jcs_digest;
 use cairn_core::{Clock, Digest, FixedClock, RunId, TenantId, Timestamp};
 use cairn_ledger::Store;
-use cairn_ledger::record::{Decision, ToolRef};
+use cairn_ledger::record::{AllowDeny, ToolRef};
 use cairn_ledger::verify::{CheckpointPolicy, verify_run};
 use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
@@ -75,7 +75,7 @@ fn sync_records_are_visible_to_other_processes_when_acknowledged() {
         },
     );
     for i in 1..=3 {
-        rec.record_step(&call(b"{}"), common::admission(Decision::Allow, &["r"]))
+        rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
             .unwrap();
         assert_eq!(visible(&db), i);
     }
@@ -95,14 +95,14 @@ fn batch_records_wait_for_their_window_and_are_flushed_at_a_boundary_and_the_end
     let (key, trusted) = common::key();
     let mut rec = recorder(common::open(&db), options);
     for _ in 0..3 {
-        rec.record_step(&call(b"{}"), common::admission(Decision::Allow, &["r"]))
+        rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
             .unwrap();
     }
     assert_eq!(visible(&db), 0, "three records are inside the window");
-    rec.record_step(&call(b"{}"), common::admission(Decision::Allow, &["r"]))
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
         .unwrap();
     assert_eq!(visible(&db), 4, "the fourth fills the window");
-    rec.record_step(&call(b"{}"), common::admission(Decision::Deny, &["d"]))
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Deny, &["d"]))
         .unwrap();
     assert_eq!(visible(&db), 4);
     rec.record_boundary(
@@ -115,7 +115,7 @@ fn batch_records_wait_for_their_window_and_are_flushed_at_a_boundary_and_the_end
         6,
         "a boundary flushes everything, itself included"
     );
-    rec.record_step(&call(b"{}"), common::admission(Decision::Allow, &["r"]))
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
         .unwrap();
     rec.terminate(
         cairn_ledger::record::TerminationReason::Completed,
@@ -150,7 +150,7 @@ fn a_dropped_batch_writer_commits_what_it_holds() {
             content_retention: None,
         },
     );
-    rec.record_step(&call(b"{}"), common::admission(Decision::Allow, &["r"]))
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
         .unwrap();
     drop(rec);
     assert_eq!(visible(&db), 1);
@@ -165,11 +165,11 @@ fn each_step_records_the_digest_of_what_the_model_saw_before_it() {
     let first = json!({"role": "user", "content": "list the files"});
     rec.observe(&first).unwrap();
     let args = br#"{ "path" : "/tmp" }"#;
-    rec.record_step(&call(args), common::admission(Decision::Allow, &["r"]))
+    rec.record_step(&call(args), common::admission(AllowDeny::Allow, &["r"]))
         .unwrap();
     let result = json!({"files": ["a", "b"]});
     rec.observe(&result).unwrap();
-    rec.record_step(&call(b"{}"), common::admission(Decision::Allow, &["r"]))
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
         .unwrap();
     let rows = store.rows(&ids().0, &ids().1).unwrap();
     let (r0, r1) = (rows[0].as_ref().unwrap(), rows[1].as_ref().unwrap());
@@ -207,7 +207,7 @@ fn without_retention_no_content_is_kept() {
     rec.observe(&json!({"secret": "x"})).unwrap();
     rec.record_step(
         &call(b"{\"a\":1}"),
-        common::admission(Decision::Allow, &["r"]),
+        common::admission(AllowDeny::Allow, &["r"]),
     )
     .unwrap();
     assert!(store.content(&Digest::of(b"{\"a\":1}")).unwrap().is_none());
@@ -220,9 +220,9 @@ fn a_resumed_writer_continues_the_same_chain() {
     let (key, trusted) = common::key();
     {
         let mut rec = recorder(common::open(&db), RecorderOptions::default());
-        rec.record_step(&call(b"1"), common::admission(Decision::Allow, &["r"]))
+        rec.record_step(&call(b"1"), common::admission(AllowDeny::Allow, &["r"]))
             .unwrap();
-        rec.record_step(&call(b"2"), common::admission(Decision::Allow, &["r"]))
+        rec.record_step(&call(b"2"), common::admission(AllowDeny::Allow, &["r"]))
             .unwrap();
     }
     let store = common::open(&db);
@@ -236,7 +236,7 @@ fn a_resumed_writer_continues_the_same_chain() {
     )
     .unwrap();
     assert_eq!(rec.next_step(), 2);
-    rec.record_step(&call(b"3"), common::admission(Decision::Allow, &["r"]))
+    rec.record_step(&call(b"3"), common::admission(AllowDeny::Allow, &["r"]))
         .unwrap();
     rec.terminate(
         cairn_ledger::record::TerminationReason::Completed,
@@ -269,7 +269,7 @@ fn an_envelope_is_saved_atomically_with_its_boundary_record_and_the_latest_one_w
     let db = dir.path().join("env.db");
     let store = common::open(&db);
     let mut rec = recorder(store.clone(), RecorderOptions::default());
-    rec.record_step(&call(b"{}"), common::admission(Decision::Allow, &["r"]))
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
         .unwrap();
     let body = r#"{"envelope_id":"ce-1"}"#;
     let mut event = cairn_ledger::record::BoundaryEvent::new(common::label("context_compaction"));

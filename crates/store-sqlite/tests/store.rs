@@ -15,7 +15,7 @@ use std::sync::{Arc, Barrier};
 
 use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
 use cairn_ledger::record::{
-    Admission, ArgsRef, Decision, DraftEvent, IntentRecord, Label, RecordDraft, SealedRecord,
+    Admission, AllowDeny, ArgsRef, DraftEvent, IntentRecord, Label, RecordDraft, SealedRecord,
     Termination, TerminationReason, ToolRef,
 };
 use cairn_ledger::store::{Commit, ContentItem, CostDimension, RunFilter, RunMeta};
@@ -52,9 +52,9 @@ fn step(index: u64, prev: Option<Digest>, tool: &str) -> IntentRecord {
                 },
                 admission: Admission {
                     decision: if tool.starts_with("deny") {
-                        Decision::Deny
+                        AllowDeny::Deny
                     } else {
-                        Decision::Allow
+                        AllowDeny::Allow
                     },
                     policy_set_version: Digest::of(b"p"),
                     rule_ids: vec![Label::new("r").unwrap()],

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use cairn_core::normalize::NormalizedDigest;
 use cairn_core::{ErrorCode, SystemClock, Timestamp};
 use cairn_decisions::{
-    Comparison, ContinuityHealth, DecisionError, DecisionKind, SetOutcome, Verdict,
+    CheckOutcome, Comparison, ContinuityHealth, DecisionError, DecisionKind, SetOutcome,
     parse_observations,
 };
 use cairn_runtime::decision_files::{DecisionFiles, check_name};
@@ -392,10 +392,10 @@ fn approve_change(
 
 /// The exit code of a continuity state (SPEC §9.1): 0, 3 or 4.
 pub(super) fn exit_for(state: ContinuityHealth) -> u8 {
-    match state.verdict() {
-        Verdict::Pass => exit::OK,
-        Verdict::ReviewRequired => exit::REVIEW,
-        Verdict::Blocked => exit::BLOCKED,
+    match state.outcome() {
+        CheckOutcome::Pass => exit::OK,
+        CheckOutcome::ReviewRequired => exit::REVIEW,
+        CheckOutcome::Blocked => exit::BLOCKED,
     }
 }
 

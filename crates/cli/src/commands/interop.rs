@@ -39,7 +39,7 @@ const LINES_PER_ROUND: usize = 4096;
 type Line = (usize, Result<String, Failure>);
 
 /// One document's decision, or why it could not be read.
-enum Verdict {
+enum DocumentResult {
     Decided {
         decision: &'static str,
         exit: u8,
@@ -48,7 +48,7 @@ enum Verdict {
     Unreadable(Failure),
 }
 
-impl Verdict {
+impl DocumentResult {
     fn exit(&self) -> u8 {
         match self {
             Self::Decided { exit, .. } => *exit,
@@ -93,9 +93,13 @@ impl Verdict {
     }
 }
 
-fn vce_verdict(validator: &VceValidator, envelope: &PyJson, restore: Option<&PyJson>) -> Verdict {
+fn vce_verdict(
+    validator: &VceValidator,
+    envelope: &PyJson,
+    restore: Option<&PyJson>,
+) -> DocumentResult {
     let report = validator.check_read(envelope, restore);
-    Verdict::Decided {
+    DocumentResult::Decided {
         decision: report.decision.as_str(),
         exit: match report.decision {
             VceDecision::Resumable => exit::OK,
@@ -111,9 +115,9 @@ fn rlc_verdict(
     document: &PyJson,
     restore: Option<&PyJson>,
     vce: Option<&PyJson>,
-) -> Verdict {
+) -> DocumentResult {
     let report = validator.check_read(document, restore, vce);
-    Verdict::Decided {
+    DocumentResult::Decided {
         decision: report.decision.as_str(),
         exit: match report.decision {
             RlcDecision::Passed => exit::OK,
@@ -250,8 +254,8 @@ fn on_every_core<T: Sync, R: Send>(
     })
 }
 
-fn worker_failed() -> Verdict {
-    Verdict::Unreadable(Failure::new(
+fn worker_failed() -> DocumentResult {
+    DocumentResult::Unreadable(Failure::new(
         CliCode::INTERNAL,
         "a worker failed while deciding".to_owned(),
     ))
@@ -262,32 +266,32 @@ fn worker_failed() -> Verdict {
 fn files(
     paths: &[PathBuf],
     json: bool,
-    decide: impl Fn(&Path) -> Result<Verdict, Failure> + Sync,
+    decide: impl Fn(&Path) -> Result<DocumentResult, Failure> + Sync,
 ) -> Result<Outcome, Failure> {
     if let [path] = paths {
         return match decide(path)? {
-            Verdict::Decided {
+            DocumentResult::Decided {
                 decision,
                 exit,
                 findings,
             } => Ok(outcome(decision, &findings, exit)),
-            Verdict::Unreadable(failure) => Err(failure),
+            DocumentResult::Unreadable(failure) => Err(failure),
         };
     }
-    let verdicts = on_every_core(
+    let results = on_every_core(
         paths,
-        |path| decide(path).unwrap_or_else(Verdict::Unreadable),
+        |path| decide(path).unwrap_or_else(DocumentResult::Unreadable),
         worker_failed,
     );
     let mut out = String::new();
-    for (path, verdict) in paths.iter().zip(&verdicts) {
+    for (path, verdict) in paths.iter().zip(&results) {
         let file = path.display().to_string();
         if json {
             out.push_str(&verdict.json_line("file", &file));
             continue;
         }
         match verdict {
-            Verdict::Decided {
+            DocumentResult::Decided {
                 decision, findings, ..
             } => {
                 let _ = writeln!(out, "{file}: {decision}");
@@ -295,19 +299,21 @@ fn files(
                     let _ = writeln!(out, "  {}: {}", finding.code, finding.message);
                 }
             }
-            Verdict::Unreadable(failure) => {
+            DocumentResult::Unreadable(failure) => {
                 let _ = writeln!(out, "{file}: error[{}]: {}", failure.code, failure.message);
             }
         }
     }
     write_stdout(out.as_bytes())?;
-    Ok(written(worst(&verdicts)))
+    Ok(written(worst(&results)))
 }
 
 /// Decides JSON lines from stdin, `LINES_PER_ROUND` at a time, writing one result line per
 /// input line (blank lines are skipped, and numbered). While one round is decided on every
 /// core, the next is read, and the previous one's results written.
-fn lines(decide: impl Fn(PyJson) -> Result<Verdict, Failure> + Sync) -> Result<Outcome, Failure> {
+fn lines(
+    decide: impl Fn(PyJson) -> Result<DocumentResult, Failure> + Sync,
+) -> Result<Outcome, Failure> {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut number = 0_usize;
@@ -322,8 +328,8 @@ fn lines(decide: impl Fn(PyJson) -> Result<Verdict, Failure> + Sync) -> Result<O
                     )
                 })
                 .and_then(&decide)
-                .unwrap_or_else(Verdict::Unreadable),
-            Err(failure) => Verdict::Unreadable(failure.clone()),
+                .unwrap_or_else(DocumentResult::Unreadable),
+            Err(failure) => DocumentResult::Unreadable(failure.clone()),
         };
         (verdict.exit(), verdict.json_line("line", line))
     };
@@ -398,8 +404,11 @@ fn read_round(input: &mut impl BufRead, number: &mut usize) -> Result<Vec<Line>,
 }
 
 /// The exit code of a batch: 2 if any document could not be read, else the worst decision.
-fn worst(verdicts: &[Verdict]) -> u8 {
-    verdicts.iter().map(Verdict::exit).fold(exit::OK, combine)
+fn worst(results: &[DocumentResult]) -> u8 {
+    results
+        .iter()
+        .map(DocumentResult::exit)
+        .fold(exit::OK, combine)
 }
 
 /// The worse of two batch exit codes: unreadable input over any decision, then BLOCKED over

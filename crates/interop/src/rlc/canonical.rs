@@ -91,10 +91,10 @@ impl ExtensionBytes {
     pub(crate) fn lane_digest(&self, index: usize) -> Option<[u8; 32]> {
         let span = self.lanes.get(index)?.as_ref()?;
         let mut hasher = Sha256::new();
-        match &span.cut {
-            Some(cut) => {
-                hasher.update(self.bytes.get(span.whole.start..cut.start)?);
-                hasher.update(self.bytes.get(cut.end..span.whole.end)?);
+        match &span.member_span {
+            Some(member) => {
+                hasher.update(self.bytes.get(span.whole.start..member.start)?);
+                hasher.update(self.bytes.get(member.end..span.whole.end)?);
             }
             None => hasher.update(self.bytes.get(span.whole.clone())?),
         }
@@ -116,10 +116,10 @@ fn write_lanes(
         match item {
             Value::Object(lane) => {
                 let start = out.len();
-                let cut = write_object(out, lane, None, Some(LANE_DIGEST), 2)?;
+                let member_span = write_object(out, lane, None, Some(LANE_DIGEST), 2)?;
                 lanes.push(Some(MarkedItem {
                     whole: start..out.len(),
-                    cut,
+                    member_span,
                 }));
             }
             other => {

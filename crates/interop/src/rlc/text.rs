@@ -1,9 +1,9 @@
 //! Small helpers that keep finding messages uniform: user values in backticks, cut to a
-//! readable length and kept on one line (`crate::schema::push_cut`), lists joined with commas.
+//! readable length and kept on one line (`crate::schema::push_bounded`), lists joined with commas.
 
 use std::fmt::Write as _;
 
-use crate::schema::{Cut, push_cut};
+use crate::schema::{BoundedText, push_bounded};
 use serde_json::Value;
 
 /// The longest user value quoted in a message, in characters; longer values are cut with `…`
@@ -14,7 +14,7 @@ const MAX_QUOTED_CHARS: usize = 120;
 pub(crate) fn tick(text: &str) -> String {
     let mut out = String::with_capacity(text.len().min(MAX_QUOTED_CHARS * 4) + 2);
     out.push('`');
-    push_cut(&mut out, text, MAX_QUOTED_CHARS);
+    push_bounded(&mut out, text, MAX_QUOTED_CHARS);
     out.push('`');
     out
 }
@@ -26,7 +26,7 @@ pub(crate) fn tick_value(value: Option<&Value>) -> String {
         Some(Value::String(text)) => tick(text),
         Some(other) => {
             let mut out = String::from("`");
-            let mut cut = Cut::new(&mut out, MAX_QUOTED_CHARS);
+            let mut cut = BoundedText::new(&mut out, MAX_QUOTED_CHARS);
             // An error only means the value was cut, which `finish` marks.
             let _ = write!(cut, "{other}");
             cut.finish();

@@ -23,23 +23,19 @@
 //!
 //! [`Schema::check`] turns the errors of a document into [`SchemaError`]s: a JSON path in the
 //! `$.a[0]["b c"]` form both formats' messages use, and a lowercase-led message cut to
-//! [`MESSAGE_MAX_CHARS`] with control characters escaped. [`Cut`] and [`push_cut`] are the same
+//! [`MESSAGE_MAX_CHARS`] with control characters escaped. [`BoundedText`] and [`push_bounded`] are the same
 //! cutting for any user value a message quotes.
 //!
 //! The crate is pure: no I/O, no clock, and no panic on any document. A schema whose
-//! subschemas judge one instance in a circle does not compile: the `jsonschema` crate would
-//! overflow its stack on the first document (see the `circles` module).
+//! subschemas judge one instance in a cycle does not compile: the `jsonschema` crate would
+//! overflow its stack on the first document (see the `cycles` module).
 
-mod circles;
-mod date_time;
 mod error;
-mod fast;
-mod keyword;
+pub mod keywords;
 mod path;
-mod pattern;
-mod quick;
+mod ref_cycles;
+mod single_pass;
 mod text;
-pub mod unique;
 
 use std::fmt::{self, Write as _};
 use std::sync::OnceLock;
@@ -47,17 +43,17 @@ use std::sync::OnceLock;
 use jsonschema::Validator;
 use serde_json::Value;
 
-use date_time::DateTimeFormat;
-use fast::{MinLength, Required};
-use keyword::factory;
-use pattern::PythonPattern;
-use quick::{Hashing, Marking, Quick, Sink, SortKeys};
-pub use quick::{MarkedItem, SortKeysMarks};
-use unique::UniqueItems;
+use keywords::date_time::DateTimeFormat;
+use keywords::factory;
+use keywords::pattern::PythonPattern;
+use keywords::required_min_length::{MinLength, Required};
+use keywords::unique_items::UniqueItems;
+use single_pass::{CanonicalHasher, CanonicalWriter, MarkedCanonicalWriter, SinglePass, Sink};
+pub use single_pass::{MarkedItem, SortKeysMarks};
 
 pub use error::PySchemaError;
 pub use path::json_path;
-pub use text::{Cut, push_cut};
+pub use text::{BoundedText, push_bounded};
 
 /// The `json-sort-keys-utf8-v1` form a schema walk wrote, with the marked items
 /// ([`Schema::check_writing_sort_keys_marked`]).
@@ -70,9 +66,9 @@ pub struct SortKeysForm {
     pub items: Vec<Option<MarkedItem>>,
 }
 
-/// A [`SortKeys`] sink leaving out the top-level member `skip`.
-fn sort_keys(skip: Option<&str>) -> SortKeys<'_> {
-    SortKeys {
+/// A [`CanonicalWriter`] sink leaving out the top-level member `skip`.
+fn sort_keys(skip: Option<&str>) -> CanonicalWriter<'_> {
+    CanonicalWriter {
         // Enough for typical envelopes and extensions (a few KiB) to be written without growing.
         out: Vec::with_capacity(8 * 1024),
         skip,
@@ -90,14 +86,14 @@ pub struct Schema {
     name: &'static str,
     /// The schema document, kept to build [`Schema::full`] from on first need.
     source: Value,
-    /// The `jsonschema` crate's validator, built the first time the quick walk cannot judge a
+    /// The `jsonschema` crate's validator, built the first time the single-pass walk cannot judge a
     /// document itself (never for the published formats' schemas, which it compiles whole;
     /// building it costs tens of milliseconds and megabytes: the crate first compiles the
     /// draft's meta-schema), or the reason it could not be built.
     full: OnceLock<Result<Validator, String>>,
-    /// The same schema for valid documents only (see the `quick` module); `None` when the
+    /// The same schema for valid documents only (see the `single_pass` module); `None` when the
     /// schema uses a keyword that module does not compile.
-    quick: Option<Quick>,
+    walk: Option<SinglePass>,
 }
 
 impl fmt::Debug for Schema {
@@ -124,7 +120,7 @@ pub struct SchemaError {
 /// # Errors
 /// [`PySchemaError::Compile`] when `text` is not JSON, not a valid schema, uses a `format`
 /// or a `pattern` whose Python meaning this crate cannot reproduce exactly, or has subschemas
-/// that judge the same instance in a circle (see the `circles` module), which no validator
+/// that judge the same instance in a cycle (see the `cycles` module), which no validator
 /// could finish.
 pub fn compile(name: &'static str, text: &str) -> Result<Schema, PySchemaError> {
     let failed = |reason: String| PySchemaError::Compile {
@@ -132,21 +128,21 @@ pub fn compile(name: &'static str, text: &str) -> Result<Schema, PySchemaError> 
         reason,
     };
     let schema: Value = serde_json::from_str(text).map_err(|e| failed(e.to_string()))?;
-    if let Some(pointer) = circles::circle(&schema) {
+    if let Some(pointer) = ref_cycles::find_cycle(&schema) {
         return Err(failed(format!(
             "the subschema at `#{pointer}` leads back to itself through `$ref` and in-place \
              subschemas (`allOf`, `anyOf`, `not`, …), so judging any instance would never end"
         )));
     }
-    let quick = Quick::compile(&schema);
+    let walk = SinglePass::compile(&schema);
     let compiled = Schema {
         name,
         source: schema,
         full: OnceLock::new(),
-        quick,
+        walk,
     };
-    if compiled.quick.is_none() {
-        // Without the quick walk every document needs the full validator: build it now, so
+    if compiled.walk.is_none() {
+        // Without the single-pass walk every document needs the full validator: build it now, so
         // a schema it cannot compile is refused here.
         compiled.full().map_err(|e| failed(e.clone()))?;
     }
@@ -186,23 +182,23 @@ impl Schema {
     /// Whether `document` satisfies the schema.
     #[cfg(test)]
     fn is_valid(&self, document: &Value) -> bool {
-        self.quick
+        self.walk
             .as_ref()
-            .is_some_and(|quick| quick.is_valid(document))
+            .is_some_and(|walk| walk.is_valid(document))
             || self.unsure_errors(document, "$").is_empty()
     }
 
     /// Every error of `document`, sorted by path and message, with paths starting at `root`
     /// (`$` for a top-level document); empty when the document is valid.
     ///
-    /// The quick check runs first because it is much cheaper than collecting errors and
+    /// The single-pass check runs first because it is much cheaper than collecting errors and
     /// almost every document checked is valid.
     #[must_use]
     pub fn check(&self, document: &Value, root: &str) -> Vec<SchemaError> {
         if self
-            .quick
+            .walk
             .as_ref()
-            .is_some_and(|quick| quick.is_valid(document))
+            .is_some_and(|walk| walk.is_valid(document))
         {
             return Vec::new();
         }
@@ -221,7 +217,7 @@ impl Schema {
         root: &str,
         skip: Option<&str>,
     ) -> (Vec<SchemaError>, Option<[u8; 32]>) {
-        let (errors, sink) = self.check_into(document, root, Hashing::new(skip));
+        let (errors, sink) = self.check_into(document, root, CanonicalHasher::new(skip));
         let digest = sink.and_then(|sink| (!sink.inner.failed).then(|| sink.finish()));
         (errors, digest)
     }
@@ -240,7 +236,7 @@ impl Schema {
         skip: Option<&str>,
         marks: SortKeysMarks<'_>,
     ) -> (Vec<SchemaError>, Option<SortKeysForm>) {
-        let sink = Marking::new(sort_keys(skip), marks);
+        let sink = MarkedCanonicalWriter::new(sort_keys(skip), marks);
         let (errors, sink) = self.check_into(document, root, sink);
         let form = sink.and_then(|sink| {
             (!sink.inner.failed).then_some(SortKeysForm {
@@ -251,7 +247,7 @@ impl Schema {
         (errors, form)
     }
 
-    /// [`Schema::check`] through the quick walk into `sink`, which is returned when that walk
+    /// [`Schema::check`] through the single-pass walk into `sink`, which is returned when that walk
     /// accepted the document (what it got is then complete).
     fn check_into<S: Sink>(
         &self,
@@ -259,21 +255,21 @@ impl Schema {
         root: &str,
         mut sink: S,
     ) -> (Vec<SchemaError>, Option<S>) {
-        if let Some(quick) = &self.quick
-            && quick.is_valid_into(document, &mut sink)
+        if let Some(walk) = &self.walk
+            && walk.is_valid_into(document, &mut sink)
         {
             return (Vec::new(), Some(sink));
         }
         (self.unsure_errors(document, root), None)
     }
 
-    /// Every error of a document the quick check did not accept (empty when it is valid after
-    /// all), sorted by path and message: found by the quick walk where it can (see
-    /// `quick::report`, exact and equal to the crate's), else by the full validator, which then
+    /// Every error of a document the single-pass check did not accept (empty when it is valid after
+    /// all), sorted by path and message: found by the single-pass walk where it can (see
+    /// `single_pass::report`, exact and equal to the crate's), else by the full validator, which then
     /// has to be built.
     fn unsure_errors(&self, document: &Value, root: &str) -> Vec<SchemaError> {
-        let quick = self.quick.as_ref().and_then(|quick| quick.errors(document));
-        let mut errors: Vec<SchemaError> = match quick {
+        let walk = self.walk.as_ref().and_then(|walk| walk.errors(document));
+        let mut errors: Vec<SchemaError> = match walk {
             Some(found) => found
                 .into_iter()
                 .map(|(pointer, text)| SchemaError {
@@ -322,7 +318,7 @@ impl Schema {
 /// capital; Cairn's never do).
 fn message(raw: &str) -> String {
     let mut text = String::new();
-    let mut cut = Cut::new(&mut text, MESSAGE_MAX_CHARS);
+    let mut cut = BoundedText::new(&mut text, MESSAGE_MAX_CHARS);
     // An error here only means the text was cut, which `finish` marks.
     let _ = write!(cut, "{raw}");
     cut.finish();
@@ -436,7 +432,7 @@ mod tests {
                 "/$defs/a",
             ),
         ] {
-            let error = compile("circle", schema).unwrap_err();
+            let error = compile("cycle", schema).unwrap_err();
             assert!(matches!(error, PySchemaError::Compile { .. }), "{error:?}");
             let message = error.to_string();
             assert!(message.contains(&format!("`#{at}")), "{message}");

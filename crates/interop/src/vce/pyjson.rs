@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use crate::lookup::field;
-use crate::schema::Cut;
+use crate::schema::BoundedText;
 use serde_json::{Map, Number, Value};
 
 /// The longest rendering of a user value put into a message, in characters (then `…`).
@@ -45,7 +45,7 @@ pub(super) fn py_eq_value(a: &Value, b: &Value) -> bool {
         (Value::Object(x), Value::Object(y)) => objects_equal(x, y),
         (Value::Bool(_) | Value::Number(_), Value::Bool(_) | Value::Number(_)) => {
             match (as_py_number(a), as_py_number(b)) {
-                (Some(x), Some(y)) => crate::schema::unique::numbers_equal(&x, &y),
+                (Some(x), Some(y)) => crate::schema::keywords::unique_items::numbers_equal(&x, &y),
                 _ => false,
             }
         }
@@ -75,7 +75,7 @@ pub(super) fn is_str(value: Option<&Value>, text: &str) -> bool {
 
 /// A user value for a message, meant to go between backticks: a string as it is, anything
 /// else as compact JSON, an absent value as `<missing>`; at most [`SHOWN_MAX`] characters, on
-/// one line (see [`Cut`]).
+/// one line (see [`BoundedText`]).
 pub(super) fn shown(value: Option<&Value>) -> String {
     let mut out = String::new();
     push_shown(&mut out, value);
@@ -84,7 +84,7 @@ pub(super) fn shown(value: Option<&Value>) -> String {
 
 /// Appends [`shown`]`(value)` to `out`.
 pub(super) fn push_shown(out: &mut String, value: Option<&Value>) {
-    let mut cut = Cut::new(out, SHOWN_MAX);
+    let mut cut = BoundedText::new(out, SHOWN_MAX);
     // An error only means the text was cut, which `finish` marks.
     let _ = match value {
         None => cut.write_str("<missing>"),
@@ -106,7 +106,7 @@ fn is_plain_str(value: &Value) -> bool {
 }
 
 /// `["a","b"]` for items that are all [`is_plain_str`].
-fn write_plain_strings(cut: &mut Cut<'_>, items: &[Value]) -> std::fmt::Result {
+fn write_plain_strings(cut: &mut BoundedText<'_>, items: &[Value]) -> std::fmt::Result {
     cut.write_str("[")?;
     for (position, item) in items.iter().enumerate() {
         if position > 0 {

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use cairn_core::{Clock, FixedClock, RunId, TaskId, TenantId, Timestamp};
 use cairn_ledger::keys::{SigningKey, TrustedKeys};
-use cairn_ledger::record::{Admission, BoundaryEvent, Decision, Label, TerminationReason, ToolRef};
+use cairn_ledger::record::{
+    Admission, AllowDeny, BoundaryEvent, Label, TerminationReason, ToolRef,
+};
 use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 
@@ -25,7 +27,7 @@ pub fn label(text: &str) -> Label {
 }
 
 /// An admission under a fixed policy version.
-pub fn admission(decision: Decision, rules: &[&str]) -> Admission {
+pub fn admission(decision: AllowDeny, rules: &[&str]) -> Admission {
     Admission {
         decision,
         policy_set_version: cairn_core::Digest::of(b"policy-v1"),
@@ -107,9 +109,9 @@ pub fn write_run(
                 .expect("boundary");
         }
         let decision = if i % 5 == 3 {
-            Decision::Deny
+            AllowDeny::Deny
         } else {
-            Decision::Allow
+            AllowDeny::Allow
         };
         let args = format!("{{\"n\":{i},\"run\":\"{run}\"}}");
         recorder
@@ -124,7 +126,7 @@ pub fn write_run(
                 },
                 admission(
                     decision,
-                    &[if decision == Decision::Allow {
+                    &[if decision == AllowDeny::Allow {
                         "allow.all"
                     } else {
                         "deny.writes"

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use cairn_ledger::IntentRecord;
-use cairn_ledger::record::{BoundaryEvent, Decision, Label};
+use cairn_ledger::record::{AllowDeny, BoundaryEvent, Label};
 
 use super::scenario::ContinuityNote;
 
@@ -60,8 +60,8 @@ fn decision_row(record: &IntentRecord) -> (String, String) {
     match &record.admission {
         Some(a) => (
             match a.decision {
-                Decision::Allow => "allow".to_owned(),
-                Decision::Deny => "DENY".to_owned(),
+                AllowDeny::Allow => "allow".to_owned(),
+                AllowDeny::Deny => "DENY".to_owned(),
             },
             if a.rule_ids.is_empty() {
                 "(default deny)".to_owned()

@@ -1,9 +1,9 @@
-//! A quick validity check that lets [`crate::schema::Schema`] skip the `jsonschema` crate for the
+//! A single-pass validity check that lets [`crate::schema::Schema`] skip the `jsonschema` crate for the
 //! documents that matter most: the valid ones.
 //!
 //! The crate's validator walks keyword objects behind trait calls and looks every property
 //! name up by comparing it with each declared name in turn; for the published VCE 0.1
-//! envelope that was about a third of a whole decision. [`Quick`] compiles the same schema
+//! envelope that was about a third of a whole decision. [`SinglePass`] compiles the same schema
 //! into a flat table of nodes and checks an instance in one pass: declared properties are
 //! searched from where the previous one was found (documents list them in schema order),
 //! comparing lengths before bytes.
@@ -12,16 +12,16 @@
 //! a `false` sends the document to the full validator, which decides and explains. So
 //! everything subtle answers `false` — a float where an integer is wanted, `uniqueItems` over
 //! values it cannot tell apart for certain, nesting deeper than [`MAX_DEPTH`] — and the
-//! soundness rule is one line: **`Quick` says valid only if the full validator does.** A test
+//! soundness rule is one line: **`SinglePass` says valid only if the full validator does.** A test
 //! holds it to that over every conformance document of both formats and thousands of
 //! mutations of them.
 //!
 //! Only the keywords of the published schemas are compiled (see [`Builder::compile_node`]); a schema
-//! with any other keyword, or whose `$ref`s and `anyOf`s lead in a circle, has no quick check,
+//! with any other keyword, or whose `$ref`s and `anyOf`s lead in a cycle, has no single-pass check,
 //! and every document goes to the full validator.
 //!
 //! The walk hands the instance to a [`Sink`] as it goes (see the `sink` module): nothing for a
-//! plain check, or its `json-sort-keys-utf8-v1` form ([`SortKeys`]) for a caller that also
+//! plain check, or its `json-sort-keys-utf8-v1` form ([`CanonicalWriter`]) for a caller that also
 //! digests the document, which then walks it once instead of twice.
 
 use std::collections::HashMap;
@@ -30,16 +30,16 @@ use crate::lookup::{field, same_bytes, same_text};
 use crate::sort_keys::word;
 use serde_json::{Map, Value};
 
-use crate::schema::date_time::DateTimeFormat;
-use crate::schema::fast::{MinLength, Required};
-use crate::schema::keyword::PyKeyword;
-use crate::schema::pattern::PythonPattern;
+use crate::schema::keywords::PyKeyword;
+use crate::schema::keywords::date_time::DateTimeFormat;
+use crate::schema::keywords::pattern::PythonPattern;
+use crate::schema::keywords::required_min_length::{MinLength, Required};
 
 mod report;
 mod sink;
 
 use sink::Nothing;
-pub(crate) use sink::{Hashing, Marking, Sink, SortKeys};
+pub(crate) use sink::{CanonicalHasher, CanonicalWriter, MarkedCanonicalWriter, Sink};
 pub use sink::{MarkedItem, SortKeysMarks};
 
 /// Deeper instances are left to the full validator.
@@ -51,8 +51,8 @@ const PAIRWISE_LIMIT: usize = 64;
 
 type NodeId = usize;
 
-/// A schema compiled for [`Quick::is_valid`].
-pub(crate) struct Quick {
+/// A schema compiled for [`SinglePass::is_valid`].
+pub(crate) struct SinglePass {
     nodes: Vec<Node>,
     root: NodeId,
 }
@@ -81,14 +81,14 @@ struct Node {
     /// `$ref`.
     reference: Option<NodeId>,
     /// Which of the simple shapes most values meet the node has, if any.
-    shape: Shape,
+    shape: JudgedAs,
 }
 
 /// The simple shapes of node that most values of the published documents meet, judged
-/// without the general walk of [`Quick::valid_node`] (which for them would pass through every
+/// without the general walk of [`SinglePass::valid_node`] (which for them would pass through every
 /// keyword group to find nothing there): in a VCE 0.1 envelope nine values in ten.
 #[derive(Default, Clone, Copy)]
-enum Shape {
+enum JudgedAs {
     /// Anything else: the general walk.
     #[default]
     General,
@@ -104,7 +104,7 @@ enum Shape {
     Array,
 }
 
-impl Shape {
+impl JudgedAs {
     fn of(node: &Node) -> Self {
         let Node {
             never,
@@ -150,7 +150,7 @@ impl Shape {
 }
 
 /// A value named by the schema (`const`, `enum`), with its `json-sort-keys-utf8-v1` form
-/// for [`SortKeys`], which an instance equal to it writes instead of escaping itself again.
+/// for [`CanonicalWriter`], which an instance equal to it writes instead of escaping itself again.
 struct Literal<T> {
     value: T,
     written: Box<[u8]>,
@@ -186,7 +186,7 @@ struct ObjectCheck {
     other_required: Option<Required>,
     /// `additionalProperties`.
     additional: Additional,
-    /// `required` as written (order and all), for the errors of [`Quick::errors`].
+    /// `required` as written (order and all), for the errors of [`SinglePass::errors`].
     all_required: Option<Required>,
 }
 
@@ -194,7 +194,7 @@ struct ObjectCheck {
 struct Known {
     name: String,
     /// `,"name":` as `json-sort-keys-utf8-v1` writes it before the member's value, for
-    /// [`SortKeys`] (the leading comma left out before an object's first member).
+    /// [`CanonicalWriter`] (the leading comma left out before an object's first member).
     written: Box<[u8]>,
     /// [`head`] of `name`.
     head: u64,
@@ -263,8 +263,8 @@ impl Kind {
     }
 }
 
-impl Quick {
-    /// The quick check of `schema`, or `None` when it uses anything this module does not
+impl SinglePass {
+    /// The single-pass check of `schema`, or `None` when it uses anything this module does not
     /// compile.
     pub(crate) fn compile(schema: &Value) -> Option<Self> {
         let mut builder = Builder {
@@ -274,23 +274,23 @@ impl Quick {
         };
         let root = builder.reserve();
         builder.fill(root, schema, true)?;
-        let quick = Self {
+        let walk = Self {
             nodes: builder.nodes,
             root,
         };
-        (!quick.judges_in_circles()).then_some(quick)
+        (!walk.judges_in_cycles()).then_some(walk)
     }
 
     /// Some node leads back to itself through `$ref` and `anyOf` alone, which judge the same
-    /// instance again: walking that would never end, so such a schema has no quick check.
-    fn judges_in_circles(&self) -> bool {
+    /// instance again: walking that would never end, so such a schema has no single-pass check.
+    fn judges_in_cycles(&self) -> bool {
         let next = |id: NodeId| {
             self.nodes
                 .get(id)
                 .into_iter()
                 .flat_map(|node| node.reference.iter().chain(node.any_of.iter()).copied())
         };
-        crate::schema::circles::in_circle(self.nodes.len(), next).is_some()
+        crate::schema::ref_cycles::in_cycle(self.nodes.len(), next).is_some()
     }
 
     /// `true` only if `instance` surely satisfies the schema; `false` when it may not.
@@ -298,7 +298,7 @@ impl Quick {
         self.valid(self.root, instance, 0, &mut Nothing)
     }
 
-    /// [`Quick::is_valid`], handing `instance` to `sink` as it is walked; what `sink` got is
+    /// [`SinglePass::is_valid`], handing `instance` to `sink` as it is walked; what `sink` got is
     /// complete only when the answer is `true`.
     pub(crate) fn is_valid_into(&self, instance: &Value, sink: &mut impl Sink) -> bool {
         self.valid(self.root, instance, 0, sink)
@@ -307,12 +307,12 @@ impl Quick {
     /// Checks `instance` against node `id`, handing it to `sink` exactly once: through this
     /// node's own object or array keywords when they walk its members, else through its
     /// `$ref`, else whole. `anyOf` branches (and a `$ref` beside walking keywords) are only
-    /// checked. The simple shapes of node ([`Shape`]) are judged here, inlined into the walk of
-    /// their container; the rest by [`Quick::valid_node`].
+    /// checked. The simple shapes of node ([`JudgedAs`]) are judged here, inlined into the walk of
+    /// their container; the rest by [`SinglePass::valid_node`].
     #[inline]
     fn valid<S: Sink>(&self, id: NodeId, instance: &Value, depth: usize, sink: &mut S) -> bool {
         let mut id = id;
-        // Aliases never lead in circles (see `judges_in_circles`); the bound is a second guard.
+        // Aliases never lead in cycles (see `judges_in_cycles`); the bound is a second guard.
         for _ in 0..=self.nodes.len() {
             let Some(node) = self.nodes.get(id) else {
                 return false;
@@ -321,8 +321,8 @@ impl Quick {
                 return false;
             }
             match node.shape {
-                Shape::Alias(target) => id = target,
-                Shape::Text { min, null } => {
+                JudgedAs::Alias(target) => id = target,
+                JudgedAs::Text { min, null } => {
                     let valid = match instance {
                         Value::String(text) => min.long_enough(text),
                         Value::Null => null,
@@ -333,7 +333,7 @@ impl Quick {
                     }
                     return valid;
                 }
-                Shape::Literal => {
+                JudgedAs::Literal => {
                     return match literal(node, instance) {
                         Some(Some(written)) => {
                             sink.literal(written);
@@ -342,7 +342,7 @@ impl Quick {
                         _ => false,
                     };
                 }
-                Shape::Object => {
+                JudgedAs::Object => {
                     return match (instance, &node.object) {
                         (Value::Object(map), Some(object)) => {
                             self.object_valid(object, map, depth + 1, sink)
@@ -350,7 +350,7 @@ impl Quick {
                         _ => false,
                     };
                 }
-                Shape::Array => {
+                JudgedAs::Array => {
                     return match (instance, &node.array) {
                         (Value::Array(items), Some(array)) => {
                             self.array_valid(array, items, depth + 1, sink)
@@ -358,13 +358,13 @@ impl Quick {
                         _ => false,
                     };
                 }
-                Shape::General => return self.valid_node(node, instance, depth, sink),
+                JudgedAs::General => return self.valid_node(node, instance, depth, sink),
             }
         }
         false
     }
 
-    /// [`Quick::valid`] for a node of no simple [`Shape`].
+    /// [`SinglePass::valid`] for a node of no simple [`JudgedAs`].
     #[inline(never)]
     fn valid_node<S: Sink>(
         &self,
@@ -455,7 +455,7 @@ impl Quick {
         self.members_valid(object, map, members, depth, sink)
     }
 
-    /// [`Quick::object_valid`] over the members of `map` in the order `members` gives them,
+    /// [`SinglePass::object_valid`] over the members of `map` in the order `members` gives them,
     /// each with its declared property, if any.
     fn members_valid<'v, 'k, S: Sink>(
         &self,
@@ -572,7 +572,7 @@ fn declared<'v, 'k>(
     members.map(move |(key, value)| (key, value, find(&object.known, key, &mut cursor)))
 }
 
-/// The most declared properties an object may have for [`Quick::object_valid`] to put its
+/// The most declared properties an object may have for [`SinglePass::object_valid`] to put its
 /// members in key order by rank, without allocating.
 const RANKED_LIMIT: usize = 32;
 
@@ -703,7 +703,7 @@ fn surely_differ(a: &Value, b: &Value, depth: usize) -> bool {
     }
 }
 
-/// Compiles schema nodes into [`Quick::nodes`]; `$ref`s into `$defs` share one node each.
+/// Compiles schema nodes into [`SinglePass::nodes`]; `$ref`s into `$defs` share one node each.
 struct Builder<'s> {
     nodes: Vec<Node>,
     defs: Option<&'s Map<String, Value>>,
@@ -814,7 +814,7 @@ impl<'s> Builder<'s> {
         if object {
             node.object = Some(Box::new(self.object(map)?));
         }
-        node.shape = Shape::of(&node);
+        node.shape = JudgedAs::of(&node);
         Some(node)
     }
 

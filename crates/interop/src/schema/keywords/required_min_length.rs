@@ -9,7 +9,7 @@
 use crate::lookup::field;
 use serde_json::{Map, Value};
 
-use crate::schema::keyword::PyKeyword;
+use crate::schema::keywords::PyKeyword;
 
 /// `required`: every listed name is a member of the object. Other instances pass.
 pub(crate) struct Required {
@@ -115,7 +115,7 @@ mod tests {
     #![allow(clippy::unwrap_used, reason = "test code")]
 
     use super::*;
-    use crate::schema::keyword::factory;
+    use crate::schema::keywords::factory;
     use serde_json::json;
 
     /// `required` and `minLength` must judge exactly as the built-ins do.

@@ -1,16 +1,16 @@
-//! Schemas that judge one instance in a circle, which [`crate::schema::compile`] refuses.
+//! Schemas that judge one instance in a cycle, which [`crate::schema::compile`] refuses.
 //!
 //! `$ref` and the in-place applicators (`allOf`, `anyOf`, `oneOf`, `not`, `if`, `then`, `else`,
 //! `dependentSchemas`) judge the same instance again with another subschema. When they lead
 //! from a subschema back to itself (`{"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}}`),
 //! judging any instance never ends: the `jsonschema` crate overflows its stack, which aborts the
 //! process. Recursion through `properties`, `items` and the other keywords that judge a member
-//! or an item is fine — each step goes one level into the instance — and is not a circle.
+//! or an item is fine — each step goes one level into the instance — and is not a cycle.
 //!
 //! References are followed when they point into the same document: `#`, `#/json/pointer`
 //! (percent- and `~`-escaped), `#anchor` (`$anchor`), and those forms after the root's own
 //! `$id`. Other references — to other documents, or made inside a subschema with its own
-//! `$id` (whose `#` is that subschema, not the document) — are not followed, so a circle
+//! `$id` (whose `#` is that subschema, not the document) — are not followed, so a cycle
 //! through them goes unseen here; none is ever reported that is not there.
 
 use std::collections::HashMap;
@@ -57,8 +57,8 @@ const SAME_INSTANCE: [&str; 8] = [
 ];
 
 /// The JSON pointer (as a URI fragment, without `#`) of a subschema of `schema` that judges
-/// the same instance again through a circle of subschemas; `None` when there is no circle.
-pub(crate) fn circle(schema: &Value) -> Option<String> {
+/// the same instance again through a cycle of subschemas; `None` when there is no cycle.
+pub(crate) fn find_cycle(schema: &Value) -> Option<String> {
     let subschemas = subschemas(schema);
     let at: HashMap<&str, usize> = subschemas
         .iter()
@@ -91,7 +91,7 @@ pub(crate) fn circle(schema: &Value) -> Option<String> {
             next
         })
         .collect();
-    let on_circle = in_circle(next.len(), |node| {
+    let on_circle = in_cycle(next.len(), |node| {
         next.get(node).into_iter().flatten().copied()
     })?;
     subschemas
@@ -100,14 +100,14 @@ pub(crate) fn circle(schema: &Value) -> Option<String> {
 }
 
 /// A node of the graph of `count` nodes, whose edges from node `n` are `next(n)` (targets
-/// outside `0..count` ignored), that lies on a circle; `None` when the graph has none.
-pub(crate) fn in_circle<I: IntoIterator<Item = usize>>(
+/// outside `0..count` ignored), that lies on a cycle; `None` when the graph has none.
+pub(crate) fn in_cycle<I: IntoIterator<Item = usize>>(
     count: usize,
     next: impl Fn(usize) -> I,
 ) -> Option<usize> {
     let edges = |node: usize| next(node).into_iter().filter(move |&target| target < count);
     // Kahn's order, backwards: a node is settled once every node it leads to is. Those on a
-    // circle, or leading into one, never are.
+    // cycle, or leading into one, never are.
     let mut unsettled_targets = vec![0_usize; count];
     let mut leading_to: Vec<Vec<usize>> = vec![Vec::new(); count];
     for node in 0..count {
@@ -137,7 +137,7 @@ pub(crate) fn in_circle<I: IntoIterator<Item = usize>>(
             }
         }
     }
-    // From an unsettled node an unsettled target always follows: `count` steps end on a circle.
+    // From an unsettled node an unsettled target always follows: `count` steps end on a cycle.
     let mut node = settled.iter().position(|done| !done)?;
     for _ in 0..count {
         node = edges(node).find(|&target| settled.get(target) == Some(&false))?;
@@ -266,7 +266,7 @@ mod tests {
                 ["", "/dependentSchemas/a"].as_slice(),
             ),
         ] {
-            let found = circle(&schema);
+            let found = find_cycle(&schema);
             assert!(
                 found.as_deref().is_some_and(|p| on.contains(&p)),
                 "{schema}: {found:?}"
@@ -283,18 +283,18 @@ mod tests {
                 (next < LONG || closed).then_some(next % LONG)
             }
         };
-        assert_eq!(in_circle(LONG, chain(false)), None);
-        assert!(in_circle(LONG, chain(true)).is_some_and(|node| node < LONG));
-        // Leading into a circle is not being on it: 0 -> 1 -> 2 -> 1.
+        assert_eq!(in_cycle(LONG, chain(false)), None);
+        assert!(in_cycle(LONG, chain(true)).is_some_and(|node| node < LONG));
+        // Leading into a cycle is not being on it: 0 -> 1 -> 2 -> 1.
         let tail = |node: usize| match node {
             0 => Some(1),
             1 => Some(2),
             2 => Some(1),
             _ => None,
         };
-        assert!(matches!(in_circle(4, tail), Some(1 | 2)));
+        assert!(matches!(in_cycle(4, tail), Some(1 | 2)));
         // Edges out of the graph are ignored.
-        assert_eq!(in_circle(2, |node: usize| Some(node + 2)), None);
+        assert_eq!(in_cycle(2, |node: usize| Some(node + 2)), None);
     }
 
     #[test]
@@ -313,7 +313,7 @@ mod tests {
                                        "allOf": [{"$ref": "#/$defs/inner"}]}}}),
             json!(true),
         ] {
-            assert_eq!(circle(&schema), None, "{schema}");
+            assert_eq!(find_cycle(&schema), None, "{schema}");
         }
     }
 }

@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use crate::schema::keyword::PyKeyword;
+use crate::schema::keywords::PyKeyword;
 
 /// The `pattern` keyword, registered by [`crate::schema::compile`] in place of the crate's own.
 pub(crate) struct PythonPattern {

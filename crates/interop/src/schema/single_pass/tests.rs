@@ -1,4 +1,4 @@
-//! The soundness rule of [`Quick`]: it says valid only if the full validator does. Checked
+//! The soundness rule of [`SinglePass`]: it says valid only if the full validator does. Checked
 //! over every conformance document of VCE 0.1 and RLC 0.1 (their case folders, which include
 //! the published fixtures) and over mutations of valid ones at every place.
 
@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use sha2::{Digest as _, Sha256};
 
-use super::{Hashing, Marking, Quick, SortKeys, SortKeysMarks};
+use super::{CanonicalHasher, CanonicalWriter, MarkedCanonicalWriter, SinglePass, SortKeysMarks};
 use crate::schema::full_validator;
 
 /// A published schema and the case files it judges.
@@ -141,19 +141,19 @@ fn mutations(value: &Value) -> Vec<Value> {
 }
 
 #[test]
-fn quick_says_valid_only_when_the_full_validator_does() {
+fn single_pass_says_valid_only_when_the_full_validator_does() {
     for format in &FORMATS {
         let schema = read(&crates().join(format.schema));
         let full = full_validator(&schema).unwrap();
-        let quick = Quick::compile(&schema)
+        let walk = SinglePass::compile(&schema)
             .unwrap_or_else(|| panic!("{}: every published schema compiles", format.schema));
         let documents = documents(format);
         assert!(documents.len() > 15, "{}: cases found", format.cases);
         let (mut valid, mut checked) = (0, 0);
         for (name, document) in &documents {
             let expected = full.is_valid(document);
-            // Every valid conformance document takes the quick path (that is its purpose).
-            assert_eq!(quick.is_valid(document), expected, "{name}");
+            // Every valid conformance document takes the single-pass path (that is its purpose).
+            assert_eq!(walk.is_valid(document), expected, "{name}");
             valid += usize::from(expected);
         }
         assert!(
@@ -166,10 +166,10 @@ fn quick_says_valid_only_when_the_full_validator_does() {
         for (name, document) in valid_documents.take(MUTATED_PER_FORMAT) {
             for mutated in mutations(document) {
                 checked += 1;
-                if quick.is_valid(&mutated) {
+                if walk.is_valid(&mutated) {
                     assert!(
                         full.is_valid(&mutated),
-                        "{name}: quick accepted what the full validator rejects: {mutated}"
+                        "{name}: the single-pass walk accepted what the full validator rejects: {mutated}"
                     );
                 }
             }
@@ -178,9 +178,9 @@ fn quick_says_valid_only_when_the_full_validator_does() {
     }
 }
 
-/// The errors of [`Quick::errors`], sorted, or `None`.
-fn quick_errors(quick: &Quick, document: &Value) -> Option<Vec<(String, String)>> {
-    let mut found = quick.errors(document)?;
+/// The errors of [`SinglePass::errors`], sorted, or `None`.
+fn single_pass_errors(walk: &SinglePass, document: &Value) -> Option<Vec<(String, String)>> {
+    let mut found = walk.errors(document)?;
     found.sort();
     Some(found)
 }
@@ -195,7 +195,7 @@ fn crate_errors(full: &jsonschema::Validator, document: &Value) -> Vec<(String, 
     found
 }
 
-/// The errors the quick walk reports are exactly the crate's — same places, same messages,
+/// The errors the single-pass walk reports are exactly the crate's — same places, same messages,
 /// as many — over every case document and every mutation of the valid ones; it never gives up
 /// on them, so an invalid published-format document never needs the crate's validator.
 #[test]
@@ -203,13 +203,13 @@ fn quick_errors_are_the_crates_errors() {
     for format in &FORMATS {
         let schema = read(&crates().join(format.schema));
         let full = full_validator(&schema).unwrap();
-        let quick = Quick::compile(&schema).unwrap();
+        let walk = SinglePass::compile(&schema).unwrap();
         let documents = documents(format);
         let mut invalid = 0;
         let mut check = |name: &str, document: &Value| {
             let expected = crate_errors(&full, document);
-            let got = quick_errors(&quick, document)
-                .unwrap_or_else(|| panic!("{name}: the quick walk gave up on {document}"));
+            let got = single_pass_errors(&walk, document)
+                .unwrap_or_else(|| panic!("{name}: the single-pass walk gave up on {document}"));
             assert_eq!(got, expected, "{name}: {document}");
             invalid += usize::from(!expected.is_empty());
         };
@@ -232,7 +232,7 @@ fn quick_errors_are_the_crates_errors() {
 }
 
 #[test]
-fn keywords_outside_the_published_set_have_no_quick_check() {
+fn keywords_outside_the_published_set_have_no_single_pass_check() {
     for schema in [
         json!({"maximum": 3}),
         json!({"properties": {"a": {"oneOf": [true]}}}),
@@ -242,25 +242,25 @@ fn keywords_outside_the_published_set_have_no_quick_check() {
         json!({"enum": ["a", 2]}),
         json!({"pattern": "a+"}),
     ] {
-        assert!(Quick::compile(&schema).is_none(), "{schema}");
+        assert!(SinglePass::compile(&schema).is_none(), "{schema}");
     }
 }
 
 #[test]
 fn what_only_the_full_validator_can_settle_is_left_to_it() {
-    let quick = |schema: Value| Quick::compile(&schema).unwrap();
+    let walk = |schema: Value| SinglePass::compile(&schema).unwrap();
     // A float with no fraction may be an integer; the full validator decides.
-    assert!(!quick(json!({"type": "integer"})).is_valid(&json!(1.0)));
-    assert!(quick(json!({"type": "integer"})).is_valid(&json!(1)));
+    assert!(!walk(json!({"type": "integer"})).is_valid(&json!(1.0)));
+    assert!(walk(json!({"type": "integer"})).is_valid(&json!(1)));
     // Objects that differ only in numbers that may be equal.
-    let unique = quick(json!({"uniqueItems": true}));
+    let unique = walk(json!({"uniqueItems": true}));
     assert!(!unique.is_valid(&json!([{"a": 1}, {"a": 1.0}])));
     assert!(unique.is_valid(&json!([{"a": 1}, {"a": 2}])));
     assert!(unique.is_valid(&json!([1, true])));
     assert!(!unique.is_valid(&json!(["a", "a"])));
     // Recursion deeper than the limit.
     let nested =
-        quick(json!({"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}));
+        walk(json!({"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}));
     let mut deep = json!([]);
     for _ in 0..100 {
         deep = json!([deep]);
@@ -269,10 +269,10 @@ fn what_only_the_full_validator_can_settle_is_left_to_it() {
     assert!(nested.is_valid(&json!([[[]]])));
 }
 
-/// `$ref` and `anyOf` judge the same instance again, so a circle of them would be walked
-/// forever: such schemas have no quick check (the full validator decides).
+/// `$ref` and `anyOf` judge the same instance again, so a cycle of them would be walked
+/// forever: such schemas have no single-pass check (the full validator decides).
 #[test]
-fn schemas_that_judge_in_circles_have_no_quick_check() {
+fn schemas_that_judge_in_circles_have_no_single_pass_check() {
     for schema in [
         json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
                "properties": {"x": {"$ref": "#/$defs/a"}}}),
@@ -280,15 +280,15 @@ fn schemas_that_judge_in_circles_have_no_quick_check() {
         json!({"$defs": {"a": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/a"}]}},
                "items": {"$ref": "#/$defs/a"}}),
     ] {
-        assert!(Quick::compile(&schema).is_none(), "{schema}");
+        assert!(SinglePass::compile(&schema).is_none(), "{schema}");
     }
-    // Recursion through members or items is not a circle: each step is one level deeper.
+    // Recursion through members or items is not a cycle: each step is one level deeper.
     for schema in [
         json!({"$defs": {"n": {"items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}),
         json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"type": "string"}},
                "anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]}),
     ] {
-        assert!(Quick::compile(&schema).is_some(), "{schema}");
+        assert!(SinglePass::compile(&schema).is_some(), "{schema}");
     }
 }
 
@@ -317,13 +317,13 @@ fn reordered(value: &Value, reverse: bool) -> Value {
     }
 }
 
-/// The case documents of `format` that `quick` accepts, mutations of the first three, and the
+/// The case documents of `format` that the single-pass walk accepts, mutations of the first three, and the
 /// first five with their members in and against key order.
-fn valid_mutated_and_reordered(format: &Format, quick: &Quick) -> Vec<Value> {
+fn valid_mutated_and_reordered(format: &Format, walk: &SinglePass) -> Vec<Value> {
     let valid: Vec<Value> = documents(format)
         .into_iter()
         .map(|(_, document)| document)
-        .filter(|document| quick.is_valid(document))
+        .filter(|document| walk.is_valid(document))
         .collect();
     let mut candidates = valid.clone();
     for document in valid.iter().take(3) {
@@ -336,7 +336,7 @@ fn valid_mutated_and_reordered(format: &Format, quick: &Quick) -> Vec<Value> {
     candidates
 }
 
-/// What [`SortKeys`] must have written for `document` without its top-level member `skip`.
+/// What [`CanonicalWriter`] must have written for `document` without its top-level member `skip`.
 fn expected_sort_keys(document: &Value, skip: &str) -> Vec<u8> {
     match document {
         Value::Object(map) => crate::sort_keys::sort_keys_utf8_v1_without(map, skip).unwrap(),
@@ -349,8 +349,8 @@ fn the_walk_that_accepts_a_document_writes_and_hashes_its_sort_keys_form() {
     let mut written = 0;
     for format in &FORMATS {
         let schema = read(&crates().join(format.schema));
-        let quick = Quick::compile(&schema).unwrap();
-        for document in &valid_mutated_and_reordered(format, &quick) {
+        let walk = SinglePass::compile(&schema).unwrap();
+        for document in &valid_mutated_and_reordered(format, &walk) {
             // The top-level digest field of each format, a key no document has, and a nested
             // key (left out only at the top).
             for skip in [
@@ -359,15 +359,15 @@ fn the_walk_that_accepts_a_document_writes_and_hashes_its_sort_keys_form() {
                 "absent",
                 "provenance",
             ] {
-                let mut sink = SortKeys {
+                let mut sink = CanonicalWriter {
                     out: Vec::new(),
                     skip: Some(skip),
                     failed: false,
                 };
-                let valid = quick.is_valid_into(document, &mut sink);
-                assert_eq!(valid, quick.is_valid(document), "{document}");
-                let mut hashing = Hashing::new(Some(skip));
-                assert_eq!(quick.is_valid_into(document, &mut hashing), valid);
+                let valid = walk.is_valid_into(document, &mut sink);
+                assert_eq!(valid, walk.is_valid(document), "{document}");
+                let mut hashing = CanonicalHasher::new(Some(skip));
+                assert_eq!(walk.is_valid_into(document, &mut hashing), valid);
                 if valid {
                     let expected = expected_sort_keys(document, skip);
                     assert!(!sink.failed, "{document}");
@@ -391,7 +391,7 @@ fn the_walk_that_accepts_a_document_writes_and_hashes_its_sort_keys_form() {
 fn values_the_schema_does_not_walk_are_written_whole() {
     // `anyOf` branches and unlisted members are only checked; the value is written once,
     // escapes, numbers and all, whichever node accepted it.
-    let quick = Quick::compile(&json!({
+    let walk = SinglePass::compile(&json!({
         "type": "object",
         "properties": {
             "a": {"anyOf": [{"type": "object"}, {"type": "array"}]},
@@ -413,12 +413,12 @@ fn values_the_schema_does_not_walk_are_written_whole() {
         }),
         true,
     );
-    let mut sink = SortKeys {
+    let mut sink = CanonicalWriter {
         out: Vec::new(),
         skip: Some("skip"),
         failed: false,
     };
-    assert!(quick.is_valid_into(&document, &mut sink));
+    assert!(walk.is_valid_into(&document, &mut sink));
     assert_eq!(sink.out, expected_sort_keys(&document, "skip"));
 }
 
@@ -435,7 +435,7 @@ fn objects_with_many_declared_members_are_written_in_key_order() {
             .iter()
             .map(|name| (name.clone(), json!({"type": "integer"})))
             .collect();
-        let quick = Quick::compile(&json!({
+        let walk = SinglePass::compile(&json!({
             "type": "object",
             "properties": properties,
             "additionalProperties": false
@@ -451,13 +451,13 @@ fn objects_with_many_declared_members_are_written_in_key_order() {
                 .map(|(value, name)| (name.clone(), json!(value)))
                 .collect();
             let document = Value::Object(members);
-            let mut sink = SortKeys {
+            let mut sink = CanonicalWriter {
                 out: Vec::new(),
                 skip: None,
                 failed: false,
             };
             assert!(
-                quick.is_valid_into(&document, &mut sink),
+                walk.is_valid_into(&document, &mut sink),
                 "{size} of {declared}"
             );
             assert_eq!(
@@ -473,20 +473,20 @@ fn objects_with_many_declared_members_are_written_in_key_order() {
 fn marked_items_lie_where_their_forms_are_written() {
     // RLC 0.1 digests each lane, without its `lane_digest`, from the extension's bytes.
     let format = FORMATS.get(2).unwrap();
-    let quick = Quick::compile(&read(&crates().join(format.schema))).unwrap();
+    let walk = SinglePass::compile(&read(&crates().join(format.schema))).unwrap();
     let marks = SortKeysMarks {
         array: "responsibility_lanes",
         member: "lane_digest",
     };
     let mut marked = 0;
-    for document in &valid_mutated_and_reordered(format, &quick) {
-        let sink = SortKeys {
+    for document in &valid_mutated_and_reordered(format, &walk) {
+        let sink = CanonicalWriter {
             out: Vec::new(),
             skip: Some("extension_digest"),
             failed: false,
         };
-        let mut sink = Marking::new(sink, marks);
-        if !quick.is_valid_into(document, &mut sink) {
+        let mut sink = MarkedCanonicalWriter::new(sink, marks);
+        if !walk.is_valid_into(document, &mut sink) {
             continue;
         }
         let bytes = &sink.inner.out;
@@ -500,7 +500,7 @@ fn marked_items_lie_where_their_forms_are_written() {
             let whole = &bytes[span.whole.clone()];
             assert_eq!(whole, crate::sort_keys::sort_keys_utf8_v1(lane).unwrap());
             let mut without = whole.to_vec();
-            if let Some(cut) = &span.cut {
+            if let Some(cut) = &span.member_span {
                 without.drain(cut.start - span.whole.start..cut.end - span.whole.start);
             }
             let lane = lane.as_object().unwrap();
@@ -514,7 +514,7 @@ fn marked_items_lie_where_their_forms_are_written() {
 
 #[test]
 fn the_marked_member_is_cut_with_one_comma_wherever_it_comes() {
-    let quick = Quick::compile(&json!({
+    let walk = SinglePass::compile(&json!({
         "type": "object",
         "properties": {"items": {"type": "array", "items": {"properties": {
             "a": {"type": "string"}, "m": {"type": "string"}, "z": {"type": "string"}
@@ -534,20 +534,20 @@ fn the_marked_member_is_cut_with_one_comma_wherever_it_comes() {
         array: "items",
         member: "m",
     };
-    let sink = SortKeys {
+    let sink = CanonicalWriter {
         out: Vec::new(),
         skip: None,
         failed: false,
     };
-    let mut sink = Marking::new(sink, marks);
-    assert!(quick.is_valid_into(&document, &mut sink));
+    let mut sink = MarkedCanonicalWriter::new(sink, marks);
+    assert!(walk.is_valid_into(&document, &mut sink));
     let text = String::from_utf8(sink.inner.out.clone()).unwrap();
     let cut: Vec<Option<(&str, &str)>> = sink
         .items
         .iter()
         .map(|span| {
             span.as_ref().map(|span| {
-                let cut = span.cut.clone().map_or("", |cut| &text[cut]);
+                let cut = span.member_span.clone().map_or("", |cut| &text[cut]);
                 (&text[span.whole.clone()], cut)
             })
         })

@@ -1,4 +1,4 @@
-//! Every error of a document, found by the quick node table itself — the same errors, with
+//! Every error of a document, found by the single-pass node table itself — the same errors, with
 //! the same messages, that the `jsonschema` crate's validator gives — so that a process
 //! checking one invalid document need not build that validator (tens of milliseconds and
 //! megabytes: the crate first compiles its draft's meta-schema).
@@ -10,16 +10,16 @@
 //! target; `anyOf` one error when no branch is valid. Validity here is exact (a float with no
 //! fraction is an integer, `uniqueItems` compares with Python's equality), never "not sure".
 //! A test holds these errors equal to the crate's over every case document and thousands of
-//! mutations of them (`quick::tests`).
+//! mutations of them (`single_pass::tests`).
 
 use std::fmt::Write as _;
 
 use crate::lookup::same_text;
 use serde_json::{Map, Value};
 
-use super::{Additional, ArrayCheck, Kind, NodeId, ObjectCheck, Quick, TextCheck};
-use crate::schema::keyword::PyKeyword;
-use crate::schema::unique::UniqueItems;
+use super::{Additional, ArrayCheck, Kind, NodeId, ObjectCheck, SinglePass, TextCheck};
+use crate::schema::keywords::PyKeyword;
+use crate::schema::keywords::unique_items::UniqueItems;
 
 /// One error: the JSON pointer of the instance (`/a/0`) and the crate's message.
 pub(crate) type Found = (String, String);
@@ -27,7 +27,7 @@ pub(crate) type Found = (String, String);
 /// How deep the walk goes before it gives up (the caller then asks the crate).
 const MAX_DEPTH: usize = super::MAX_DEPTH;
 
-impl Quick {
+impl SinglePass {
     /// Every error of `instance`, or `None` where this walk gives up (too deep, or a node
     /// missing), in which case the caller asks the crate's validator.
     pub(crate) fn errors(&self, instance: &Value) -> Option<Vec<Found>> {
@@ -69,7 +69,7 @@ impl Quick {
         if let Some(constant) = &node.constant {
             let equal = match (&constant.value, instance) {
                 (Value::String(want), Value::String(text)) => same_text(want, text),
-                (want, _) => crate::schema::unique::py_equal(want, instance),
+                (want, _) => crate::schema::keywords::unique_items::py_equal(want, instance),
             };
             if !equal {
                 push(format!("{} was expected", constant.value));

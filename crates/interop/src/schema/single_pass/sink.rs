@@ -1,7 +1,7 @@
-//! What the quick walk writes as it goes: nothing ([`Nothing`]), or the document's
-//! `json-sort-keys-utf8-v1` form ([`SortKeys`]), so that a caller who needs both the schema
-//! check and the canonical bytes walks the document once instead of twice; [`Hashing`] hashes
-//! that form as it is written (every VCE 0.1 decision digests its envelope); [`Marking`] also
+//! What the single-pass walk writes as it goes: nothing ([`Nothing`]), or the document's
+//! `json-sort-keys-utf8-v1` form ([`CanonicalWriter`]), so that a caller who needs both the schema
+//! check and the canonical bytes walks the document once instead of twice; [`CanonicalHasher`] hashes
+//! that form as it is written (every VCE 0.1 decision digests its envelope); [`MarkedCanonicalWriter`] also
 //! notes where the items of one top-level array lie in those bytes (every RLC 0.1 decision
 //! digests each lane as well).
 //!
@@ -73,7 +73,7 @@ impl Sink for Nothing {
 /// Writes the instance's `json-sort-keys-utf8-v1` form without its top-level member `skip`,
 /// with the writer of `crate::sort_keys` (so the bytes are those of
 /// `crate::sort_keys::sort_keys_utf8_v1_without`).
-pub(crate) struct SortKeys<'a> {
+pub(crate) struct CanonicalWriter<'a> {
     pub(crate) out: Vec<u8>,
     pub(crate) skip: Option<&'a str>,
     /// A value could not be written (a number Python would not print as JSON); the bytes are
@@ -81,7 +81,7 @@ pub(crate) struct SortKeys<'a> {
     pub(crate) failed: bool,
 }
 
-impl Sink for SortKeys<'_> {
+impl Sink for CanonicalWriter<'_> {
     const IN_KEY_ORDER: bool = true;
 
     #[inline]
@@ -166,20 +166,20 @@ pub struct SortKeysMarks<'a> {
 
 /// Where one item of the marked array lies in the written bytes: the whole item, and its
 /// member [`SortKeysMarks::member`] with one adjoining comma (the one before it, or, when it
-/// comes first, the one after it), so that removing `cut` from `whole` gives the item's form
+/// comes first, the one after it), so that removing `member_span` from `whole` gives the item's form
 /// without that member — the ranges `crate::sort_keys::write_object` reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MarkedItem {
     /// The item's bytes.
     pub whole: Range<usize>,
     /// Its marked member with one adjoining comma, if it has that member.
-    pub cut: Option<Range<usize>>,
+    pub member_span: Option<Range<usize>>,
 }
 
-/// [`SortKeys`] that also notes the positions [`SortKeysMarks`] asks for. An item the walk
+/// [`CanonicalWriter`] that also notes the positions [`SortKeysMarks`] asks for. An item the walk
 /// hands over whole (not an object, or an object no schema node walks) gets no mark.
-pub(crate) struct Marking<'a, 'm> {
-    pub(crate) inner: SortKeys<'a>,
+pub(crate) struct MarkedCanonicalWriter<'a, 'm> {
+    pub(crate) inner: CanonicalWriter<'a>,
     marks: SortKeysMarks<'m>,
     /// Containers open around what is written next: 1 among the root's members.
     level: usize,
@@ -190,14 +190,14 @@ pub(crate) struct Marking<'a, 'm> {
     pub(crate) items: Vec<Option<MarkedItem>>,
     item_start: usize,
     /// The marked member of the current item: where it starts, and whether it came first
-    /// (so that the comma after it belongs to the cut), until the next member or the end of
+    /// (so that the comma after it belongs to the span), until the next member or the end of
     /// the item closes it.
-    open_cut: Option<(usize, bool)>,
-    cut: Option<Range<usize>>,
+    open_member: Option<(usize, bool)>,
+    member_span: Option<Range<usize>>,
 }
 
-impl<'a, 'm> Marking<'a, 'm> {
-    pub(crate) fn new(inner: SortKeys<'a>, marks: SortKeysMarks<'m>) -> Self {
+impl<'a, 'm> MarkedCanonicalWriter<'a, 'm> {
+    pub(crate) fn new(inner: CanonicalWriter<'a>, marks: SortKeysMarks<'m>) -> Self {
         Self {
             inner,
             marks,
@@ -206,8 +206,8 @@ impl<'a, 'm> Marking<'a, 'm> {
             marking: false,
             items: Vec::new(),
             item_start: 0,
-            open_cut: None,
-            cut: None,
+            open_member: None,
+            member_span: None,
         }
     }
 
@@ -216,17 +216,17 @@ impl<'a, 'm> Marking<'a, 'm> {
         self.marking && self.level == 3
     }
 
-    /// Closes the open cut at the current end of the bytes, taking the comma written next
+    /// Closes the open member span at the current end of the bytes, taking the comma written next
     /// when `comma_follows` and the marked member came first.
     fn close_cut(&mut self, comma_follows: bool) {
-        if let Some((start, first)) = self.open_cut.take() {
+        if let Some((start, first)) = self.open_member.take() {
             let end = self.inner.out.len() + usize::from(first && comma_follows);
-            self.cut = Some(start..end);
+            self.member_span = Some(start..end);
         }
     }
 }
 
-impl Sink for Marking<'_, '_> {
+impl Sink for MarkedCanonicalWriter<'_, '_> {
     const IN_KEY_ORDER: bool = true;
 
     #[inline]
@@ -237,8 +237,8 @@ impl Sink for Marking<'_, '_> {
         self.inner.open_object();
         self.level += 1;
         if self.in_item() {
-            self.open_cut = None;
-            self.cut = None;
+            self.open_member = None;
+            self.member_span = None;
         }
     }
     fn member(&mut self, first: bool, key: &str, written: Option<&[u8]>) {
@@ -247,7 +247,7 @@ impl Sink for Marking<'_, '_> {
         } else if self.in_item() {
             self.close_cut(!first);
             if key == self.marks.member {
-                self.open_cut = Some((self.inner.out.len(), first));
+                self.open_member = Some((self.inner.out.len(), first));
             }
         }
         self.inner.member(first, key, written);
@@ -258,7 +258,7 @@ impl Sink for Marking<'_, '_> {
             self.inner.close_object();
             let span = MarkedItem {
                 whole: self.item_start..self.inner.out.len(),
-                cut: self.cut.take(),
+                member_span: self.member_span.take(),
             };
             if let Some(slot) = self.items.last_mut() {
                 *slot = Some(span);
@@ -299,24 +299,24 @@ impl Sink for Marking<'_, '_> {
     }
 }
 
-/// [`SortKeys`] whose bytes are hashed with SHA-256 as they are written, and then let go:
+/// [`CanonicalWriter`] whose bytes are hashed with SHA-256 as they are written, and then let go:
 /// before each member or item every whole 64-byte block written so far goes to the hasher
 /// (hashed bytes are dropped once there are half a [`HASHING_BUFFER`] of them), so the buffer
 /// stays about a KiB however long the document, and the hashing is spread through the walk,
 /// whose loads the processor overlaps with it (5% off a VCE 0.1 decision against hashing the
 /// written bytes afterwards).
-pub(crate) struct Hashing<'a> {
-    pub(crate) inner: SortKeys<'a>,
+pub(crate) struct CanonicalHasher<'a> {
+    pub(crate) inner: CanonicalWriter<'a>,
     hasher: Sha256,
     /// How many bytes at the start of the buffer are hashed.
     hashed: usize,
 }
 
-impl<'a> Hashing<'a> {
-    /// Hashes what a [`SortKeys`] leaving out the top-level member `skip` would write.
+impl<'a> CanonicalHasher<'a> {
+    /// Hashes what a [`CanonicalWriter`] leaving out the top-level member `skip` would write.
     pub(crate) fn new(skip: Option<&'a str>) -> Self {
         Self {
-            inner: SortKeys {
+            inner: CanonicalWriter {
                 out: Vec::with_capacity(HASHING_BUFFER),
                 skip,
                 failed: false,
@@ -360,7 +360,7 @@ const BLOCK: usize = 64;
 /// feed (a longer value grows the buffer).
 const HASHING_BUFFER: usize = 1024;
 
-impl Sink for Hashing<'_> {
+impl Sink for CanonicalHasher<'_> {
     const IN_KEY_ORDER: bool = true;
 
     #[inline]

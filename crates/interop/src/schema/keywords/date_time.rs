@@ -9,7 +9,7 @@
 use cairn_core::rfc3339::is_date_time;
 use serde_json::Value;
 
-use crate::schema::keyword::PyKeyword;
+use crate::schema::keywords::PyKeyword;
 
 /// The `format` keyword, registered by [`crate::schema::compile`] in place of the crate's own.
 pub(crate) struct DateTimeFormat;

@@ -14,7 +14,7 @@
 use crate::lookup::field;
 use serde_json::{Number, Value};
 
-use crate::schema::keyword::PyKeyword;
+use crate::schema::keywords::PyKeyword;
 
 /// Arrays longer than this are checked by sorting when every item is a string; shorter ones
 /// (and all others) pair by pair.
