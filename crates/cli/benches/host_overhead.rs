@@ -32,7 +32,7 @@
     reason = "benchmark code"
 )]
 
-#[path = "../tests/real_hosts/harness.rs"]
+#[path = "../tests/it/real_hosts/harness.rs"]
 mod harness;
 
 use std::path::Path;

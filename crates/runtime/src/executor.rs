@@ -68,8 +68,13 @@ pub trait Gate: Send + Sync {
 /// admission and never without its record.
 ///
 /// ```compile_fail
-/// // A permit cannot be forged outside the runtime:
-/// let permit = cairn_runtime::Permit { step_index: 0, digest: cairn_core::Digest::of(b"") };
+/// // A permit cannot be forged outside the runtime: every field is named, so this fails only
+/// // because the fields are private.
+/// let permit = cairn_runtime::Permit {
+///     step_index: 0,
+///     digest: cairn_core::Digest::of(b""),
+///     tool: String::new(),
+/// };
 /// ```
 #[derive(Debug)]
 #[must_use = "an admitted call does nothing until it is executed with its permit"]

@@ -1,7 +1,7 @@
 //! Unit tests of the VCE 0.1 validator's stages on their own: every stage accepts values of
 //! any shape without panicking, and every rule the schema pre-empts still fires when its stage
 //! runs without the schema in front of it. Decisions on whole documents are tested by the case
-//! folder (`tests/vce_conformance.rs`).
+//! folder (`tests/it/vce_conformance.rs`).
 
 #![allow(
     clippy::unwrap_used,

@@ -272,7 +272,7 @@ fn what_only_the_full_validator_can_settle_is_left_to_it() {
 /// `$ref` and `anyOf` judge the same instance again, so a cycle of them would be walked
 /// forever: such schemas have no single-pass check (the full validator decides).
 #[test]
-fn schemas_that_judge_in_circles_have_no_single_pass_check() {
+fn schemas_that_judge_in_cycles_have_no_single_pass_check() {
     for schema in [
         json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
                "properties": {"x": {"$ref": "#/$defs/a"}}}),

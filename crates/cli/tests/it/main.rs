@@ -1,0 +1,38 @@
+//! The integration tests of `cairn-cli`, one module per subject, linked into one binary
+//! (linking is most of the suite's build time).
+
+// Helpers run only inside tests, where a failed expectation is the test failing; clippy's
+// `allow-*-in-tests` settings do not reach helpers outside `#[test]` functions.
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code: a failed expectation is the test failing"
+)]
+
+mod common;
+
+mod bundle;
+mod canary;
+mod continuity;
+mod decisions;
+mod demo;
+mod eval;
+mod hook_client;
+mod hook_faults;
+mod hook_resident;
+mod hook_sessions;
+mod hooks_install;
+mod inspect_continuity;
+mod interop;
+mod interop_mutations;
+mod issue_15;
+mod issue_15_property;
+mod keys;
+mod policy;
+mod proof;
+mod real_hosts;
+mod reconcile;
+mod store;
+mod tamper;

@@ -1,0 +1,581 @@
+//! The real Claude Code and Codex, from the npm registry, drive the built `cairn` binary
+//! through the hooks `cairn hooks install` writes (issue 16).
+//!
+//! Each file of `tests/hosts/scenarios/` is one scenario, played in each host it names
+//! (`"hosts"`, both by default) in a fresh project:
+//!
+//! - `"cairn"` — files put into `.cairn/` after `cairn hooks install` scaffolded it (a JSON
+//!   value is written as JSON, a string as it is); `"project"` — files put into the project
+//!   folder (`*.sh` executable);
+//! - `"model"` — the fake model server's script (`tests/hosts/fake-model.mjs` says its form;
+//!   `${PROJECT}` is replaced in it);
+//! - `"steps"`, in order, each optionally `"only": "claude-code"|"codex"`:
+//!   - `{"host": {"prompt": "…", "resume": bool, "kill": {"signal": "TERM", "when": "file"}},
+//!     "exit": N}` runs the host (resuming its session), optionally sending it a signal once
+//!     `file` exists in the project; `exit` (optional) is the exit code expected;
+//!   - `{"cli": ["decisions", "set", …], "exit": N}` is a person's `cairn` command in the
+//!     project (`exit` 0 by default);
+//!   - `{"write": {"path": "text"}}` writes project files (a person's or an attacker's hand);
+//!     `{"replace": {"path": ["from", "to"]}}` edits one;
+//!   - `{"check": {…}}` checks the state now (see [`check`]).
+//! - `"check"` — the checks after the last step, and `"checks_by_host"` — more of them for
+//!   one host (`{"codex": {…}}`); `cairn ledger verify --all` must also pass unless
+//!   `"verify": false`.
+//!
+//! `${PROJECT}`, `${RUN}` (the session's first run) and `${SESSION}` are replaced in steps and
+//! checks. `CAIRN_SCENARIO=04` plays only the scenarios whose name contains `04`;
+//! `CAIRN_KEEP_HOST_DIRS=1` keeps each play's folder. Scenario files name host tools as each host calls them (`Bash` on both).
+//!
+//! Without the hosts installed the test says it is skipped (run `npm ci --prefix tests/hosts`);
+//! `.ci/run` installs them and sets `CAIRN_REQUIRE_HOSTS=1`, which turns a skip into a failure.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code"
+)]
+
+use crate::common;
+mod harness;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use common::{Output, command_in, matches, strings};
+use harness::{Host, HostRun, Installed, ModelServer};
+
+/// The `cairn` binary the hooks run.
+pub fn cairn_binary() -> &'static str {
+    env!("CARGO_BIN_EXE_cairn")
+}
+
+fn scenarios_dir() -> PathBuf {
+    harness::harness_dir().join("scenarios")
+}
+
+/// The hosts, or `None` after saying why the test is skipped.
+fn hosts_or_skip(test: &str) -> Option<Installed> {
+    match harness::installed() {
+        Ok(installed) => Some(installed),
+        Err(why) => {
+            assert!(
+                std::env::var("CAIRN_REQUIRE_HOSTS").as_deref() != Ok("1"),
+                "CAIRN_REQUIRE_HOSTS=1 but {why}"
+            );
+            // Written to the process's stderr, not through `eprintln!`, which the test
+            // harness captures and hides for a passing test: a skip must be seen.
+            let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+            None
+        }
+    }
+}
+
+/// One scenario played in one host.
+struct Play<'a> {
+    name: String,
+    scenario: &'a Value,
+    run: HostRun,
+    server: ModelServer,
+    /// How many requests the server had logged when the latest host step began.
+    mark: usize,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Play<'_> {
+    fn context(&self) -> String {
+        format!("{} in {}", self.name, self.run.host.name())
+    }
+
+    fn substitute(&self, text: &str) -> String {
+        text.replace("${PROJECT}", self.run.project.to_str().unwrap())
+            .replace("${RUN}", &self.run.run_id())
+            .replace("${SESSION}", self.run.session.as_deref().unwrap_or(""))
+            .replace("${SUMMARY_SHA256}", &self.summary_sha256())
+    }
+
+    /// The digest Cairn binds for the script's summary (`summary_sha256`: stripped, SHA-256).
+    fn summary_sha256(&self) -> String {
+        self.scenario["model"]["summary"]
+            .as_str()
+            .map(|text| cairn_continuity::summary_sha256(text).to_string())
+            .unwrap_or_default()
+    }
+
+    fn substituted(&self, value: &Value) -> Value {
+        serde_json::from_str(&self.substitute(&value.to_string())).unwrap()
+    }
+
+    fn cairn(&self, args: &[&str]) -> Output {
+        let mut command = command_in(&self.run.project);
+        command.env("CAIRN_HOME", self.run.project.join("../cairn-home"));
+        Output::of(command.args(args))
+    }
+
+    fn step(&mut self, index: usize, step: &Value) {
+        if step
+            .get("only")
+            .and_then(Value::as_str)
+            .is_some_and(|only| only != self.run.host.name())
+        {
+            return;
+        }
+        let step = self.substituted(step);
+        let at = format!("{} step {index}", self.context());
+        for key in step.as_object().unwrap().keys() {
+            assert!(
+                ["only", "host", "exit", "cli", "write", "replace", "check"]
+                    .contains(&key.as_str()),
+                "{at}: unknown step key `{key}`"
+            );
+        }
+        if let Some(host) = step.get("host") {
+            self.mark = self.server.requests().len();
+            let prompt = host["prompt"].as_str().unwrap();
+            let resume = host.get("resume").and_then(Value::as_bool).unwrap_or(false);
+            let child = self.run.spawn(prompt, resume);
+            if let Some(kill) = host.get("kill") {
+                let when = self.run.project.join(kill["when"].as_str().unwrap());
+                let started = Instant::now();
+                while !when.exists() {
+                    assert!(
+                        started.elapsed() < Duration::from_secs(60),
+                        "{at}: {} never appeared",
+                        when.display()
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                harness::signal(&child, kill["signal"].as_str().unwrap());
+            }
+            let out = self.run.finish(child);
+            if let Some(exit) = step.get("exit") {
+                assert_eq!(
+                    out.code.map(i64::from),
+                    exit.as_i64(),
+                    "{at}: the host's exit code\n--- stdout\n{}\n--- stderr\n{}",
+                    out.stdout,
+                    out.stderr
+                );
+            }
+        } else if let Some(args) = step.get("cli") {
+            let args: Vec<&str> = args
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| a.as_str().unwrap())
+                .collect();
+            let exit = step.get("exit").and_then(Value::as_i64).unwrap_or(0);
+            self.cairn(&args).expect(i32::try_from(exit).unwrap());
+        } else if let Some(files) = step.get("write").and_then(Value::as_object) {
+            write_files(&self.run.project, files);
+        } else if let Some(edits) = step.get("replace").and_then(Value::as_object) {
+            for (path, change) in edits {
+                let path = self.run.project.join(path);
+                let text = std::fs::read_to_string(&path).unwrap();
+                let (from, to) = (change[0].as_str().unwrap(), change[1].as_str().unwrap());
+                assert!(
+                    text.contains(from),
+                    "{at}: {} lacks {from:?}",
+                    path.display()
+                );
+                std::fs::write(&path, text.replace(from, to)).unwrap();
+            }
+        } else if let Some(expect) = step.get("check") {
+            self.check(&at, expect);
+        } else {
+            panic!("{at}: unknown step {step}");
+        }
+    }
+
+    /// Checks what `expect` says:
+    /// - `"absent"` / `"present"`: project files; `"contains"`: `{"path": "text"}`;
+    /// - `"runs"`: the runs (`cairn runs list --json`), each partially matched, in order;
+    /// - `"records"`: the records of `${RUN}` (or of `"run"`) in a short form — `kind`,
+    ///   `tool`, `decision`, `rules`, `event`, `trigger`, `reason`, `termination` — each
+    ///   partially matched, all of them in order; `"records_include"`: a subsequence;
+    ///   `"session_records_include"` and `"session_record_counts"` (`[[record, n], …]`): the
+    ///   same over every run of the session (`${RUN}`, `${RUN}.2`, …); the short form also has
+    ///   `summary`, the boundary's summary digest (`${SUMMARY_SHA256}` is the script's);
+    /// - `"model_saw"`: texts some request since the step began carried;
+    ///   `"model_never_saw"`: texts no request of the whole play carried;
+    ///   `"last_request_once"`: texts the latest main request carries exactly once;
+    /// - `"cli"`: `[args, exit, "text stdout contains"]` triples.
+    fn check(&self, at: &str, expect: &Value) {
+        const KNOWN: [&str; 12] = [
+            "absent",
+            "present",
+            "contains",
+            "runs",
+            "run",
+            "records",
+            "records_include",
+            "session_records_include",
+            "session_record_counts",
+            "model_saw",
+            "model_never_saw",
+            "last_request_once",
+        ];
+        for key in expect.as_object().unwrap().keys() {
+            assert!(
+                KNOWN.contains(&key.as_str()) || key == "cli",
+                "{at}: unknown check `{key}`"
+            );
+        }
+        for path in strings(expect.get("absent")) {
+            assert!(
+                !self.run.project.join(&path).exists(),
+                "{at}: {path} exists (the call should not have run)"
+            );
+        }
+        for path in strings(expect.get("present")) {
+            assert!(
+                self.run.project.join(&path).exists(),
+                "{at}: {path} does not exist"
+            );
+        }
+        if let Some(files) = expect.get("contains").and_then(Value::as_object) {
+            for (path, text) in files {
+                let actual =
+                    std::fs::read_to_string(self.run.project.join(path)).unwrap_or_default();
+                let text = text.as_str().unwrap();
+                assert!(
+                    actual.contains(text),
+                    "{at}: {path} lacks {text:?}: {actual:?}"
+                );
+            }
+        }
+        if let Some(runs) = expect.get("runs") {
+            let actual = self.cairn(&["--json", "runs", "list"]).expect(0).json();
+            assert!(
+                matches(runs, &actual),
+                "{at}: the runs {actual:#} do not match {runs:#}"
+            );
+        }
+        let run = expect
+            .get("run")
+            .and_then(Value::as_str)
+            .map_or_else(|| self.run.run_id(), str::to_owned);
+        if let Some(records) = expect.get("records") {
+            let actual = self.records(&run);
+            assert!(
+                matches(records, &Value::Array(actual.clone())),
+                "{at}: the records of {run}\n{}\ndo not match\n{records:#}",
+                lines(&actual)
+            );
+        }
+        if let Some(counts) = expect
+            .get("session_record_counts")
+            .and_then(Value::as_array)
+        {
+            let actual = self.session_records();
+            for pair in counts {
+                let count = actual.iter().filter(|r| matches(&pair[0], r)).count();
+                assert_eq!(
+                    i64::try_from(count).unwrap(),
+                    pair[1].as_i64().unwrap(),
+                    "{at}: records like {} across the session's runs\n{}",
+                    pair[0],
+                    lines(&actual)
+                );
+            }
+        }
+        if let Some(records) = expect.get("session_records_include") {
+            let actual = self.session_records();
+            assert!(
+                includes(records.as_array().unwrap(), &actual),
+                "{at}: the records of the session's runs\n{}\ndo not include, in order,\n{records:#}",
+                lines(&actual)
+            );
+        }
+        if let Some(records) = expect.get("records_include") {
+            let actual = self.records(&run);
+            assert!(
+                includes(records.as_array().unwrap(), &actual),
+                "{at}: the records of {run}\n{}\ndo not include, in order,\n{records:#}",
+                lines(&actual)
+            );
+        }
+        let requests = self.server.requests();
+        let bodies: Vec<String> = requests.iter().map(|r| r["body"].to_string()).collect();
+        for needle in strings(expect.get("model_saw")) {
+            let needle = escaped(&needle);
+            assert!(
+                bodies.iter().skip(self.mark).any(|b| b.contains(&needle)),
+                "{at}: no request since the latest host step began carried {needle:?}"
+            );
+        }
+        for needle in strings(expect.get("model_never_saw")) {
+            let needle = escaped(&needle);
+            assert!(
+                !bodies.iter().any(|b| b.contains(&needle)),
+                "{at}: a request carried {needle:?}"
+            );
+        }
+        if let Some(needles) = expect.get("last_request_once") {
+            let last = requests
+                .iter()
+                .rev()
+                .find(|r| r["kind"] == "main")
+                .map(|r| r["body"].to_string())
+                .unwrap_or_default();
+            for needle in strings(Some(needles)) {
+                let count = last.matches(&escaped(&needle)).count();
+                assert_eq!(
+                    count, 1,
+                    "{at}: the latest request carried {needle:?} {count} times"
+                );
+            }
+        }
+        if let Some(commands) = expect.get("cli").and_then(Value::as_array) {
+            for command in commands {
+                let args: Vec<&str> = command[0]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap())
+                    .collect();
+                let out = self.cairn(&args);
+                out.expect(i32::try_from(command[1].as_i64().unwrap()).unwrap());
+                if let Some(text) = command.get(2).and_then(Value::as_str) {
+                    assert!(
+                        out.stdout.contains(text),
+                        "{at}: `cairn {}` printed\n{}\nwithout {text:?}",
+                        args.join(" "),
+                        out.stdout
+                    );
+                }
+            }
+        }
+    }
+
+    /// The records of every run of the session (`${RUN}`, `${RUN}.2`, …), in run order.
+    fn session_records(&self) -> Vec<Value> {
+        let base = self.run.run_id();
+        let runs = self.cairn(&["--json", "runs", "list"]).expect(0).json();
+        let mut ids: Vec<String> = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run_id"].as_str().unwrap().to_owned())
+            .filter(|id| *id == base || id.starts_with(&format!("{base}.")))
+            .collect();
+        ids.sort_by_key(|id| {
+            id.rsplit_once('.')
+                .and_then(|(_, n)| n.parse::<u32>().ok())
+                .unwrap_or(1)
+        });
+        ids.iter().flat_map(|id| self.records(id)).collect()
+    }
+
+    /// The records of `run`, short.
+    fn records(&self, run: &str) -> Vec<Value> {
+        let out = self.cairn(&["ledger", "export", "--run", run]);
+        out.expect(0);
+        out.stdout
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|record| record.get("kind").is_some())
+            .map(|r| short(&r))
+            .collect()
+    }
+}
+
+/// A record's short form for the checks.
+fn short(record: &Value) -> Value {
+    let mut short = json!({"kind": record["kind"]});
+    let fields = [
+        ("tool", &record["tool"]["name"]),
+        ("decision", &record["admission"]["decision"]),
+        ("rules", &record["admission"]["rule_ids"]),
+        ("event", &record["boundary"]["event"]),
+        ("trigger", &record["boundary"]["trigger"]),
+        ("reason", &record["boundary"]["reason"]),
+        ("termination", &record["termination"]["reason"]),
+        ("lane", &record["lane_id"]),
+        ("summary", &record["boundary"]["summary_digest"]),
+    ];
+    for (name, value) in fields {
+        if !value.is_null() {
+            short[name] = value.clone();
+        }
+    }
+    short
+}
+
+fn lines(records: &[Value]) -> String {
+    records
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A text as it appears inside a JSON string.
+fn escaped(text: &str) -> String {
+    let quoted = Value::String(text.to_owned()).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
+}
+
+/// Whether `expected` matches a subsequence of `actual`, in order.
+fn includes(expected: &[Value], actual: &[Value]) -> bool {
+    let mut rest = actual.iter();
+    expected
+        .iter()
+        .all(|e| rest.by_ref().any(|a| matches(e, a)))
+}
+
+fn write_files(root: &Path, files: &serde_json::Map<String, Value>) {
+    for (path, content) in files {
+        let target = root.join(path);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        let text = match content {
+            Value::String(text) => text.clone(),
+            other => serde_json::to_string_pretty(other).unwrap(),
+        };
+        std::fs::write(&target, text).unwrap();
+        if path.ends_with(".sh") {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+}
+
+/// Plays the scenario `file` in `host`.
+fn play(installed: &Installed, file: &Path, scenario: &Value, host: Host) {
+    let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("cairn-host-{name}-"))
+        .tempdir()
+        .unwrap();
+    // `CAIRN_KEEP_HOST_DIRS=1` keeps each play's folder (project, homes, the model's request
+    // log) for a look afterwards.
+    let (dir, root) = if std::env::var("CAIRN_KEEP_HOST_DIRS").as_deref() == Ok("1") {
+        let kept = dir.keep();
+        eprintln!("{name} in {}: kept {}", host.name(), kept.display());
+        (None, kept.canonicalize().unwrap())
+    } else {
+        let root = dir.path().canonicalize().unwrap();
+        (Some(dir), root)
+    };
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let script = scenario["model"]
+        .to_string()
+        .replace("${PROJECT}", project.to_str().unwrap());
+    let server = ModelServer::start(installed, &serde_json::from_str(&script).unwrap(), &root);
+    let run = HostRun::new(host, installed, &root, &project, server.port);
+    let mut play = Play {
+        name,
+        scenario,
+        run,
+        server,
+        mark: 0,
+        _dir: dir,
+    };
+    // As the quickstart goes: `hooks install` scaffolds `.cairn/` in a fresh project.
+    let flag = format!("--{}", host.name());
+    play.cairn(&[
+        "hooks",
+        "install",
+        &flag,
+        "--dir",
+        project.to_str().unwrap(),
+    ])
+    .expect(0);
+    if let Some(files) = scenario.get("cairn").and_then(Value::as_object) {
+        let files = play.substituted(&Value::Object(files.clone()));
+        write_files(&project.join(".cairn"), files.as_object().unwrap());
+    }
+    if let Some(files) = scenario.get("project").and_then(Value::as_object) {
+        write_files(&project, files);
+    }
+    for (i, step) in scenario["steps"].as_array().unwrap().iter().enumerate() {
+        play.step(i + 1, step);
+    }
+    let at = format!("{} at the end", play.context());
+    if let Some(expect) = play.scenario.get("check") {
+        let expect = play.substituted(expect);
+        play.check(&at, &expect);
+    }
+    if let Some(expect) = play.scenario["checks_by_host"].get(host.name()) {
+        let expect = play.substituted(expect);
+        play.check(&at, &expect);
+    }
+    if play.scenario.get("verify") != Some(&Value::Bool(false)) {
+        play.cairn(&["ledger", "verify", "--all"]).expect(0);
+    }
+}
+
+fn scenario_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn play_all(host: Host) {
+    let Some(installed) = hosts_or_skip(&format!("real_hosts in {}", host.name())) else {
+        return;
+    };
+    let only = std::env::var("CAIRN_SCENARIO").ok();
+    let mut played = 0;
+    for file in scenario_files() {
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        if only.as_deref().is_some_and(|only| !name.contains(only)) {
+            continue;
+        }
+        let scenario: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        for key in scenario.as_object().unwrap().keys() {
+            let known = [
+                "about",
+                "hosts",
+                "cairn",
+                "project",
+                "model",
+                "steps",
+                "check",
+                "checks_by_host",
+                "verify",
+            ];
+            assert!(known.contains(&key.as_str()), "{name}: unknown key `{key}`");
+        }
+        let hosts = strings(scenario.get("hosts"));
+        if !hosts.is_empty() && !hosts.iter().any(|h| h == host.name()) {
+            continue;
+        }
+        let started = Instant::now();
+        play(&installed, &file, &scenario, host);
+        eprintln!("{name} in {}: ok ({:.1?})", host.name(), started.elapsed());
+        played += 1;
+    }
+    assert!(only.is_some() || played >= 3, "only {played} scenarios ran");
+}
+
+#[test]
+fn scenarios_in_claude_code() {
+    play_all(Host::ClaudeCode);
+}
+
+#[test]
+fn scenarios_in_codex() {
+    play_all(Host::Codex);
+}
+
+#[test]
+fn partial_matching_and_subsequences_follow_their_rules() {
+    let actual = json!({"a": {"b": "hello world", "c": 1}, "d": [1, 2]});
+    assert!(matches(&json!({"a": {"b": "~world"}}), &actual));
+    assert!(!matches(&json!({"a": {"b": "world"}}), &actual));
+    assert!(!matches(&json!({"d": [1]}), &actual));
+    let records = [json!({"k": 1}), json!({"k": 2}), json!({"k": 3})];
+    assert!(includes(&[json!({"k": 1}), json!({"k": 3})], &records));
+    assert!(!includes(&[json!({"k": 3}), json!({"k": 1})], &records));
+}

@@ -1,0 +1,339 @@
+//! The recorder's promises: sync records are durable when acknowledged, batch records are
+//! committed within their window and always before a boundary or the end, observations chain
+//! into the next step, content follows the retention policy, and a resumed writer continues
+//! the same verifiable chain.
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::indexing_slicing,
+    clippy::panic,
+    reason = "test code"
+)]
+
+use crate::common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_core::canonical::jcs_digest;
+use cairn_core::{Clock, Digest, FixedClock, RunId, TenantId, Timestamp};
+use cairn_ledger::Store;
+use cairn_ledger::record::{AllowDeny, ToolRef};
+use cairn_ledger::verify::{CheckpointPolicy, verify_run};
+use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
+use cairn_store_sqlite::{OpenMode, SqliteStore};
+use serde_json::json;
+
+fn clock() -> Arc<dyn Clock> {
+    Arc::new(FixedClock::new(
+        "2026-11-30T06:00:00Z".parse::<Timestamp>().unwrap(),
+    ))
+}
+
+fn ids() -> (TenantId, RunId) {
+    ("acme".parse().unwrap(), "run-r".parse().unwrap())
+}
+
+fn recorder(store: Arc<SqliteStore>, options: RecorderOptions) -> Recorder {
+    let (tenant, run) = ids();
+    Recorder::open(
+        store,
+        clock(),
+        (tenant, "task-r".parse().unwrap(), run),
+        options,
+    )
+    .unwrap()
+}
+
+fn call(args: &[u8]) -> ToolCall<'_> {
+    ToolCall {
+        tool: ToolRef {
+            name: common::label("fs.read"),
+            version: common::label("1"),
+        },
+        args,
+        lane: None,
+    }
+}
+
+/// A second connection, as another process would see the store.
+fn visible(db: &std::path::Path) -> usize {
+    let other = SqliteStore::open(db, OpenMode::MustExist).unwrap();
+    other.rows(&ids().0, &ids().1).unwrap().len()
+}
+
+#[test]
+fn sync_records_are_visible_to_other_processes_when_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let mut rec = recorder(
+        common::open(&db),
+        RecorderOptions {
+            durability: Durability::Sync,
+            content_retention: None,
+        },
+    );
+    for i in 1..=3 {
+        rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
+            .unwrap();
+        assert_eq!(visible(&db), i);
+    }
+}
+
+#[test]
+fn batch_records_wait_for_their_window_and_are_flushed_at_a_boundary_and_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("b.db");
+    let options = RecorderOptions {
+        durability: Durability::Batch {
+            max_records: 4,
+            max_delay: Duration::from_secs(3600),
+        },
+        content_retention: None,
+    };
+    let (key, trusted) = common::key();
+    let mut rec = recorder(common::open(&db), options);
+    for _ in 0..3 {
+        rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
+            .unwrap();
+    }
+    assert_eq!(visible(&db), 0, "three records are inside the window");
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
+        .unwrap();
+    assert_eq!(visible(&db), 4, "the fourth fills the window");
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Deny, &["d"]))
+        .unwrap();
+    assert_eq!(visible(&db), 4);
+    rec.record_boundary(
+        cairn_ledger::record::BoundaryEvent::new(common::label("context_compaction")),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        visible(&db),
+        6,
+        "a boundary flushes everything, itself included"
+    );
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
+        .unwrap();
+    rec.terminate(
+        cairn_ledger::record::TerminationReason::Completed,
+        None,
+        &key,
+    )
+    .unwrap();
+    assert_eq!(visible(&db), 8);
+    let store = SqliteStore::open(&db, OpenMode::MustExist).unwrap();
+    let (tenant, run) = ids();
+    let rows = store.rows(&tenant, &run).unwrap();
+    let note = store.checkpoint(&tenant, &run).unwrap();
+    let report = verify_run(
+        &tenant,
+        &run,
+        &rows,
+        note.as_deref(),
+        &trusted,
+        CheckpointPolicy::Required,
+    );
+    assert!(report.is_intact(), "{:#?}", report.findings);
+}
+
+#[test]
+fn a_dropped_batch_writer_commits_what_it_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("d.db");
+    let mut rec = recorder(
+        common::open(&db),
+        RecorderOptions {
+            durability: Durability::DEFAULT_BATCH,
+            content_retention: None,
+        },
+    );
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
+        .unwrap();
+    drop(rec);
+    assert_eq!(visible(&db), 1);
+}
+
+#[test]
+fn each_step_records_the_digest_of_what_the_model_saw_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("o.db");
+    let store = common::open(&db);
+    let mut rec = recorder(store.clone(), RecorderOptions::default());
+    let first = json!({"role": "user", "content": "list the files"});
+    rec.observe(&first).unwrap();
+    let args = br#"{ "path" : "/tmp" }"#;
+    rec.record_step(&call(args), common::admission(AllowDeny::Allow, &["r"]))
+        .unwrap();
+    let result = json!({"files": ["a", "b"]});
+    rec.observe(&result).unwrap();
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
+        .unwrap();
+    let rows = store.rows(&ids().0, &ids().1).unwrap();
+    let (r0, r1) = (rows[0].as_ref().unwrap(), rows[1].as_ref().unwrap());
+    assert_eq!(r0.observation_digest, Some(jcs_digest(&first).unwrap()));
+    assert_eq!(
+        r1.observation_digest,
+        Some(jcs_digest(&result).unwrap()),
+        "a result is the next observation"
+    );
+    // Arguments are digested exactly as submitted, whitespace included.
+    let args_ref = r0.args.as_ref().unwrap();
+    assert_eq!(args_ref.digest, Digest::of(args));
+    assert_eq!(args_ref.size, args.len() as u64);
+    // Retained content hashes back to the digests the records hold.
+    let kept = store.content(&args_ref.digest).unwrap().unwrap();
+    assert_eq!(Digest::of(&kept.bytes), args_ref.digest);
+    let obs = store
+        .content(&r1.observation_digest.unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(Digest::of(&obs.bytes), r1.observation_digest.unwrap());
+}
+
+#[test]
+fn without_retention_no_content_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::open(&dir.path().join("n.db"));
+    let mut rec = recorder(
+        store.clone(),
+        RecorderOptions {
+            durability: Durability::Sync,
+            content_retention: None,
+        },
+    );
+    rec.observe(&json!({"secret": "x"})).unwrap();
+    rec.record_step(
+        &call(b"{\"a\":1}"),
+        common::admission(AllowDeny::Allow, &["r"]),
+    )
+    .unwrap();
+    assert!(store.content(&Digest::of(b"{\"a\":1}")).unwrap().is_none());
+}
+
+#[test]
+fn a_resumed_writer_continues_the_same_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let (key, trusted) = common::key();
+    {
+        let mut rec = recorder(common::open(&db), RecorderOptions::default());
+        rec.record_step(&call(b"1"), common::admission(AllowDeny::Allow, &["r"]))
+            .unwrap();
+        rec.record_step(&call(b"2"), common::admission(AllowDeny::Allow, &["r"]))
+            .unwrap();
+    }
+    let store = common::open(&db);
+    let (tenant, run) = ids();
+    let mut rec = Recorder::resume(
+        store.clone(),
+        clock(),
+        &tenant,
+        &run,
+        RecorderOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(rec.next_step(), 2);
+    rec.record_step(&call(b"3"), common::admission(AllowDeny::Allow, &["r"]))
+        .unwrap();
+    rec.terminate(
+        cairn_ledger::record::TerminationReason::Completed,
+        None,
+        &key,
+    )
+    .unwrap();
+    let rows = store.rows(&tenant, &run).unwrap();
+    let note = store.checkpoint(&tenant, &run).unwrap();
+    let report = verify_run(
+        &tenant,
+        &run,
+        &rows,
+        note.as_deref(),
+        &trusted,
+        CheckpointPolicy::Required,
+    );
+    assert!(report.is_intact(), "{:#?}", report.findings);
+    assert_eq!(report.records, 4);
+    let again = Recorder::resume(store, clock(), &tenant, &run, RecorderOptions::default());
+    assert_eq!(
+        cairn_core::ErrorCode::code(&again.unwrap_err()),
+        "run_terminated"
+    );
+}
+
+#[test]
+fn an_envelope_is_saved_atomically_with_its_boundary_record_and_the_latest_one_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("env.db");
+    let store = common::open(&db);
+    let mut rec = recorder(store.clone(), RecorderOptions::default());
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
+        .unwrap();
+    let body = r#"{"envelope_id":"ce-1"}"#;
+    let mut event = cairn_ledger::record::BoundaryEvent::new(common::label("context_compaction"));
+    event.envelope_id = Some(common::label("ce-1"));
+    event.envelope_digest = Some(Digest::of(body.as_bytes()));
+    let receipt = rec
+        .record_boundary_with_envelope(
+            event.clone(),
+            None,
+            cairn_ledger::store::EnvelopeItem {
+                envelope_id: "ce-1",
+                supersedes: None,
+                body,
+            },
+        )
+        .unwrap();
+    assert_eq!(receipt.step_index, 1);
+    let (tenant, run) = ids();
+    let saved = store.latest_envelope(&tenant, &run).unwrap().unwrap();
+    assert_eq!(
+        (
+            saved.envelope_id.as_str(),
+            saved.step_index,
+            saved.body.as_str()
+        ),
+        ("ce-1", 1, body)
+    );
+
+    // The same id cannot be saved twice, and the failed commit leaves nothing behind.
+    let again = rec.record_boundary_with_envelope(
+        event,
+        None,
+        cairn_ledger::store::EnvelopeItem {
+            envelope_id: "ce-1",
+            supersedes: None,
+            body,
+        },
+    );
+    assert!(again.is_err());
+    assert_eq!(
+        visible(&db),
+        2,
+        "the boundary record of a refused envelope is not written"
+    );
+
+    let mut superseding = cairn_ledger::record::BoundaryEvent::new(common::label("reconciliation"));
+    superseding.envelope_id = Some(common::label("ce-2"));
+    rec.record_boundary_with_envelope(
+        superseding,
+        None,
+        cairn_ledger::store::EnvelopeItem {
+            envelope_id: "ce-2",
+            supersedes: Some("ce-1"),
+            body: "{}",
+        },
+    )
+    .unwrap();
+    let latest = store.latest_envelope(&tenant, &run).unwrap().unwrap();
+    assert_eq!(
+        (
+            latest.envelope_id.as_str(),
+            latest.supersedes.as_deref(),
+            latest.step_index
+        ),
+        ("ce-2", Some("ce-1"), 2)
+    );
+}

@@ -1,0 +1,50 @@
+//! Helpers shared by Cairn's test suites, so that no suite copies another's set-up or reaches
+//! into another crate's folder with `#[path]`. Not published; each module is behind the
+//! feature of the crate it needs, so a suite pulls in only what it uses.
+//!
+//! - [`shared`]: the published interop data beside the repository (`../shared`).
+//! - `continuity_cases` (feature `continuity`): the envelope case folders of
+//!   `crates/continuity/tests/cases`, judged the same way by the library's and the CLI's
+//!   suites.
+//! - `decision_boundaries` (feature `decisions`): the D-5 boundary cases of
+//!   `crates/decisions/tests/boundaries`, likewise.
+//! - `gates` (feature `runtime`): a gate that admits every call under one named rule.
+//! - [`architecture`]: the checks of the workspace's layout (no module cycles, one test
+//!   binary per crate) that `tests/it/architecture.rs` runs.
+
+pub mod architecture;
+#[cfg(feature = "continuity")]
+pub mod continuity_cases;
+#[cfg(feature = "decisions")]
+pub mod decision_boundaries;
+#[cfg(feature = "runtime")]
+pub mod gates;
+pub mod shared;
+
+/// A command that runs the integration test `test` (its full path in the test binary, such as
+/// `crash::sigkill_mid_stream_loses_no_acknowledged_record`) of the running test binary alone,
+/// in a child process: for tests that kill a process of their own and check what it left.
+/// The test tells the two roles apart by an environment variable the caller sets on the
+/// command. Its standard output starts with the harness's own lines; skip to the ones the
+/// child prints.
+///
+/// # Panics
+/// When the running binary's path is unknown.
+#[must_use]
+pub fn this_test_in_a_child(test: &str) -> std::process::Command {
+    #[allow(
+        clippy::expect_used,
+        reason = "test support: a failed expectation fails the test"
+    )]
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut command = std::process::Command::new(exe);
+    // Terse: the harness prints no `test … ` prefix on the line the child writes first.
+    command.args([
+        test,
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+        "--quiet",
+    ]);
+    command
+}

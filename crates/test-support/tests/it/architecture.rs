@@ -1,0 +1,28 @@
+//! What `docs/ARCHITECTURE.md` promises about the layout holds for every crate.
+
+use cairn_test_support::architecture::{crate_dirs, extra_test_binaries, module_cycles};
+
+#[test]
+fn no_module_imports_a_module_that_imports_it_back() {
+    let crates = crate_dirs();
+    assert!(crates.len() >= 10, "the crates were found: {crates:?}");
+    let mut found = Vec::new();
+    for dir in &crates {
+        for cycle in module_cycles(&dir.join("src")) {
+            found.push(format!("{}: {}", dir.display(), cycle.join(" -> ")));
+        }
+    }
+    assert!(found.is_empty(), "module cycles:\n{}", found.join("\n"));
+}
+
+#[test]
+fn each_crate_links_at_most_one_integration_test_binary() {
+    let mut extra = Vec::new();
+    for dir in crate_dirs() {
+        extra.extend(extra_test_binaries(&dir));
+    }
+    assert!(
+        extra.is_empty(),
+        "integration tests belong in tests/it/ as modules of one binary: {extra:?}"
+    );
+}
