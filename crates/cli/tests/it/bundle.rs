@@ -2,13 +2,6 @@
 //! signed checkpoint; `ledger verify --bundle` accepts them offline with the right keys, and
 //! names the step and kind of every tampering (I-3).
 
-#![allow(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use common::{INVALID, OK, Output, Project, TAMPER, arg, command_in, findings_of, parse};

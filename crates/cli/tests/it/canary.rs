@@ -2,14 +2,6 @@
 //! observation) never appears in the store's structural tables, in exports, in proofs or in
 //! logs — at the most verbose log level, through the library and through the binary.
 
-#![allow(
-    clippy::expect_used,
-    clippy::unwrap_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;

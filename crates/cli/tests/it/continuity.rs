@@ -3,14 +3,6 @@
 //! `cairn continuity check`, judged by the same helper the library test uses, with the exit
 //! code of SPEC §9.1 (0 reauthorization required, 4 validation failed, 6 blocked).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use std::process::Command;
 
 use cairn_test_support::continuity_cases::{Case, case_dirs};

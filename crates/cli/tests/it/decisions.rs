@@ -11,14 +11,6 @@
 //! and refused when others can read it, a corrupt book is a stable-code error, bad input is
 //! a structured error, and `cairn status` reports both dimensions side by side.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use std::collections::BTreeMap;

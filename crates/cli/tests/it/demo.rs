@@ -2,13 +2,6 @@
 //! `cairn cost` on what it recorded, through the binary: the printed timeline, the JSON form,
 //! the export, the rollups, and how output behaves on a closed pipe.
 
-#![allow(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use common::{OK, Output, Project, arg, command_in};

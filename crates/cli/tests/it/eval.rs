@@ -3,14 +3,6 @@
 //! deliberately lossy compaction caught — plus the exit codes: 4 when a case does not hold,
 //! 2 for a malformed scenario file (naming the file and the JSON path).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

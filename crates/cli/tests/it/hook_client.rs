@@ -3,14 +3,6 @@
 //! `cairn hook`, it hands the call over and passes the answer on; and it fails closed when
 //! the exchange breaks or `cairn` cannot be started.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::os::unix::net::UnixListener;

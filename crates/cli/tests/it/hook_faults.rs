@@ -2,14 +2,6 @@
 //! `PreToolUse` is denied with exit 2 and the reason on stderr — never let through — and a
 //! compaction is never blocked (exit 0).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::path::Path;

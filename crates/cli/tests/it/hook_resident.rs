@@ -2,14 +2,6 @@
 //! runs, gets the same answers a fresh process would give (an edited policy takes effect on
 //! the next call), and answers by itself when the server is gone, even if its socket is left.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::io::{Read as _, Write as _};

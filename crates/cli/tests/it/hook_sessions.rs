@@ -24,14 +24,6 @@
 //! `${PROJECT}` in any of these files is replaced by the project's path. After the last step,
 //! `cairn ledger verify --all` must pass (when the session wrote a store).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::io::Write as _;

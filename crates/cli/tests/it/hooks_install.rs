@@ -2,14 +2,6 @@
 //! idempotence, refusing malformed settings, scaffolding `.cairn/` in observe-first mode,
 //! and removing exactly what was added.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::path::Path;

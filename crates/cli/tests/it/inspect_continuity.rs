@@ -2,14 +2,6 @@
 //! — the normal path, a tampered summary, a policy change, an unknown side effect, an approval
 //! that is revoked or expired — and `authorized` is false in every run.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use std::process::Command;
 
 use serde_json::{Value, json};

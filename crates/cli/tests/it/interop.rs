@@ -3,14 +3,6 @@
 //! (`crates/interop/tests/rlc_cases/`) through `cairn rlc check`, with the decision, the finding
 //! codes and the exit code the library gives; the published fixtures; malformed input.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use std::collections::BTreeSet;

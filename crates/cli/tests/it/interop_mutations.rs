@@ -19,14 +19,6 @@
 //! failure names a reproducible mutation. The differential run against the references
 //! themselves is `tests/interop/differential.py` (see CONTRIBUTING).
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use std::collections::BTreeSet;
 use std::path::Path;
 

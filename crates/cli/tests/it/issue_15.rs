@@ -3,14 +3,6 @@
 //! issue: each fail-open path is closed, a `PreToolUse` only ever exits 0 (the call may run)
 //! or 2 (it may not), and what must not leak or be lost does not.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::path::Path;

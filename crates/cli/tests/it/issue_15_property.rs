@@ -4,14 +4,6 @@
 //! call touches nothing of Cairn's own). Cases run in-process through `cairn_hooks::handle`
 //! (the worker's own code path) and a sample through the `cairn` binary itself.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::path::Path;

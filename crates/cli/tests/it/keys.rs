@@ -1,13 +1,6 @@
 //! `cairn keys`: a generated private key is owner-only, listed as active, and rotating to a
 //! new key keeps checkpoints signed by the old one verifiable (I-3).
 
-#![allow(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use std::os::unix::fs::PermissionsExt as _;

@@ -2,14 +2,6 @@
 //! observe-first scaffold that loads, located errors for broken policies, a version that
 //! ignores formatting, and decisions that name their rules.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::os::unix::fs::PermissionsExt;

@@ -2,13 +2,6 @@
 //! accepts it offline and rejects a modified record, a foreign checkpoint, an untrusted
 //! signer and a forged audit path (I-3).
 
-#![allow(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use common::{INVALID, OK, Output, Project, TAMPER, arg, command_in, parse};

@@ -29,14 +29,6 @@
 //! Without the hosts installed the test says it is skipped (run `npm ci --prefix tests/hosts`);
 //! `.ci/run` installs them and sets `CAIRN_REQUIRE_HOSTS=1`, which turns a skip into a failure.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 mod harness;
 

@@ -2,14 +2,6 @@
 //! is unblocked by naming the idempotency key, the observed outcome and the evidence; a wrong
 //! or already reconciled key is invalid input; the chain still verifies.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use cairn_test_support::gates::AllowAll;
 use std::process::Command;
 use std::sync::Arc;

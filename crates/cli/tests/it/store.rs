@@ -1,13 +1,6 @@
 //! Which store the binary uses (SPEC §9.1), `cairn runs list` and its lifecycle filters
 //! (I-2), and what usage errors and bad input get: exit 2 and a stable code naming the input.
 
-#![allow(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use common::{INVALID, OK, Output, Project, arg, command_in};

@@ -1,13 +1,6 @@
 //! Tampering with the store underneath the CLI (record bodies, index columns, retained
 //! content) and what `ledger verify`, `ledger show` and `gc` then report (I-3, I-4, I-5).
 
-#![allow(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use common::{OK, Project, TAMPER, findings_of, report_for};

@@ -2,14 +2,6 @@
 //! envelope, a state, a summary and `now`, with the expected status and reason (see
 //! `cairn_test_support::continuity_cases`). Adding a case is adding a folder; `check` is the one helper.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use std::collections::BTreeSet;
 use std::path::Path;
 

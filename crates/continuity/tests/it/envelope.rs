@@ -1,14 +1,6 @@
 //! The envelope's round trip and output form: canonical status names, UTC times, the proof
 //! type built only by validation, and the state document's own findings.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use cairn_continuity::{
     ContinuityState, FindingCode, SideEffectStatus, ValidatedEnvelope, parse_envelope,
     validate_envelope,

@@ -4,14 +4,6 @@
 //! what the harness caught), and malformed scenarios are refused with the path of the
 //! offending field.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use std::fs;
 use std::path::{Path, PathBuf};
 

@@ -1,13 +1,5 @@
 //! Property tests: hostile input never panics, and no input makes a decision authorise.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use cairn_continuity::{
     ContinuityReason, ContinuityState, FindingCode, MAX_INPUT_BYTES, decide, decide_text,
     summary_sha256, validate_envelope,

@@ -2,13 +2,6 @@
 //! test fails when they drift apart. Regenerate with `CAIRN_UPDATE_SCHEMAS=1 cargo test -p
 //! cairn-continuity --test schema_checked_in`.
 
-#![allow(
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use std::path::PathBuf;
 
 fn checked_in() -> PathBuf {

@@ -2,14 +2,6 @@
 //! drift), approvals, the 3–7 bound at snapshot time, the errors' stable codes, and the
 //! realistic flow set → snapshot → boundary → re-assert → compare.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use cairn_core::ErrorCode;

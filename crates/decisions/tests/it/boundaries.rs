@@ -3,14 +3,6 @@
 //! 1 dropped approval boundary, 1 scope conflict and 1 acceptance test re-asserted without a
 //! fresh observation. Adding a case is adding a folder; `check` is the one helper.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -3,14 +3,6 @@
 //! approvals (including approvals that link the wrong revisions), incomparable digests,
 //! contradictory observations, the D-2 precedence and its tie rule, and D-4's missing snapshot.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use cairn_decisions::{

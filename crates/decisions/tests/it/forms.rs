@@ -1,14 +1,6 @@
 //! The JSON forms of the snapshot, observations, comparison and status: their fields, their
 //! round trips, and the structured, coded errors hostile or corrupted documents get.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use cairn_core::ErrorCode;

@@ -2,14 +2,6 @@
 //! the same value digest), any change of a string does, and the whole-set state is always
 //! the most severe per-decision state.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use cairn_decisions::{DecisionState, Observation, digest_value};

@@ -2,14 +2,6 @@
 //! ones, reports serialise as documented, fixtures split, digests match the published
 //! values, and no JSON input makes the validator panic.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use std::path::PathBuf;
 
 use cairn_core::CodedFinding;

@@ -6,14 +6,6 @@
 //! The expected decisions were confirmed against the published Python reference
 //! (`rlc_reference.py`), except where a case's `about` says the reference raises.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

@@ -6,15 +6,6 @@
 //! (`<repo>/../shared`, or `CAIRN_SHARED_DIR`); the Python fixtures are checked in under
 //! `tests/data` and regenerated with `tests/data/gen_python_fixtures.py`.
 
-// The helpers below run only inside tests, where a failed expectation is the test failing;
-// clippy's `allow-*-in-tests` settings do not reach helpers of an integration test crate.
-#![allow(
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test helpers: a failed expectation is a test failure"
-)]
-
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 

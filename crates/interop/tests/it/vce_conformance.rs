@@ -7,14 +7,6 @@
 //! The folder holds one case per test of the published suite (`test_vce_conformance.py`, 17
 //! tests) and one per rule of SPEC Appendix A that the suite leaves out.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};

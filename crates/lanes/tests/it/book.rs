@@ -2,14 +2,6 @@
 //! restored view, done-condition promotion, handoffs, nested-scope violations and temporal
 //! revalidation.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use cairn_lanes::{
     HANDOFF_SCHEMA_VERSION, Handoff, LaneBook, LaneCall, LaneConfig, LaneEvent, LaneSpec,
     LaneStatus, LaneVerdict, Validity,

@@ -2,12 +2,6 @@
 //! `sumdb/note` examples), the C2SP key id, strict body parsing, and opening notes with
 //! trusted, untrusted, rotated and tampered keys and bodies.
 
-#![allow(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use cairn_core::{ErrorCode, RunId, TenantId};

@@ -2,13 +2,6 @@
 //! streaming builder against the recursive definition, and inclusion proofs for every leaf
 //! of every small tree, with tampered proofs that must fail.
 
-#![allow(
-    clippy::indexing_slicing,
-    clippy::unwrap_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use cairn_core::ErrorCode;
 use cairn_ledger::merkle::{
     Hash, MerkleError, RootBuilder, empty_root, inclusion_proof, leaf_hash, node_hash, root,

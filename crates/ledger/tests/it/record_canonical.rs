@@ -2,8 +2,6 @@
 //! reference canonicaliser on random records of every kind, including non-ASCII labels,
 //! every boundary field and integers past 2^53 (which take the reference path).
 
-#![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "test code")]
-
 use cairn_core::canonical::jcs;
 use cairn_core::{Digest, Timestamp};
 use cairn_ledger::record::{

@@ -2,8 +2,6 @@
 //! fails when they drift apart. Regenerate with `CAIRN_UPDATE_SCHEMAS=1 cargo test -p
 //! cairn-ledger --test schema_checked_in`.
 
-#![allow(clippy::expect_used, clippy::panic, reason = "test code")]
-
 use std::path::PathBuf;
 
 fn checked_in() -> PathBuf {

@@ -5,14 +5,6 @@
 //! "rule_ids", "reason"}]}`). Adding a case is adding files; `check` is the one helper, to be
 //! reused by the CLI's tests.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use std::fs;
 use std::path::Path;
 

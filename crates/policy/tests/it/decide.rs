@@ -2,13 +2,6 @@
 //! undeclared tools, declared arguments and lanes in the context, and failing closed on
 //! wrongly typed arguments and on forbid policies that cannot be evaluated.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use cairn_core::AllowDeny;

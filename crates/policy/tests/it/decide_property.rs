@@ -2,13 +2,6 @@
 //! consistent: an allow always names a permit, a default deny never names anything, and
 //! `explain` agrees with `decide`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use cairn_core::AllowDeny;

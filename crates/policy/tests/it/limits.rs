@@ -2,13 +2,6 @@
 //! refused with `policy_invalid` and their location before Cedar parses them; the deepest
 //! texts within the limits load, validate and decide on a thread of `limits::STACK_BYTES`.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use cairn_core::ErrorCode as _;

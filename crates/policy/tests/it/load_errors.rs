@@ -2,13 +2,6 @@
 //! schema-validation failures are errors with a stable code and the location to jump to —
 //! never a gate that silently allows.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use cairn_core::AllowDeny;

@@ -2,13 +2,6 @@
 //! changes in meaning: reformatting, comments, reordering and splitting files leave it alone;
 //! every semantic edit moves it.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use crate::common;
 
 use cairn_core::Digest;

@@ -2,14 +2,6 @@
 //! durable state — an unknown side effect included — and binds the summary by digest, in one
 //! commit with the `context_compaction` record that names and digests the envelope.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::sync::Arc;

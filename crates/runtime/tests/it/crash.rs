@@ -4,14 +4,6 @@
 //!
 //! The test runs itself again in a child process as the writer it kills.
 
-#![allow(
-    clippy::expect_used,
-    clippy::unwrap_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 use cairn_test_support::this_test_in_a_child;
 

@@ -2,14 +2,6 @@
 //! process and after a restart — until a reconciliation record names the outcome; other
 //! capabilities keep working; nothing retries the call.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 use cairn_test_support::gates::AllowAll;
 

@@ -2,14 +2,6 @@
 //! never runs; what the model is shown after a call — its result or its denial — is the
 //! observation the next record carries.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::sync::Arc;

@@ -2,14 +2,6 @@
 //! records, or denies — through the real Cedar gate, with a policy that forbids refunds over
 //! 10,000.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::sync::Arc;

@@ -2,14 +2,6 @@
 //! edit the authoring lane is admitted, each record naming its lane; lane events are recorded;
 //! a handoff is accepted only when a trusted key signed it.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 use cairn_test_support::gates::AllowAll;
 

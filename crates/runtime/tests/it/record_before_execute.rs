@@ -5,14 +5,6 @@
 //! The test runs itself again in a child process that admits a call and then stalls before
 //! executing it, until it is killed.
 
-#![allow(
-    clippy::expect_used,
-    clippy::unwrap_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code"
-)]
-
 use crate::common;
 use cairn_test_support::gates::AllowAll;
 use cairn_test_support::this_test_in_a_child;

@@ -3,14 +3,6 @@
 //! into the next step, content follows the retention policy, and a resumed writer continues
 //! the same verifiable chain.
 
-#![allow(
-    clippy::expect_used,
-    clippy::unwrap_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::sync::Arc;

@@ -5,14 +5,6 @@
 //! tampering of a random kind at a random place, verifies, and checks that a finding names
 //! the step that was touched with a fitting kind. 640 store cases + 640 bundle cases.
 
-#![allow(
-    clippy::expect_used,
-    clippy::unwrap_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "test code"
-)]
-
 use crate::common;
 
 use std::collections::BTreeSet;

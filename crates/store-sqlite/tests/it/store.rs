@@ -2,14 +2,6 @@
 //! gaps, nothing after the terminal record, versioned migrations, content expiry, and
 //! corrupted rows reported rather than hidden.
 
-#![allow(
-    clippy::expect_used,
-    clippy::unwrap_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    reason = "test code"
-)]
-
 use std::path::Path;
 use std::sync::{Arc, Barrier};
 

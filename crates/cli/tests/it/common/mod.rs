@@ -6,7 +6,7 @@
 //! current directory inside the temporary directory), so no test touches the real working
 //! directory or another test's store.
 
-#![allow(dead_code, reason = "each test target uses a different part")]
+#![allow(dead_code, reason = "test code")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

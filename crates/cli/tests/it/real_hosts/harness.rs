@@ -7,10 +7,7 @@
 //! plugin sync off, and the `cairn` binary Cargo built first on its `PATH`, so that the hooks
 //! `cairn hooks install` writes run that binary.
 
-#![allow(
-    dead_code,
-    reason = "the test and the host_overhead bench each use a different part"
-)]
+#![allow(dead_code, reason = "test code")]
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};

@@ -1,14 +1,7 @@
 //! Shared helpers of the integration tests: a test HMAC key, timestamps relative to one
 //! boundary, and a book of three decisions.
 
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
+#![allow(dead_code, reason = "test code")]
 
 use cairn_core::{HmacKey, Timestamp};
 use cairn_decisions::{

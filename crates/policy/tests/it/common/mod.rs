@@ -1,13 +1,7 @@
 //! Helpers shared by the policy gate's integration tests: the sample catalog, loading from
 //! inline text, and building requests.
 
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    reason = "test helpers: not every test file uses every helper, and a failure is the test failing"
-)]
+#![allow(dead_code, reason = "test code")]
 
 use cairn_policy::{
     Arguments, GateRequest, PolicyGate, PolicyLoadError, PolicySource, ToolCatalog,

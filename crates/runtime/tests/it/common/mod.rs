@@ -1,6 +1,6 @@
 //! Shared fixtures of the runtime's integration tests: a store with real, signed runs.
 
-#![allow(dead_code, reason = "each test target uses a different part")]
+#![allow(dead_code, reason = "test code")]
 #![allow(clippy::expect_used, reason = "test fixtures")]
 
 use std::path::Path;
