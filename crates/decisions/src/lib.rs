@@ -1,5 +1,22 @@
 //! Decision invariants across a boundary (SPEC §8, seed 004).
 //!
+//! A task decision is kept as a keyed digest of its normalised value:
+//!
+//! ```
+//! use cairn_core::HmacKey;
+//! use cairn_decisions::{DecisionKind, digest_value};
+//! use serde_json::json;
+//!
+//! let key = HmacKey::new("example", b"kept outside the agent's reach".to_vec())?;
+//! let scope = DecisionKind::Scope;
+//! let before = digest_value(&scope, &json!({"repo": "acme/api", "paths": ["src"]}), &key)?;
+//! let after = digest_value(&scope, &json!({"paths": ["src"], "repo": "acme/api"}), &key)?;
+//! // The same decision however it is written; only the keyed digest is ever kept.
+//! assert_eq!(before, after);
+//! assert!(before.is_keyed() && before.digest().starts_with("hmac-sha256:example:"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Before a compaction, reset or handoff, a [`Snapshot`] records 3–7 task decisions —
 //! `scope`, `approval_boundary`, `target`, `acceptance_test`, `constraint` or custom kinds —
 //! each as a keyed digest of its normalised value, with its revision, when it was observed

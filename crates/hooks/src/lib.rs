@@ -4,6 +4,18 @@
 //! record per call, carry the boundary protocol across compactions, and answer in the host's
 //! format. `cairn hooks install` writes the host's settings.
 //!
+//! A session's run is named after the host and the session:
+//!
+//! ```
+//! use cairn_hooks::{Host, run_base};
+//!
+//! // Each session is one run, named after the host and the session id.
+//! assert_eq!(run_base(Host::ClaudeCode, "0f8e-42"), "cc-0f8e-42");
+//! // A session id that is not a clean run id keeps a digest of itself, so ids never collide.
+//! let odd = run_base(Host::Codex, "a/b c");
+//! assert!(odd.starts_with("codex-a-b-c-") && odd != run_base(Host::Codex, "a-b-c"));
+//! ```
+//!
 //! This is the only crate that knows the hooks' JSON: [`input`] converts it by hand into
 //! host-neutral events, [`answer`] renders the answers, [`install`] edits the hosts'
 //! settings files. Everything else calls the runtime (`cairn_runtime::Executor`).

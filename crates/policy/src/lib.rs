@@ -2,6 +2,37 @@
 //! named policies, under a versioned policy set, and the decision says which policies
 //! determined it.
 //!
+//! A forbid rule denies the call it names, and the decision says which rule:
+//!
+//! ```
+//! use cairn_core::AllowDeny;
+//! use cairn_policy::{Arguments, GateRequest, PolicyGate, PolicySource, ToolCatalog};
+//!
+//! let tools = r#"{"tools": {"Bash": {"args": {"command": "String"}}}}"#;
+//! let catalog = ToolCatalog::from_json("tools.json", tools)?;
+//! let policies = r#"
+//!     @id("shell") permit(principal, action == Action::"Bash", resource);
+//!     @id("no-push") forbid(principal, action == Action::"Bash", resource)
+//!         when { context.args has command && context.args.command like "*git push*" };
+//! "#;
+//! let gate = PolicyGate::load(&[PolicySource::new("project.cedar", policies)], &catalog)?;
+//!
+//! let args = Arguments::read(br#"{"command": "git push origin main"}"#)?;
+//! let decision = gate.decide(&GateRequest {
+//!     tenant: "acme",
+//!     principal: "agent",
+//!     run: "run-1",
+//!     task: "task-1",
+//!     lane: None,
+//!     tool: "Bash",
+//!     tool_version: "1",
+//!     args: &args,
+//! });
+//! assert_eq!(decision.decision, AllowDeny::Deny);
+//! assert_eq!(decision.rule_ids, ["no-push"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! The crate is pure: callers read the policy files and the tool catalog and pass their text
 //! in ([`PolicySource`], [`ToolCatalog::from_json`]); nothing here touches the disk or the
 //! clock.

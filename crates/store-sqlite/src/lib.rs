@@ -1,5 +1,21 @@
 //! The embedded SQLite store (bundled SQLite, WAL): Cairn's default `Store`.
 //!
+//! A store is one file, created owner-only:
+//!
+//! ```
+//! use cairn_ledger::Store;
+//! use cairn_ledger::store::RunFilter;
+//! use cairn_store_sqlite::{OpenMode, SqliteStore};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("cairn.db");
+//! let store = SqliteStore::open(&path, OpenMode::CreateIfMissing)?;
+//! assert!(store.list_runs(&RunFilter::default())?.is_empty());
+//! // Reading commands open an existing store only.
+//! assert!(SqliteStore::open(dir.path().join("missing.db"), OpenMode::MustExist).is_err());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! Every commit is one `BEGIN IMMEDIATE` transaction with `synchronous=FULL`, so an
 //! acknowledged append survives a crash or `kill -9`. `batch` durability is group commit:
 //! the runtime hands several records to one [`Store::append`], paying one fsync for all.

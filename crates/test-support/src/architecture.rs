@@ -249,6 +249,50 @@ pub fn extra_test_binaries(crate_dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Every requirement id of the specification (a letter of `CIEPLDT`, a dash, one digit) that
+/// a comment of a Rust file under `dir` cites. Ids in string literals are test data (a ticket
+/// named like one), and longer ids are not requirement ids.
+#[must_use]
+pub fn requirement_ids(dir: &Path) -> BTreeSet<String> {
+    let mut ids = BTreeSet::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && let Ok(text) = fs::read_to_string(&path)
+            {
+                let comments: String = text
+                    .lines()
+                    .filter_map(|line| line.find("//").map(|at| &line[at..]))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let bytes = comments.as_bytes();
+                for (at, window) in bytes.windows(3).enumerate() {
+                    let [letter, b'-', digit] = *window else {
+                        continue;
+                    };
+                    let before = at.checked_sub(1).and_then(|i| bytes.get(i));
+                    let after = bytes.get(at + 3);
+                    let word = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-';
+                    if b"CIEPLDT".contains(&letter)
+                        && (b'1'..=b'9').contains(&digit)
+                        && !before.is_some_and(word)
+                        && !after.is_some_and(word)
+                    {
+                        ids.insert(format!("{}-{}", letter as char, digit as char));
+                    }
+                }
+            }
+        }
+    }
+    ids
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, reason = "test code")]

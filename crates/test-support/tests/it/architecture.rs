@@ -26,3 +26,21 @@ fn each_crate_links_at_most_one_integration_test_binary() {
         "integration tests belong in tests/it/ as modules of one binary: {extra:?}"
     );
 }
+
+/// The specification's requirement ids (`E-4`, `I-7`, …) that source code cites, each of which
+/// the glossary must explain.
+#[test]
+fn every_requirement_id_the_code_cites_is_in_the_glossary() {
+    let root = cairn_test_support::architecture::crates_dir().join("..");
+    let glossary = std::fs::read_to_string(root.join("docs/glossary.md")).expect("glossary");
+    let cited = cairn_test_support::architecture::requirement_ids(&root.join("crates"));
+    assert!(cited.len() > 20, "ids were found: {cited:?}");
+    let missing: Vec<&String> = cited
+        .iter()
+        .filter(|id| !glossary.contains(&format!("**{id}**")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "cited in code but not explained in docs/glossary.md: {missing:?}"
+    );
+}
