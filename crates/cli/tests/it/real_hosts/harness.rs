@@ -67,13 +67,17 @@ pub fn installed() -> Result<Installed, String> {
     let node = which("node").ok_or("no `node` on PATH")?;
     let claude = modules.join("@anthropic-ai/claude-code-linux-x64/claude");
     let codex = modules.join("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
-    for (what, path) in [("Claude Code", &claude), ("Codex", &codex)] {
-        if !path.is_file() {
-            return Err(format!(
-                "{what} is not installed at {} (run `npm ci --prefix tests/hosts`)",
-                path.display()
-            ));
-        }
+    // Name every missing host: the skip line of a Codex test must not speak of Claude Code only.
+    let missing: Vec<String> = [("Claude Code", &claude), ("Codex", &codex)]
+        .into_iter()
+        .filter(|(_, path)| !path.is_file())
+        .map(|(what, path)| format!("{what} is not installed at {}", path.display()))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "{} (run `npm ci --prefix tests/hosts`)",
+            missing.join("; ")
+        ));
     }
     Ok(Installed {
         claude,
