@@ -18,8 +18,8 @@ pub(crate) const MAX_REF_BYTES: usize = 256;
 /// Longest free-text field (`objective`) accepted (bytes). E-8: no unbounded prompt text.
 pub(crate) const MAX_TEXT_BYTES: usize = 4096;
 
-/// A JSON type name for messages.
-fn type_name(value: &Value) -> &'static str {
+/// A JSON type name for messages (`a string`, `an object`, …).
+pub(crate) fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
