@@ -23,16 +23,8 @@ pub fn crates_dir() -> PathBuf {
 /// Every crate folder under `crates/`, sorted.
 #[must_use]
 pub fn crate_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(crates_dir())
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.join("Cargo.toml").is_file())
-                .collect()
-        })
-        .unwrap_or_default();
-    dirs.sort();
+    let mut dirs = crate::subfolders(&crates_dir());
+    dirs.retain(|dir| dir.join("Cargo.toml").is_file());
     dirs
 }
 

@@ -29,13 +29,7 @@ pub fn cases_dir() -> PathBuf {
 
 /// Every case folder, sorted by name.
 pub fn case_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(cases_dir())
-        .expect("tests/cases exists")
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_dir())
-        .collect();
-    dirs.sort();
-    dirs
+    crate::subfolders(&cases_dir())
 }
 
 /// One case, loaded.

@@ -21,6 +21,30 @@ pub mod decision_boundaries;
 pub mod gates;
 pub mod shared;
 
+use std::path::{Path, PathBuf};
+
+/// The folders directly inside `dir`, sorted by name: the cases of a data-driven corpus,
+/// where adding a case is adding a folder.
+///
+/// # Panics
+/// When `dir` cannot be read: a corpus that is not there fails its suite.
+#[must_use]
+#[allow(
+    clippy::panic,
+    reason = "test support: a missing corpus fails the suite"
+)]
+pub fn subfolders(dir: &Path) -> Vec<PathBuf> {
+    let entries = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read the folder `{}`: {e}", dir.display()));
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
 /// A command that runs the integration test `test` (its full path in the test binary, such as
 /// `crash::sigkill_mid_stream_loses_no_acknowledged_record`) of the running test binary alone,
 /// in a child process: for tests that kill a process of their own and check what it left.
@@ -47,4 +71,32 @@ pub fn this_test_in_a_child(test: &str) -> std::process::Command {
         "--quiet",
     ]);
     command
+}
+
+/// Checks that `schemas/<file>` in the repository is exactly `schema`, pretty-printed with a
+/// final newline: a checked-in JSON Schema generated from the types fails its suite when they
+/// drift apart. With `CAIRN_UPDATE_SCHEMAS` set, the file is rewritten first; `package` names
+/// the crate whose suite regenerates it, for the message.
+///
+/// # Panics
+/// When the file differs from `schema` or cannot be read or written.
+#[allow(clippy::panic, reason = "test support: a mismatch fails the test")]
+pub fn assert_schema_checked_in(file: &str, schema: &serde_json::Value, package: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../schemas")
+        .join(file);
+    let generated = serde_json::to_string_pretty(schema)
+        .unwrap_or_else(|e| panic!("the schema does not serialise: {e}"))
+        + "\n";
+    if std::env::var_os("CAIRN_UPDATE_SCHEMAS").is_some() {
+        std::fs::write(&path, &generated)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+    }
+    let on_disk = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    assert!(
+        on_disk == generated,
+        "{} is stale: regenerate it with CAIRN_UPDATE_SCHEMAS=1 cargo test -p {package} --test it schema_checked_in",
+        path.display()
+    );
 }

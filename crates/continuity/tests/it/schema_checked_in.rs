@@ -1,29 +1,13 @@
 //! The checked-in JSON Schema of `continuity-envelope/v1` is generated from the types; this
 //! test fails when they drift apart. Regenerate with `CAIRN_UPDATE_SCHEMAS=1 cargo test -p
-//! cairn-continuity --test schema_checked_in`.
-
-use std::path::PathBuf;
-
-fn checked_in() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../schemas/continuity-envelope.v1.schema.json")
-}
+//! cairn-continuity --test it schema_checked_in`.
 
 #[test]
 fn the_checked_in_envelope_schema_matches_the_types() {
-    let generated = serde_json::to_string_pretty(&cairn_continuity::envelope_schema())
-        .expect("schema serialises")
-        + "\n";
-    let path = checked_in();
-    if std::env::var_os("CAIRN_UPDATE_SCHEMAS").is_some() {
-        std::fs::write(&path, &generated).expect("write schema");
-    }
-    let on_disk = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    assert!(
-        on_disk == generated,
-        "{} is stale: regenerate it with CAIRN_UPDATE_SCHEMAS=1 cargo test -p cairn-continuity --test schema_checked_in",
-        path.display()
+    cairn_test_support::assert_schema_checked_in(
+        "continuity-envelope.v1.schema.json",
+        &cairn_continuity::envelope_schema(),
+        "cairn-continuity",
     );
 }
 

@@ -17,7 +17,7 @@ use cairn_ledger::Store;
 use cairn_ledger::record::{AllowDeny, ToolRef};
 use cairn_ledger::store::RunFilter;
 use cairn_ledger::verify::{CheckpointPolicy, verify_run};
-use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
+use cairn_runtime::ToolCall;
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 
 const CHILD_ENV: &str = "CAIRN_CRASH_WRITER";
@@ -26,21 +26,7 @@ const ACKS_BEFORE_KILL: usize = 60;
 /// Writes records forever, printing `ack <step> <digest>` after each one is durable.
 fn child_writer(path: &Path) {
     let store = Arc::new(SqliteStore::open(path, OpenMode::CreateIfMissing).expect("store"));
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let mut recorder = Recorder::open(
-        store,
-        clock,
-        (
-            "acme".parse().unwrap(),
-            "task-crash".parse().unwrap(),
-            "run-crash".parse().unwrap(),
-        ),
-        RecorderOptions {
-            durability: Durability::Sync,
-            content_retention: None,
-        },
-    )
-    .expect("open run");
+    let mut recorder = common::sync_recorder(store, "task-crash", "run-crash");
     let stdout = std::io::stdout();
     for i in 0u64.. {
         let args = format!("{{\"i\":{i}}}");

@@ -14,31 +14,16 @@ use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 
-use cairn_core::{Clock, SystemClock};
 use cairn_ledger::Store;
 use cairn_ledger::record::{AllowDeny, ToolRef};
-use cairn_runtime::{Admitted, Durability, Executor, Recorder, RecorderOptions, ToolCall};
+use cairn_runtime::{Admitted, Executor, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 
 const CHILD_ENV: &str = "CAIRN_ADMIT_CHILD";
 
 fn child(db: &Path) {
     let store = Arc::new(SqliteStore::open(db, OpenMode::CreateIfMissing).expect("store"));
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let recorder = Recorder::open(
-        store,
-        clock,
-        (
-            "acme".parse().unwrap(),
-            "task-k".parse().unwrap(),
-            "run-k".parse().unwrap(),
-        ),
-        RecorderOptions {
-            durability: Durability::Sync,
-            content_retention: None,
-        },
-    )
-    .expect("run");
+    let recorder = common::sync_recorder(store, "task-k", "run-k");
     let mut executor = Executor::new(recorder, Arc::new(AllowAll("test.allow-all")), "agent");
     let marker = db.with_extension("effect");
     let call = ToolCall {
