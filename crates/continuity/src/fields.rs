@@ -4,6 +4,11 @@
 //!
 //! Each reader returns `Some(value)` when the field is well formed and `None` after recording
 //! a finding; the caller builds its typed value only when every reader returned `Some`.
+//!
+//! The envelope and state formats read `null` as a value (a nullable field must be present);
+//! the evaluation scenarios (`crate::eval`) read `null` as absent and stop at the first
+//! finding. Both go through the same readers: the `*_at` readers check a value already taken
+//! out of the object, by [`Fields::present`] or by [`Fields::optional`] / [`Fields::required`].
 
 use std::collections::BTreeSet;
 
@@ -93,8 +98,30 @@ impl<'a> Fields<'a> {
         value
     }
 
-    /// Records `wrong_type` for `key`.
-    fn wrong_type(&mut self, path: String, expected: &str, found: &Value) {
+    /// The value of an optional field: `None` when it is absent or `null`.
+    pub(crate) fn optional(&mut self, key: &'static str) -> Option<&'a Value> {
+        self.known.insert(key);
+        self.object.get(key).filter(|value| !value.is_null())
+    }
+
+    /// The value of a field that must be present and not `null`.
+    pub(crate) fn required(&mut self, key: &'static str) -> Option<&'a Value> {
+        let value = self.optional(key);
+        if value.is_none() {
+            let path = self.path(key);
+            let message = format!("`{path}` is required");
+            self.push(FindingCode::MissingField, path, message);
+        }
+        value
+    }
+
+    /// Takes the first finding recorded so far (readers that stop at the first defect).
+    pub(crate) fn take_first(&mut self) -> Option<Finding> {
+        self.findings.drain(..).next()
+    }
+
+    /// Records `wrong_type` for the value at `path`.
+    pub(crate) fn wrong_type(&mut self, path: String, expected: &str, found: &Value) {
         let message = format!("`{path}` must be {expected}, found {}", type_name(found));
         self.push(FindingCode::WrongType, path, message);
     }
@@ -143,7 +170,17 @@ impl<'a> Fields<'a> {
         free: bool,
     ) -> Option<String> {
         let value = self.present(key)?;
-        let path = self.path(key);
+        self.text_at(self.path(key), value, max, free)
+    }
+
+    /// `value`, found at `path`, as a string that passes the text rules.
+    pub(crate) fn text_at(
+        &mut self,
+        path: String,
+        value: &Value,
+        max: usize,
+        free: bool,
+    ) -> Option<String> {
         match value {
             Value::String(text) => self.check_text(path, text, max, free),
             other => {
@@ -193,7 +230,17 @@ impl<'a> Fields<'a> {
     /// A required array of reference strings (possibly empty).
     pub(crate) fn text_list(&mut self, key: &'static str) -> Option<Vec<String>> {
         let value = self.present(key)?;
-        let path = self.path(key);
+        self.text_list_at(self.path(key), value, MAX_REF_BYTES, false)
+    }
+
+    /// `value`, found at `path`, as an array of strings that pass the text rules.
+    pub(crate) fn text_list_at(
+        &mut self,
+        path: String,
+        value: &Value,
+        max: usize,
+        free: bool,
+    ) -> Option<Vec<String>> {
         let Value::Array(items) = value else {
             self.wrong_type(path, "an array of strings", value);
             return None;
@@ -201,17 +248,9 @@ impl<'a> Fields<'a> {
         let mut out = Vec::with_capacity(items.len());
         let mut ok = true;
         for (index, item) in items.iter().enumerate() {
-            let item_path = index_path(&path, index);
-            match item {
-                Value::String(text) => match self.check_text(item_path, text, MAX_REF_BYTES, false)
-                {
-                    Some(text) => out.push(text),
-                    None => ok = false,
-                },
-                other => {
-                    self.wrong_type(item_path, "a string", other);
-                    ok = false;
-                }
+            match self.text_at(index_path(&path, index), item, max, free) {
+                Some(text) => out.push(text),
+                None => ok = false,
             }
         }
         ok.then_some(out)
@@ -226,8 +265,7 @@ impl<'a> Fields<'a> {
         parse: impl Fn(&str) -> Option<T>,
     ) -> Option<T> {
         let value = self.present(key)?;
-        let path = self.path(key);
-        self.parse_value(path, value, code, expected, parse)
+        self.parsed_at(self.path(key), value, code, expected, parse)
     }
 
     /// A present, nullable string parsed by `parse`.
@@ -242,12 +280,12 @@ impl<'a> Fields<'a> {
         if value.is_null() {
             return Some(None);
         }
-        let path = self.path(key);
-        self.parse_value(path, value, code, expected, parse)
+        self.parsed_at(self.path(key), value, code, expected, parse)
             .map(Some)
     }
 
-    fn parse_value<T>(
+    /// `value`, found at `path`, as a string parsed by `parse`.
+    pub(crate) fn parsed_at<T>(
         &mut self,
         path: String,
         value: &Value,
@@ -313,7 +351,12 @@ impl<'a> Fields<'a> {
     }
 
     /// Records `unknown_field` for every member not read, in sorted order.
-    pub(crate) fn finish(self) {
+    pub(crate) fn finish(mut self) {
+        self.refuse_unknown();
+    }
+
+    /// Records `unknown_field` for every member not read so far, in sorted order.
+    pub(crate) fn refuse_unknown(&mut self) {
         let mut unknown: Vec<&String> = self
             .object
             .keys()
@@ -330,13 +373,15 @@ impl<'a> Fields<'a> {
 }
 
 const DIGEST_TEXT: &str = "`sha256:` followed by 64 lowercase hex digits";
-const TIME_TEXT: &str = "an rfc 3339 time with an offset";
+/// What a time field must be, for messages.
+pub(crate) const TIME_TEXT: &str = "an rfc 3339 time with an offset";
 
 fn parse_digest(text: &str) -> Option<Digest> {
     text.parse().ok()
 }
 
-fn parse_timestamp(text: &str) -> Option<Timestamp> {
+/// A time with an offset, or `None`.
+pub(crate) fn parse_timestamp(text: &str) -> Option<Timestamp> {
     // Bound the text before handing it to the parser: a time is never this long.
     if text.len() > 64 {
         return None;

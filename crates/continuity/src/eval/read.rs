@@ -1,7 +1,8 @@
 //! Reading a scenario file: every field checked, unknown fields refused, and the first error
-//! named by its JSON path. Unlike the envelope's reader (`crate::fields::Fields`), which
-//! collects every finding and treats `null` as a value, it stops at the first error and reads
-//! `null` as absent; the two share the JSON paths (`crate::finding`) and type names.
+//! named by its JSON path. The fields are read by the envelope's reader
+//! (`crate::fields::Fields`) with the same text rules, JSON paths and messages; a scenario
+//! differs only in reading `null` as absent and in stopping at the first finding, which
+//! becomes the [`ScenarioError`].
 
 use std::collections::BTreeSet;
 
@@ -14,8 +15,8 @@ use super::scenario::{
     Strictness,
 };
 use crate::error::MAX_INPUT_BYTES;
-use crate::fields::type_name;
-use crate::finding::{index_path, member_path};
+use crate::fields::{Fields, TIME_TEXT, parse_timestamp, type_name};
+use crate::finding::{Finding, FindingCode, index_path, member_path};
 use crate::state::ContinuityState;
 use crate::types::SideEffectStatus;
 
@@ -98,12 +99,25 @@ impl ErrorCode for ScenarioError {
 
 type Parsed<T> = Result<T, ScenarioError>;
 
-/// A JSON object being read, with its path; remembers which keys were read so unknown ones
-/// can be refused.
+impl From<Finding> for ScenarioError {
+    fn from(finding: Finding) -> Self {
+        let code = match finding.code {
+            FindingCode::InputTooLarge => ScenarioErrorCode::InputTooLarge,
+            FindingCode::InvalidJson => ScenarioErrorCode::InvalidJson,
+            FindingCode::WrongType => ScenarioErrorCode::WrongType,
+            FindingCode::MissingField => ScenarioErrorCode::MissingField,
+            FindingCode::UnknownField => ScenarioErrorCode::UnknownField,
+            FindingCode::EmptyValue => ScenarioErrorCode::EmptyValue,
+            _ => ScenarioErrorCode::BadValue,
+        };
+        Self::new(code, finding.path, finding.message)
+    }
+}
+
+/// One JSON object of a scenario, read with the shared field reader ([`Fields`]) in the
+/// scenario's manner: `null` is absent, and the first defect ends the reading.
 struct Obj<'a> {
-    map: &'a Map<String, Value>,
-    path: String,
-    read: BTreeSet<&'static str>,
+    fields: Fields<'a>,
 }
 
 fn wrong_type(path: &str, want: &str, value: &Value) -> ScenarioError {
@@ -114,153 +128,134 @@ fn wrong_type(path: &str, want: &str, value: &Value) -> ScenarioError {
     )
 }
 
-fn as_text(value: &Value, path: &str) -> Parsed<String> {
-    match value {
-        Value::String(text) if text.trim().is_empty() => Err(ScenarioError::new(
-            ScenarioErrorCode::EmptyValue,
-            path,
-            format!("`{path}` must not be empty"),
-        )),
-        Value::String(text) => Ok(text.clone()),
-        other => Err(wrong_type(path, "a string", other)),
-    }
-}
+/// Scenario texts are written by the people who keep a corpus: free text (tab and newline
+/// allowed) up to the size of the file itself.
+const TEXT_BYTES: usize = MAX_INPUT_BYTES;
 
 impl<'a> Obj<'a> {
-    fn new(value: &'a Value, path: impl Into<String>) -> Parsed<Self> {
-        let path = path.into();
+    /// Starts reading `value` at `path`; `found` holds the reader's findings.
+    fn new(value: &'a Value, path: &str, found: &'a mut Vec<Finding>) -> Parsed<Self> {
         match value {
             Value::Object(map) => Ok(Self {
-                map,
-                path,
-                read: BTreeSet::new(),
+                fields: Fields::new(map, path, found),
             }),
-            other => Err(wrong_type(&path, "an object", other)),
+            other => Err(wrong_type(path, "an object", other)),
         }
     }
 
     fn path(&self, key: &str) -> String {
-        member_path(&self.path, key)
+        self.fields.path(key)
+    }
+
+    /// `read` as a result: its value, or the first finding it recorded.
+    fn ok<T>(&mut self, read: Option<T>) -> Parsed<T> {
+        read.ok_or_else(|| match self.fields.take_first() {
+            Some(finding) => finding.into(),
+            None => ScenarioError::new(
+                ScenarioErrorCode::BadValue,
+                self.fields.path(""),
+                String::from("a field could not be read"),
+            ),
+        })
     }
 
     /// The value of `key`, or `None` when absent or `null`.
     fn opt(&mut self, key: &'static str) -> Option<&'a Value> {
-        self.read.insert(key);
-        self.map.get(key).filter(|v| !v.is_null())
+        self.fields.optional(key)
     }
 
     fn req(&mut self, key: &'static str) -> Parsed<&'a Value> {
-        let path = self.path(key);
-        self.opt(key).ok_or_else(|| {
-            ScenarioError::new(
-                ScenarioErrorCode::MissingField,
-                &path,
-                format!("`{path}` is required"),
-            )
-        })
+        let value = self.fields.required(key);
+        self.ok(value)
     }
 
     fn text(&mut self, key: &'static str) -> Parsed<String> {
         let value = self.req(key)?;
-        as_text(value, &self.path(key))
+        let text = self.fields.text_at(self.path(key), value, TEXT_BYTES, true);
+        self.ok(text)
     }
 
     fn opt_text(&mut self, key: &'static str) -> Parsed<Option<String>> {
-        let path = self.path(key);
-        self.opt(key).map(|v| as_text(v, &path)).transpose()
+        let Some(value) = self.opt(key) else {
+            return Ok(None);
+        };
+        let text = self.fields.text_at(self.path(key), value, TEXT_BYTES, true);
+        self.ok(text).map(Some)
     }
 
     fn flag(&mut self, key: &'static str, default: bool) -> Parsed<bool> {
-        let path = self.path(key);
         match self.opt(key) {
             None => Ok(default),
             Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(wrong_type(&path, "a boolean", other)),
+            Some(other) => Err(wrong_type(&self.path(key), "a boolean", other)),
         }
     }
 
     fn texts(&mut self, key: &'static str) -> Parsed<Vec<String>> {
-        let path = self.path(key);
-        match self.opt(key) {
-            None => Ok(Vec::new()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| as_text(v, &index_path(&path, i)))
-                .collect(),
-            Some(other) => Err(wrong_type(&path, "an array of strings", other)),
-        }
+        let Some(value) = self.opt(key) else {
+            return Ok(Vec::new());
+        };
+        let texts = self
+            .fields
+            .text_list_at(self.path(key), value, TEXT_BYTES, true);
+        self.ok(texts)
     }
 
     fn object(&mut self, key: &'static str) -> Parsed<Map<String, Value>> {
-        let path = self.path(key);
         match self.opt(key) {
             None => Ok(Map::new()),
             Some(Value::Object(map)) => Ok(map.clone()),
-            Some(other) => Err(wrong_type(&path, "an object", other)),
+            Some(other) => Err(wrong_type(&self.path(key), "an object", other)),
         }
     }
 
+    /// A required string parsed by `parse`; `expected` says what it must be.
+    fn parsed<T>(
+        &mut self,
+        key: &'static str,
+        code: FindingCode,
+        expected: &str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Parsed<T> {
+        let value = self.req(key)?;
+        let parsed = self
+            .fields
+            .parsed_at(self.path(key), value, code, expected, parse);
+        self.ok(parsed)
+    }
+
     fn time(&mut self, key: &'static str) -> Parsed<Timestamp> {
-        let text = self.text(key)?;
-        let path = self.path(key);
-        text.parse().map_err(|e| {
-            ScenarioError::new(
-                ScenarioErrorCode::BadValue,
-                &path,
-                format!("`{path}` must be an RFC 3339 time with an offset: {e}"),
-            )
-        })
+        self.parsed(key, FindingCode::BadTimestamp, TIME_TEXT, parse_timestamp)
     }
 
     fn side_effect(&mut self, key: &'static str) -> Parsed<SideEffectStatus> {
-        let text = self.text(key)?;
+        self.parsed(
+            key,
+            FindingCode::BadSideEffectStatus,
+            "one of not_executed, applied, side_effect_unknown, partial_side_effect",
+            SideEffectStatus::parse,
+        )
+    }
+
+    fn strictness(&mut self, key: &'static str) -> Parsed<Option<Strictness>> {
+        let Some(text) = self.opt_text(key)? else {
+            return Ok(None);
+        };
         let path = self.path(key);
-        SideEffectStatus::parse(&text).ok_or_else(|| {
-            ScenarioError::new(
-                ScenarioErrorCode::BadValue,
+        Strictness::parse(&text).map(Some).ok_or_else(|| {
+            bad_value(
                 &path,
-                format!(
-                    "`{path}` must be one of not_executed, applied, side_effect_unknown, partial_side_effect, found `{}`",
-                    cairn_core::error::excerpt(&text)
-                ),
+                format!("`{path}` must be one of allow, reauthorize, ask_human, block"),
             )
         })
     }
 
-    fn strictness(&mut self, key: &'static str) -> Parsed<Option<Strictness>> {
-        let path = self.path(key);
-        self.opt_text(key)?
-            .map(|text| {
-                Strictness::parse(&text).ok_or_else(|| {
-                    ScenarioError::new(
-                        ScenarioErrorCode::BadValue,
-                        &path,
-                        format!("`{path}` must be one of allow, reauthorize, ask_human, block"),
-                    )
-                })
-            })
-            .transpose()
-    }
-
-    /// Refuses keys that were never read (sorted, so the error does not depend on order).
-    fn finish(self) -> Parsed<()> {
-        let mut unknown: Vec<&String> = self
-            .map
-            .keys()
-            .filter(|k| !self.read.contains(k.as_str()))
-            .collect();
-        unknown.sort();
-        match unknown.first() {
+    /// Refuses keys that were never read (the first in sorted order).
+    fn finish(mut self) -> Parsed<()> {
+        self.fields.refuse_unknown();
+        match self.fields.take_first() {
             None => Ok(()),
-            Some(key) => {
-                let path = member_path(&self.path, key);
-                Err(ScenarioError::new(
-                    ScenarioErrorCode::UnknownField,
-                    &path,
-                    format!("`{path}` is not a field of this object"),
-                ))
-            }
+            Some(finding) => Err(finding.into()),
         }
     }
 }
@@ -270,7 +265,8 @@ fn bad_value(path: &str, message: String) -> ScenarioError {
 }
 
 fn read_event(value: &Value, path: &str) -> Parsed<Event> {
-    let mut o = Obj::new(value, path)?;
+    let mut found = Vec::new();
+    let mut o = Obj::new(value, path, &mut found)?;
     let id = o.text("id")?;
     let kind_name = o.text("type")?;
     let _ = o.opt_text("note")?;
@@ -284,7 +280,8 @@ fn read_event(value: &Value, path: &str) -> Parsed<Event> {
         },
         "user_constraint" => {
             let forbid_path = o.path("forbid");
-            let mut f = Obj::new(o.req("forbid")?, forbid_path)?;
+            let mut found = Vec::new();
+            let mut f = Obj::new(o.req("forbid")?, &forbid_path, &mut found)?;
             let forbid = Forbid {
                 tool: f.text("tool")?,
                 args: f.object("args")?,
@@ -378,7 +375,8 @@ fn read_history(value: &Value, path: &str) -> Parsed<Vec<Event>> {
 }
 
 fn read_next_action(value: &Value, path: &str) -> Parsed<NextAction> {
-    let mut o = Obj::new(value, path)?;
+    let mut found = Vec::new();
+    let mut o = Obj::new(value, path, &mut found)?;
     let action = NextAction {
         tool: o.text("tool")?,
         args: o.object("args")?,
@@ -410,7 +408,8 @@ fn known_id(history: &[Event], id: &str, path: &str) -> Parsed<()> {
 }
 
 fn read_edit(value: &Value, path: &str, history: &[Event]) -> Parsed<LossyEdit> {
-    let mut o = Obj::new(value, path)?;
+    let mut found = Vec::new();
+    let mut o = Obj::new(value, path, &mut found)?;
     let name = o.text("edit")?;
     let edit = match name.as_str() {
         "drop_constraint_ref" | "drop_evidence_ref" | "drop_event" => {
@@ -442,15 +441,9 @@ fn read_edit(value: &Value, path: &str, history: &[Event]) -> Parsed<LossyEdit> 
                     format!("`{field_path}` is not an envelope field: `{field}`"),
                 ));
             }
-            let value = o.map.get("value").cloned().ok_or_else(|| {
-                let p = o.path("value");
-                ScenarioError::new(
-                    ScenarioErrorCode::MissingField,
-                    &p,
-                    format!("`{p}` is required"),
-                )
-            })?;
-            o.read.insert("value");
+            // `null` is a value here: the edit may set a field to `null`.
+            let value = o.fields.present("value").cloned();
+            let value = o.ok(value)?;
             LossyEdit::SetEnvelopeField { field, value }
         }
         other => {
@@ -469,7 +462,8 @@ fn read_edit(value: &Value, path: &str, history: &[Event]) -> Parsed<LossyEdit> 
 }
 
 fn read_compaction(value: &Value, path: &str, history: &[Event]) -> Parsed<Compaction> {
-    let mut o = Obj::new(value, path)?;
+    let mut found = Vec::new();
+    let mut o = Obj::new(value, path, &mut found)?;
     let summary = match o.req("summary")? {
         Value::String(text) => text.clone(),
         other => return Err(wrong_type(&o.path("summary"), "a string", other)),
@@ -544,7 +538,8 @@ impl Scenario {
     /// # Errors
     /// The first problem found, with its stable code and JSON path.
     pub fn from_value(value: &Value) -> Parsed<Self> {
-        let mut o = Obj::new(value, "$")?;
+        let mut found = Vec::new();
+        let mut o = Obj::new(value, "$", &mut found)?;
         let name = o.text("scenario")?;
         let property_text = o.text("property")?;
         let property = Property::parse(&property_text).ok_or_else(|| {

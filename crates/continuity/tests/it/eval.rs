@@ -261,6 +261,20 @@ fn malformed_scenarios_name_the_offending_field() {
         (ScenarioErrorCode::BadReference, "$.history[1].id".into())
     );
 
+    let mut doc = sample();
+    doc["history"][2]["id"] = "ev\u{7}".into();
+    assert_eq!(
+        error_of(&doc.to_string()),
+        (ScenarioErrorCode::BadValue, "$.history[2].id".into())
+    );
+
+    let mut doc = sample();
+    doc["now"] = serde_json::Value::Null;
+    assert_eq!(
+        error_of(&doc.to_string()),
+        (ScenarioErrorCode::MissingField, "$.now".into())
+    );
+
     assert_eq!(
         error_of("{not json"),
         (ScenarioErrorCode::InvalidJson, "$".into())
