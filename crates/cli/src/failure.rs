@@ -41,7 +41,7 @@ pub const fn exit_code(class: ErrorClass) -> u8 {
     match class {
         ErrorClass::Invalid | ErrorClass::NotFound | ErrorClass::Conflict => exit::INVALID,
         ErrorClass::Tamper => exit::TAMPER,
-        ErrorClass::Internal => exit::INTERNAL,
+        ErrorClass::Internal | ErrorClass::Unavailable => exit::INTERNAL,
     }
 }
 
@@ -186,6 +186,7 @@ mod tests {
         assert_eq!(exit_code(ErrorClass::Conflict), exit::INVALID);
         assert_eq!(exit_code(ErrorClass::Tamper), exit::TAMPER);
         assert_eq!(exit_code(ErrorClass::Internal), exit::INTERNAL);
+        assert_eq!(exit_code(ErrorClass::Unavailable), exit::INTERNAL);
     }
 
     /// The exit codes scripts already rely on, code by code (SPEC §9.1).

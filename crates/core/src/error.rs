@@ -25,6 +25,10 @@ pub enum ErrorClass {
     /// Cairn could not do its job: I/O, a lock held too long, a compile failure of a bundled
     /// schema, a bug. Nothing the caller sent is known to be wrong.
     Internal,
+    /// A service Cairn depends on did not do its part: the database server is down or the
+    /// connection was lost, a statement ran out of time, the server only reads. The same
+    /// request may succeed later, unchanged.
+    Unavailable,
 }
 
 /// A stable error code and its class. Declare codes with [`error_codes!`] so that every code

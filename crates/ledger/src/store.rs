@@ -8,6 +8,15 @@ use thiserror::Error;
 
 use crate::record::{IntentRecord, SealedRecord, TerminationReason};
 
+/// Whether opening a store may create it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create the store if it is missing.
+    CreateIfMissing,
+    /// The store must exist (read-side commands: verify, export, show).
+    MustExist,
+}
+
 /// What is known about a run when it is opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunMeta {
@@ -70,6 +79,43 @@ impl ResumePoint {
             head: digests.last().copied(),
             tree,
         }
+    }
+}
+
+/// What a store keeps of a run's head beside the run, to resume it without reading it: the
+/// kept head digest and Merkle frontier, and the digest of the run's last record to check
+/// them against (each `None` when absent).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeptHead<'a> {
+    /// The head digest kept with the run.
+    pub head: Option<&'a str>,
+    /// The frontier kept with the run ([`crate::merkle::RootBuilder::frontier`]).
+    pub frontier: Option<&'a [u8]>,
+    /// The digest of the run's last record, as stored.
+    pub last_record: Option<&'a str>,
+}
+
+impl KeptHead<'_> {
+    /// The resume point of the run `info` from what was kept — only when the kept head is
+    /// the last record's digest and the frontier covers every record; `None` otherwise, and
+    /// the store resumes from the records ([`ResumePoint::from_digests`]), which are
+    /// authoritative.
+    #[must_use]
+    pub fn resume(&self, info: &RunInfo) -> Option<ResumePoint> {
+        if let (Some(head), Some(frontier), Some(last)) =
+            (self.head, self.frontier, self.last_record)
+            && head == last
+            && let Ok(digest) = head.parse::<Digest>()
+            && let Some(tree) = crate::merkle::RootBuilder::from_frontier(frontier)
+            && tree.len() == info.records
+        {
+            return Some(ResumePoint {
+                info: info.clone(),
+                head: Some(digest),
+                tree,
+            });
+        }
+        None
     }
 }
 
@@ -189,6 +235,40 @@ pub struct Commit<'a> {
     pub envelope: Option<EnvelopeItem<'a>>,
 }
 
+impl Commit<'_> {
+    /// Checks the commit's records continue a run whose next free step is `next`: all of one
+    /// run, consecutive from `next`. A store calls it with its run locked.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] for a step already taken (or a record of another run),
+    /// [`StoreError::NonContiguous`] for a gap.
+    pub fn check_continues(&self, next: u64) -> Result<(), StoreError> {
+        let Some(first) = self.records.first().map(SealedRecord::record) else {
+            return Ok(());
+        };
+        for (offset, record) in self.records.iter().map(SealedRecord::record).enumerate() {
+            let expected = next + offset as u64;
+            if record.step_index < expected
+                || record.tenant_id != first.tenant_id
+                || record.run_id != first.run_id
+            {
+                return Err(StoreError::Conflict {
+                    run: record.run_id.clone(),
+                    step: record.step_index,
+                });
+            }
+            if record.step_index > expected {
+                return Err(StoreError::NonContiguous {
+                    run: record.run_id.clone(),
+                    expected,
+                    got: record.step_index,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A stored record that could not be read back as a valid record: a corrupted row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowFault {
@@ -200,6 +280,86 @@ pub struct RowFault {
 
 /// One row as read back: a record, or the reason it could not be read.
 pub type StoredRow = Result<IntentRecord, RowFault>;
+
+/// The columns a store keeps beside a record's body, copied from the body to index and roll
+/// up the records. The body is the only source verification trusts; a row whose columns
+/// disagree with its body is reported as a [`RowFault`] ([`IndexColumns::read_row`]), so
+/// every store reads rows the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexColumns<'a> {
+    /// The record kind (`step`, `boundary`, `terminal`).
+    pub kind: &'a str,
+    /// The task.
+    pub task_id: &'a str,
+    /// The tool of a step.
+    pub tool_name: Option<&'a str>,
+    /// The argument size of a step.
+    pub args_size: Option<i64>,
+    /// The admission decision of a step (`allow`, `deny`).
+    pub decision: Option<&'a str>,
+    /// The termination reason of a terminal record.
+    pub termination_reason: Option<&'a str>,
+    /// When the record was written, in microseconds since the Unix epoch.
+    pub recorded_at_us: i64,
+    /// The record's digest (`sha256:…`).
+    pub digest: std::borrow::Cow<'a, str>,
+}
+
+impl<'a> IndexColumns<'a> {
+    /// The columns of `record`.
+    #[must_use]
+    pub fn of(record: &'a IntentRecord) -> Self {
+        Self {
+            kind: record.kind.as_str(),
+            task_id: record.task_id.as_str(),
+            tool_name: record.tool.as_ref().map(|t| t.name.as_str()),
+            args_size: record
+                .args
+                .as_ref()
+                .map(|a| i64::try_from(a.size).unwrap_or(i64::MAX)),
+            decision: record.admission.as_ref().map(|a| a.decision.as_str()),
+            termination_reason: record.termination.as_ref().map(|t| t.reason.as_str()),
+            recorded_at_us: record.recorded_at.unix_micros(),
+            digest: std::borrow::Cow::Owned(record.digest.to_string()),
+        }
+    }
+
+    /// The record a stored row holds, or the fault that keeps it from being read: a body
+    /// that is not a record, or a column that disagrees with the body (named).
+    pub fn read_row(&self, step_index: u64, body: &str) -> StoredRow {
+        let fault = |detail: String| Err(RowFault { step_index, detail });
+        let record: IntentRecord = match serde_json::from_str(body) {
+            Ok(record) => record,
+            Err(e) => return fault(format!("the stored body is not a valid record: {e}")),
+        };
+        let of_body = IndexColumns::of(&record);
+        let mismatch = if self.kind != of_body.kind {
+            Some("kind")
+        } else if self.task_id != of_body.task_id {
+            Some("task_id")
+        } else if self.tool_name != of_body.tool_name {
+            Some("tool_name")
+        } else if self.args_size != of_body.args_size {
+            Some("args_size")
+        } else if self.decision != of_body.decision {
+            Some("decision")
+        } else if self.termination_reason != of_body.termination_reason {
+            Some("termination_reason")
+        } else if self.recorded_at_us != of_body.recorded_at_us {
+            Some("recorded_at")
+        } else if self.digest != of_body.digest {
+            Some("digest")
+        } else {
+            None
+        };
+        match mismatch {
+            Some(column) => fault(format!(
+                "the `{column}` column disagrees with the record body"
+            )),
+            None => Ok(record),
+        }
+    }
+}
 
 /// Errors of a store.
 #[derive(Debug, Error)]
@@ -254,6 +414,14 @@ pub enum StoreError {
         /// Where it was looked for.
         path: String,
     },
+    /// The store's location (a path, a URL) cannot name a store; printed without secrets.
+    #[error("`{location}` is not a usable store location: {reason}")]
+    InvalidLocation {
+        /// The location, with any password masked.
+        location: String,
+        /// Why not.
+        reason: String,
+    },
     /// The file exists but is not a Cairn store; it is left untouched.
     #[error("`{path}` is not a Cairn store: {reason}")]
     NotAStore {
@@ -269,6 +437,17 @@ pub enum StoreError {
     /// The backend failed (I/O, disk full, locked database, ...).
     #[error("store backend error: {0}")]
     Backend(String),
+    /// The store's server cannot be reached, or the connection was lost. When it was lost
+    /// during a commit, whether the commit landed is unknown: a writer resumes from the
+    /// store's head, which says.
+    #[error("the store cannot be reached: {0}")]
+    Unavailable(String),
+    /// A statement ran longer than the store allows (its statement timeout).
+    #[error("the store did not answer in time: {0}")]
+    Timeout(String),
+    /// The store only reads (a read-only replica or transaction): nothing was written.
+    #[error("the store is read-only: {0}")]
+    ReadOnly(String),
 }
 
 cairn_core::error_codes! {
@@ -287,12 +466,20 @@ cairn_core::error_codes! {
         SCHEMA_TOO_NEW = Invalid("store_schema_too_new");
         /// No store at the path.
         STORE_NOT_FOUND = NotFound("store_not_found");
+        /// A location that cannot name a store (a malformed URL).
+        INVALID_STORE_LOCATION = Invalid("invalid_store_location");
         /// A file that is not a Cairn store.
         NOT_A_STORE = Invalid("not_a_store");
         /// Stored rows that no longer read.
         STORE_CORRUPT = Tamper("store_corrupt");
         /// The database failed.
         STORE_BACKEND = Internal("store_backend");
+        /// The database server cannot be reached or the connection was lost.
+        STORE_UNAVAILABLE = Unavailable("store_unavailable");
+        /// A statement ran out of time.
+        STORE_TIMEOUT = Unavailable("store_timeout");
+        /// The database only reads.
+        STORE_READ_ONLY = Unavailable("store_read_only");
     }
 }
 
@@ -306,9 +493,13 @@ impl ErrorCode for StoreError {
             Self::RunTerminated { .. } => Self::RUN_TERMINATED,
             Self::SchemaTooNew { .. } => Self::SCHEMA_TOO_NEW,
             Self::NotFound { .. } => Self::STORE_NOT_FOUND,
+            Self::InvalidLocation { .. } => Self::INVALID_STORE_LOCATION,
             Self::NotAStore { .. } => Self::NOT_A_STORE,
             Self::Corrupt(_) => Self::STORE_CORRUPT,
             Self::Backend(_) => Self::STORE_BACKEND,
+            Self::Unavailable(_) => Self::STORE_UNAVAILABLE,
+            Self::Timeout(_) => Self::STORE_TIMEOUT,
+            Self::ReadOnly(_) => Self::STORE_READ_ONLY,
         }
     }
 }
@@ -397,6 +588,12 @@ pub trait Store: Send + Sync {
     /// # Errors
     /// Backend failures.
     fn checkpoint(&self, tenant: &TenantId, run: &RunId) -> Result<Option<String>, StoreError>;
+
+    /// Every envelope saved for the run, by the step of its boundary record.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn envelopes(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<StoredEnvelope>, StoreError>;
 
     /// The latest envelope saved for the run (by the step of its boundary record).
     ///

@@ -28,10 +28,10 @@ use std::time::Duration;
 
 use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
 use cairn_ledger::merkle::{RootBuilder, leaf_hash};
-use cairn_ledger::record::{IntentRecord, RecordKind, SealedRecord};
+use cairn_ledger::record::{RecordKind, SealedRecord};
 use cairn_ledger::store::{
-    Commit, CostDimension, CostRow, ResumePoint, RowFault, RunFilter, RunInfo, RunMeta,
-    StoredContent, StoredEnvelope, StoredRow,
+    Commit, CostDimension, CostRow, IndexColumns, KeptHead, ResumePoint, RunFilter, RunInfo,
+    RunMeta, StoredContent, StoredEnvelope, StoredRow,
 };
 use cairn_ledger::{Store, StoreError};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -46,14 +46,8 @@ pub const SHORT_LIVED_WAL_LIMIT: u64 = 1 << 20;
 /// How long a writer waits for another writer's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Whether opening may create the database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpenMode {
-    /// Create the file (and its folder) if missing.
-    CreateIfMissing,
-    /// The file must exist (read-side commands: verify, export, show).
-    MustExist,
-}
+/// Whether opening may create the database file (and its folder).
+pub use cairn_ledger::store::OpenMode;
 
 /// A SQLite-backed [`Store`].
 pub struct SqliteStore {
@@ -334,7 +328,7 @@ impl SqliteStore {
         where_clause: &str,
         args: &[&dyn rusqlite::ToSql],
         with_head: bool,
-    ) -> Result<Vec<(RunInfo, KeptHead)>, StoreError> {
+    ) -> Result<Vec<(RunInfo, KeptColumns)>, StoreError> {
         let conn = self.conn();
         let head = if with_head {
             "r.head_digest, r.frontier, last.digest"
@@ -387,51 +381,32 @@ impl SqliteStore {
 
 /// What the runs table keeps of a run's head — the head digest and the tree frontier — and
 /// the digest of the run's last record, to check them against.
-type KeptHead = (Option<String>, Option<Vec<u8>>, Option<String>);
+type KeptColumns = (Option<String>, Option<Vec<u8>>, Option<String>);
 
-/// Checks the index columns of a row against its body; the body is authoritative.
+/// Reads a row through [`IndexColumns::read_row`]: the body is authoritative.
 fn read_row(row: &rusqlite::Row<'_>) -> Result<StoredRow, rusqlite::Error> {
     let step: i64 = row.get(0)?;
-    let step_index = u64::try_from(step).unwrap_or(0);
-    let body: String = row.get(1)?;
-    let fault = |detail: String| Ok(Err(RowFault { step_index, detail }));
-    let record: IntentRecord = match serde_json::from_str(&body) {
-        Ok(record) => record,
-        Err(e) => return fault(format!("the stored body is not a valid record: {e}")),
+    let body = row.get_ref(1)?.as_str()?;
+    let columns = IndexColumns {
+        kind: row.get_ref(2)?.as_str()?,
+        task_id: row.get_ref(3)?.as_str()?,
+        tool_name: row.get_ref(4)?.as_str_or_null()?,
+        args_size: row.get(5)?,
+        decision: row.get_ref(6)?.as_str_or_null()?,
+        termination_reason: row.get_ref(7)?.as_str_or_null()?,
+        recorded_at_us: row.get(8)?,
+        digest: std::borrow::Cow::Borrowed(row.get_ref(9)?.as_str()?),
     };
-    let kind: String = row.get(2)?;
-    let task: String = row.get(3)?;
-    let tool: Option<String> = row.get(4)?;
-    let size: Option<i64> = row.get(5)?;
-    let decision: Option<String> = row.get(6)?;
-    let reason: Option<String> = row.get(7)?;
-    let at: i64 = row.get(8)?;
-    let digest: String = row.get(9)?;
-    let mismatch = if kind != record.kind.as_str() {
-        Some("kind")
-    } else if task != record.task_id.as_str() {
-        Some("task_id")
-    } else if tool.as_deref() != record.tool.as_ref().map(|t| t.name.as_str()) {
-        Some("tool_name")
-    } else if size != record.args.as_ref().map(|a| as_i64(a.size)) {
-        Some("args_size")
-    } else if decision.as_deref() != record.admission.as_ref().map(|a| a.decision.as_str()) {
-        Some("decision")
-    } else if reason.as_deref() != record.termination.as_ref().map(|t| t.reason.as_str()) {
-        Some("termination_reason")
-    } else if at != micros(record.recorded_at) {
-        Some("recorded_at")
-    } else if digest != record.digest.to_string() {
-        Some("digest")
-    } else {
-        None
-    };
-    match mismatch {
-        Some(column) => fault(format!(
-            "the `{column}` column disagrees with the record body"
-        )),
-        None => Ok(Ok(record)),
-    }
+    Ok(columns.read_row(u64::try_from(step).unwrap_or(0), body))
+}
+
+fn read_envelope(row: &rusqlite::Row<'_>) -> Result<StoredEnvelope, rusqlite::Error> {
+    Ok(StoredEnvelope {
+        envelope_id: row.get(0)?,
+        step_index: u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
+        supersedes: row.get(2)?,
+        body: row.get(3)?,
+    })
 }
 
 const ROW_COLUMNS: &str = "step_index, body, kind, task_id, tool_name, args_size, decision, \
@@ -500,25 +475,7 @@ impl Store for SqliteStore {
             });
         }
         let next = last.map_or(0, |(step, _)| u64::try_from(step).unwrap_or(0) + 1);
-        for (offset, record) in commit.records.iter().map(SealedRecord::record).enumerate() {
-            let expected = next + offset as u64;
-            if record.step_index < expected
-                || record.tenant_id != first.tenant_id
-                || record.run_id != first.run_id
-            {
-                return Err(StoreError::Conflict {
-                    run: record.run_id.clone(),
-                    step: record.step_index,
-                });
-            }
-            if record.step_index > expected {
-                return Err(StoreError::NonContiguous {
-                    run: record.run_id.clone(),
-                    expected,
-                    got: record.step_index,
-                });
-            }
-        }
+        commit.check_continues(next)?;
         {
             let mut insert = tx
                 .prepare_cached(
@@ -529,19 +486,20 @@ impl Store for SqliteStore {
                 .map_err(backend)?;
             for sealed in commit.records {
                 let (record, body) = (sealed.record(), sealed.json());
+                let columns = IndexColumns::of(record);
                 insert
                     .execute(params![
                         tenant,
                         run,
                         as_i64(record.step_index),
-                        record.kind.as_str(),
-                        record.task_id.as_str(),
-                        record.tool.as_ref().map(|t| t.name.as_str()),
-                        record.args.as_ref().map(|a| as_i64(a.size)),
-                        record.admission.as_ref().map(|a| a.decision.as_str()),
-                        record.termination.as_ref().map(|t| t.reason.as_str()),
-                        micros(record.recorded_at),
-                        record.digest.to_string(),
+                        columns.kind,
+                        columns.task_id,
+                        columns.tool_name,
+                        columns.args_size,
+                        columns.decision,
+                        columns.termination_reason,
+                        columns.recorded_at_us,
+                        columns.digest,
                         body,
                     ])
                     .map_err(|e| match e.sqlite_error_code() {
@@ -663,17 +621,14 @@ impl Store for SqliteStore {
         let Some((info, kept)) = found.into_iter().next() else {
             return Ok(None);
         };
-        if let (Some(head), Some(frontier), Some(last)) = kept
-            && head == last
-            && let Some(tree) = RootBuilder::from_frontier(&frontier)
-            && tree.len() == info.records
-        {
-            let head = parse_col::<Digest>(&head).map_err(backend)?;
-            return Ok(Some(ResumePoint {
-                info,
-                head: Some(head),
-                tree,
-            }));
+        let (head, frontier, last_record) = &kept;
+        let kept = KeptHead {
+            head: head.as_deref(),
+            frontier: frontier.as_deref(),
+            last_record: last_record.as_deref(),
+        };
+        if let Some(point) = kept.resume(&info) {
+            return Ok(Some(point));
         }
         let digests = self.digests(tenant, run)?;
         Ok(Some(ResumePoint::from_digests(info, &digests)))
@@ -760,6 +715,20 @@ impl Store for SqliteStore {
             .map_err(backend)
     }
 
+    fn envelopes(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<StoredEnvelope>, StoreError> {
+        let conn = self.conn();
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT envelope_id, step_index, supersedes, body FROM envelopes
+                 WHERE tenant_id = ?1 AND run_id = ?2 ORDER BY step_index, envelope_id",
+            )
+            .map_err(backend)?;
+        let rows = stmt
+            .query_map(params![tenant.as_str(), run.as_str()], read_envelope)
+            .map_err(backend)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+    }
+
     fn latest_envelope(
         &self,
         tenant: &TenantId,
@@ -770,14 +739,7 @@ impl Store for SqliteStore {
                 "SELECT envelope_id, step_index, supersedes, body FROM envelopes
                  WHERE tenant_id = ?1 AND run_id = ?2 ORDER BY step_index DESC LIMIT 1",
                 params![tenant.as_str(), run.as_str()],
-                |row| {
-                    Ok(StoredEnvelope {
-                        envelope_id: row.get(0)?,
-                        step_index: u64::try_from(row.get::<_, i64>(1)?).unwrap_or(0),
-                        supersedes: row.get(2)?,
-                        body: row.get(3)?,
-                    })
-                },
+                read_envelope,
             )
             .optional()
             .map_err(backend)

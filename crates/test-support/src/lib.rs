@@ -9,6 +9,8 @@
 //! - `decision_boundaries` (feature `decisions`): the D-5 boundary cases of
 //!   `crates/decisions/tests/boundaries`, likewise.
 //! - `gates` (feature `runtime`): a gate that admits every call under one named rule.
+//! - `store_conformance` (feature `store`): what every ledger store must do, run against
+//!   each store by its own suite.
 //! - [`architecture`]: the checks of the workspace's layout (no module cycles, one test
 //!   binary per crate) that `tests/it/architecture.rs` runs.
 
@@ -20,6 +22,8 @@ pub mod decision_boundaries;
 #[cfg(feature = "runtime")]
 pub mod gates;
 pub mod shared;
+#[cfg(feature = "store")]
+pub mod store_conformance;
 
 use std::path::{Path, PathBuf};
 

@@ -11,4 +11,5 @@
     reason = "test code: a failed expectation is the test failing"
 )]
 
+mod conformance;
 mod store;

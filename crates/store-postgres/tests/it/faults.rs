@@ -1,0 +1,134 @@
+//! Faults fail closed, each with its stable code: a server that does not answer, a read-only
+//! server, a statement past its timeout, a connection lost in the middle of a commit. None
+//! leaves a half-written commit, and none prints a password.
+
+use std::time::Duration;
+
+use cairn_core::ErrorCode;
+use cairn_ledger::Store;
+use cairn_ledger::store::OpenMode;
+use cairn_store_postgres::{Options, PostgresStore};
+use cairn_test_support::store_conformance::{append, at, ids, step};
+
+use crate::db::Schemas;
+
+/// A loopback port nothing listens on.
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+fn opened(schemas: &Schemas, options: &Options) -> (String, PostgresStore) {
+    let url = schemas.url();
+    let store = PostgresStore::open(&url, OpenMode::CreateIfMissing, options).unwrap();
+    let (tenant_id, run_id, task_id) = ids();
+    store
+        .open_run(&cairn_ledger::store::RunMeta {
+            tenant_id,
+            run_id,
+            task_id,
+            opened_at: at(0),
+        })
+        .unwrap();
+    (url, store)
+}
+
+#[test]
+fn a_server_that_does_not_answer_is_unavailable_and_the_password_stays_hidden() {
+    let url = format!("postgres://cairn:s3cret@127.0.0.1:{}/test", closed_port());
+    let options = Options {
+        connect_timeout: Duration::from_millis(500),
+        ..Options::default()
+    };
+    let err = PostgresStore::open(&url, OpenMode::CreateIfMissing, &options).unwrap_err();
+    assert_eq!(err.code(), "store_unavailable", "{err}");
+    let text = err.to_string();
+    assert!(!text.contains("s3cret"), "{text}");
+    assert!(text.contains("cairn:***@127.0.0.1"), "{text}");
+}
+
+#[test]
+fn a_read_only_server_refuses_the_append_and_keeps_the_run_as_it_was() {
+    let Some(schemas) = Schemas::new() else {
+        return;
+    };
+    let (url, store) = opened(&schemas, &Options::default());
+    append(&store, &[step(0, None, "a")]).unwrap();
+    let read_only = format!("{url}%20-cdefault_transaction_read_only%3Don");
+    let replica =
+        PostgresStore::open(&read_only, OpenMode::MustExist, &Options::default()).unwrap();
+    let head = replica.resume_point(&ids().0, &ids().1).unwrap().unwrap();
+    let err = append(&replica, &[step(1, head.head, "b")]).unwrap_err();
+    assert_eq!(err.code(), "store_read_only", "{err}");
+    assert_eq!(store.run(&ids().0, &ids().1).unwrap().unwrap().records, 1);
+}
+
+/// Holds the run's row lock in another session while `during` runs.
+fn with_run_locked<T>(url: &str, during: impl FnOnce(i32) -> T) -> T {
+    let mut holder = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let mut tx = holder.transaction().unwrap();
+    tx.execute("SELECT 1 FROM cairn_runs FOR UPDATE", &[])
+        .unwrap();
+    let holder_pid: i32 = tx.query_one("SELECT pg_backend_pid()", &[]).unwrap().get(0);
+    let result = during(holder_pid);
+    tx.rollback().unwrap();
+    result
+}
+
+#[test]
+fn a_statement_past_its_timeout_is_a_timeout_and_writes_nothing() {
+    let Some(schemas) = Schemas::new() else {
+        return;
+    };
+    let options = Options {
+        statement_timeout: Duration::from_millis(300),
+        ..Options::default()
+    };
+    let (url, store) = opened(&schemas, &options);
+    let err = with_run_locked(&url, |_| append(&store, &[step(0, None, "a")]).unwrap_err());
+    assert_eq!(err.code(), "store_timeout", "{err}");
+    assert_eq!(store.run(&ids().0, &ids().1).unwrap().unwrap().records, 0);
+    // The store goes on once the lock is gone.
+    append(&store, &[step(0, None, "a")]).unwrap();
+}
+
+#[test]
+fn a_connection_lost_mid_commit_is_unavailable_and_the_store_recovers() {
+    let Some(schemas) = Schemas::new() else {
+        return;
+    };
+    let (url, store) = opened(&schemas, &Options::default());
+    let err = with_run_locked(&url, |holder| {
+        std::thread::scope(|scope| {
+            let writer = scope.spawn(|| append(&store, &[step(0, None, "a")]));
+            // Wait (bounded) until the writer waits for the lock, then cut its connection.
+            let mut admin = postgres::Client::connect(schemas.server(), postgres::NoTls).unwrap();
+            let mut killed = false;
+            for _ in 0..200 {
+                let rows = admin
+                    .query(
+                        "SELECT pid FROM pg_stat_activity
+                         WHERE $1 = ANY(pg_blocking_pids(pid))",
+                        &[&holder],
+                    )
+                    .unwrap();
+                if let Some(row) = rows.first() {
+                    let pid: i32 = row.get(0);
+                    admin
+                        .execute("SELECT pg_terminate_backend($1)", &[&pid])
+                        .unwrap();
+                    killed = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(killed, "the writer never waited for the lock");
+            writer.join().unwrap().unwrap_err()
+        })
+    });
+    assert_eq!(err.code(), "store_unavailable", "{err}");
+    // Nothing landed, and the next append (on a new connection) does.
+    assert_eq!(store.run(&ids().0, &ids().1).unwrap().unwrap().records, 0);
+    append(&store, &[step(0, None, "a")]).unwrap();
+    assert_eq!(store.run(&ids().0, &ids().1).unwrap().unwrap().records, 1);
+}
