@@ -55,11 +55,13 @@ pub fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// The store: a SQLite file path (default: `.cairn/cairn.db` in the nearest enclosing
-    /// directory that has a `.cairn/` folder, else in the current directory).
-    #[arg(long, global = true, env = "CAIRN_STORE", value_name = "PATH")]
+    /// The store: a SQLite file path, or a PostgreSQL URL (`postgres://user@host/db`; the
+    /// tables go in the connection's schema). Default: `.cairn/cairn.db` in the nearest
+    /// enclosing directory that has a `.cairn/` folder, else in the current directory.
+    #[arg(long, global = true, env = "CAIRN_STORE", value_name = "PATH|URL")]
     pub store: Option<String>,
-    /// The key directory (default: `keys/` beside the store file).
+    /// The key directory (default: `keys/` beside the store file; for a PostgreSQL store,
+    /// `.cairn/keys` of the nearest enclosing project, else of the current directory).
     #[arg(long, global = true, env = "CAIRN_KEYS", value_name = "DIR")]
     pub keys: Option<PathBuf>,
     /// Print machine-readable JSON on stdout instead of text.

@@ -8,13 +8,14 @@ use std::sync::Arc;
 use cairn_core::{RunId, TenantId};
 use cairn_ledger::Store;
 use cairn_ledger::keys::TrustedKeys;
+use cairn_ledger::store::OpenMode;
 use cairn_ledger::store::RunInfo;
 use cairn_runtime::keyring::Keyring;
-use cairn_store_sqlite::{OpenMode, SqliteStore};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::{Global, RunSelector};
 use crate::failure::{CliCode, Failure};
+pub use crate::store::StoreLocation;
 
 pub use cairn_runtime::layout::{KEYS_DIR, PROJECT_DIR, STORE_FILE};
 
@@ -39,20 +40,12 @@ impl Context {
         }
     }
 
-    /// The store path: explicit, else `.cairn/cairn.db` of the nearest enclosing project,
-    /// else in the current directory (SPEC §9.1).
-    pub fn store_path(&self) -> Result<PathBuf, Failure> {
+    /// The store: explicit (a file path or a `postgres://` URL), else `.cairn/cairn.db` of
+    /// the nearest enclosing project, else in the current directory (SPEC §9.1).
+    pub fn store_location(&self) -> Result<StoreLocation, Failure> {
         match &self.explicit_store {
-            Some(text) => store_path_from(text),
-            None => {
-                let cwd = std::env::current_dir().map_err(|e| {
-                    Failure::new(
-                        CliCode::IO,
-                        format!("cannot read the current directory: {e}"),
-                    )
-                })?;
-                Ok(default_store_path(&cwd))
-            }
+            Some(text) => StoreLocation::parse(text),
+            None => Ok(StoreLocation::File(default_store_path(&current_dir()?))),
         }
     }
 
@@ -63,23 +56,49 @@ impl Context {
     }
 
     /// Opens the store for reading commands: it must exist.
-    pub fn open_existing_store(&self) -> Result<Arc<SqliteStore>, Failure> {
-        let path = self.store_path()?;
-        Ok(Arc::new(SqliteStore::open(&path, OpenMode::MustExist)?))
+    pub fn open_existing_store(&self) -> Result<Arc<dyn Store>, Failure> {
+        self.store_location()?.open(OpenMode::MustExist)
     }
 
-    /// The key directory: explicit, else `keys/` beside the store file.
-    pub fn keys_dir(&self, store_path: &Path) -> PathBuf {
-        self.explicit_keys.clone().unwrap_or_else(|| {
-            store_path
+    /// The `.cairn/` folder that goes with the store — its keys, policies and decision files
+    /// (see [`Context::cairn_dir_for`]).
+    pub fn cairn_dir(&self) -> Result<PathBuf, Failure> {
+        self.cairn_dir_for(&self.store_location()?)
+    }
+
+    /// The `.cairn/` folder that goes with the store at `location`: the folder of a store
+    /// file; for a database store, the nearest enclosing project's `.cairn/`, else `.cairn/`
+    /// in the current directory.
+    pub fn cairn_dir_for(&self, location: &StoreLocation) -> Result<PathBuf, Failure> {
+        Ok(match location {
+            StoreLocation::File(path) => path
                 .parent()
-                .map_or_else(|| PathBuf::from(KEYS_DIR), |dir| dir.join(KEYS_DIR))
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+            StoreLocation::Postgres(_) => {
+                let cwd = current_dir()?;
+                find_project(&cwd).unwrap_or(cwd).join(PROJECT_DIR)
+            }
         })
+    }
+
+    /// The key directory: explicit, else `keys/` in [`Context::cairn_dir`].
+    pub fn keys_dir(&self) -> Result<PathBuf, Failure> {
+        self.keys_dir_for(&self.store_location()?)
+    }
+
+    /// The key directory for the store at `location`: explicit, else `keys/` in its
+    /// `.cairn/` folder.
+    pub fn keys_dir_for(&self, location: &StoreLocation) -> Result<PathBuf, Failure> {
+        match &self.explicit_keys {
+            Some(dir) => Ok(dir.clone()),
+            None => Ok(self.cairn_dir_for(location)?.join(KEYS_DIR)),
+        }
     }
 
     /// The keyring for the resolved store.
     pub fn keyring(&self) -> Result<Keyring, Failure> {
-        Ok(Keyring::open(self.keys_dir(&self.store_path()?)))
+        Ok(Keyring::open(self.keys_dir()?))
     }
 
     /// Trusted verifier keys: the given files, or every key of the keyring.
@@ -114,20 +133,13 @@ impl Context {
     }
 }
 
-fn store_path_from(text: &str) -> Result<PathBuf, Failure> {
-    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-        return Err(Failure::new(
-            CliCode::UNSUPPORTED_STORE,
-            "PostgreSQL stores are not supported by this build yet; use a SQLite file path",
-        ));
-    }
-    if text.is_empty() {
-        return Err(Failure::new(
-            cairn_runtime::RuntimeError::INVALID_INPUT,
-            "the store path (`--store` or `CAIRN_STORE`) must not be empty",
-        ));
-    }
-    Ok(PathBuf::from(text))
+fn current_dir() -> Result<PathBuf, Failure> {
+    std::env::current_dir().map_err(|e| {
+        Failure::new(
+            CliCode::IO,
+            format!("cannot read the current directory: {e}"),
+        )
+    })
 }
 
 /// The nearest directory at or above `start` that has a `.cairn/` folder.
@@ -200,10 +212,17 @@ mod tests {
     }
 
     #[test]
-    fn postgres_urls_are_refused_with_a_clear_code() {
-        assert_eq!(
-            store_path_from("postgres://x").unwrap_err().code,
-            "unsupported_store"
-        );
+    fn a_database_store_keeps_its_keys_in_the_project() {
+        let ctx = Context {
+            explicit_store: Some("postgres://cairn:s3cret@db/ledger".to_owned()),
+            explicit_keys: None,
+            json: false,
+        };
+        assert!(matches!(
+            ctx.store_location().unwrap(),
+            StoreLocation::Postgres(_)
+        ));
+        let keys = ctx.keys_dir().unwrap();
+        assert!(keys.ends_with(".cairn/keys"), "{}", keys.display());
     }
 }

@@ -59,8 +59,6 @@ cairn_core::error_codes! {
         MALFORMED_JSON = Invalid("malformed_json");
         /// An output file that cannot be written where the caller asked.
         UNWRITABLE_OUTPUT = Invalid("unwritable_output");
-        /// A store address of a kind this build does not open.
-        UNSUPPORTED_STORE = Invalid("unsupported_store");
         /// A command this platform cannot run.
         UNSUPPORTED = Invalid("unsupported");
         /// A run id prefix that names more than one run.

@@ -24,10 +24,12 @@ use crate::input::{self, Event, HookInput};
 use crate::project::Project;
 use crate::session::{SessionFiles, SessionState};
 
-/// Opens the store a hook writes to (the SQLite file, for the `cairn` binary). The hooks
-/// crate does not know which backend it is.
+/// Opens the store a hook writes to (for the `cairn` binary: the project's SQLite file, or
+/// the store `--store`/`CAIRN_STORE` names — a file or a `postgres://` URL). The hooks crate
+/// does not know which backend it is.
 pub trait StoreOpener: Send + Sync {
-    /// Opens (creating if needed) the store at `path`.
+    /// Opens (creating if needed) the store at `path` — a file path, or whatever else the
+    /// opener reads a location as (the `cairn` binary's reads a `postgres://` URL).
     ///
     /// # Errors
     /// The store's own errors.
@@ -84,7 +86,8 @@ pub struct Environment {
     pub clock: Arc<dyn Clock>,
     /// Opens the store.
     pub stores: Arc<dyn StoreOpener>,
-    /// The store, when given explicitly (`--store`); else the project's `.cairn/cairn.db`.
+    /// The store, when given explicitly (`--store`: a path or, for the `cairn` binary's
+    /// opener, a URL); else the project's `.cairn/cairn.db`.
     pub store_path: Option<PathBuf>,
     /// The key directory, when given explicitly (`--keys`); else the project's `.cairn/keys`.
     pub keys_dir: Option<PathBuf>,

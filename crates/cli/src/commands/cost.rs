@@ -3,7 +3,6 @@
 
 use std::fmt::Write as _;
 
-use cairn_ledger::Store;
 use cairn_ledger::store::CostDimension;
 
 use crate::args::{CostArgs, CostBy};

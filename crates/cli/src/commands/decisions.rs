@@ -10,7 +10,7 @@
 
 use std::fmt::{Display, Write as _};
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cairn_core::normalize::NormalizedDigest;
 use cairn_core::{ErrorCode, SystemClock, Timestamp};
@@ -89,13 +89,7 @@ pub fn run(ctx: &Context, command: DecisionsCommand) -> Result<Outcome, Failure>
 /// The decision files of the resolved project: `.cairn/` is the folder of the store file,
 /// the HMAC key lives in the key directory.
 pub(super) fn open_files(ctx: &Context) -> Result<DecisionFiles, Failure> {
-    let store = ctx.store_path()?;
-    let cairn_dir = store
-        .parent()
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let keys = ctx.keys_dir(&store);
-    Ok(DecisionFiles::open(cairn_dir, keys)?)
+    Ok(DecisionFiles::open(ctx.cairn_dir()?, ctx.keys_dir()?)?)
 }
 
 /// `--now`, or the system clock.

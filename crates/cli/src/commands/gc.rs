@@ -2,7 +2,6 @@
 //! never collected, so verification passes before and after.
 
 use cairn_core::{Clock, SystemClock, Timestamp};
-use cairn_ledger::Store;
 
 use crate::args::GcArgs;
 use crate::context::Context;

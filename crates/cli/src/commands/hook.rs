@@ -47,11 +47,13 @@ use cairn_core::SystemClock;
 use cairn_hooks::client::{self, StdinFailure, emit, failed, late, left, read_stdin_by};
 use cairn_hooks::project::Binding;
 use cairn_hooks::{Answer, Environment, Fault, Host, StoreOpener};
+use cairn_ledger::store::OpenMode;
 use cairn_ledger::{Store, StoreError};
-use cairn_store_sqlite::{OpenMode, SqliteStore};
+use cairn_store_postgres::is_postgres_url;
+use cairn_store_sqlite::SqliteStore;
 
 use crate::args::{HookArgs, HookHost};
-use crate::context::Context;
+use crate::context::{Context, StoreLocation};
 use crate::output::Outcome;
 
 /// The longest deadline accepted: well under the 60 s hook timeout `hooks install` writes.
@@ -61,10 +63,12 @@ const MIN_DEADLINE: Duration = Duration::from_millis(100);
 /// The longest answer read from a worker.
 const WORKER_ANSWER_MAX_BYTES: u64 = 8 << 20;
 
-/// The embedded SQLite store, created on first use, as a hook worker (one process per call)
-/// or the resident server (which keeps it open through `cairn_hooks::KeptStores`) uses it.
+/// The stores a hook opens, created on first use: the embedded SQLite file — as a hook
+/// worker (one process per call) or the resident server (which keeps it open through
+/// `cairn_hooks::KeptStores`) uses it — or, when `--store`/`CAIRN_STORE` is a `postgres://`
+/// URL, the PostgreSQL store it names (which has no files of its own to protect).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SqliteStores {
+pub enum Stores {
     /// One process per tool call: keeping a small write-ahead log between processes saves a
     /// checkpoint, a deletion and a re-creation of the log (fsyncs) on every call.
     ShortLived,
@@ -73,8 +77,14 @@ pub enum SqliteStores {
     LongLived,
 }
 
-impl StoreOpener for SqliteStores {
+impl StoreOpener for Stores {
     fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
+        if let Some(url) = path.to_str().filter(|text| is_postgres_url(text)) {
+            return crate::store::open(
+                &StoreLocation::Postgres(url.to_owned()),
+                OpenMode::CreateIfMissing,
+            );
+        }
         let store = SqliteStore::open(path, OpenMode::CreateIfMissing)?;
         match self {
             Self::ShortLived => store.tune_for_short_lived_process()?,
@@ -84,6 +94,9 @@ impl StoreOpener for SqliteStores {
     }
 
     fn files(&self, path: &Path) -> Vec<PathBuf> {
+        if path.to_str().is_some_and(is_postgres_url) {
+            return Vec::new();
+        }
         SqliteStore::files(path)
     }
 }
@@ -224,8 +237,11 @@ fn worker(
     if let Some(project) = project {
         command.arg("--project").arg(project);
     }
+    // Through the environment, not the command line: a database URL may hold a password,
+    // and another user can read a process's arguments.
+    command.env_remove("CAIRN_STORE");
     if let Some(store) = &ctx.explicit_store {
-        command.arg("--store").arg(store);
+        command.env("CAIRN_STORE", store);
     }
     if let Some(keys) = &ctx.explicit_keys {
         command.arg("--keys").arg(keys);
@@ -314,7 +330,7 @@ fn work(ctx: &Context, args: &HookArgs) -> u8 {
     let host = host_of(args);
     let environment = Environment {
         clock: Arc::new(SystemClock),
-        stores: Arc::new(SqliteStores::ShortLived),
+        stores: Arc::new(Stores::ShortLived),
         store_path: ctx.explicit_store.as_ref().map(PathBuf::from),
         keys_dir: ctx.explicit_keys.clone(),
         fault: fault(),

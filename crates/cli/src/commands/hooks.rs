@@ -62,7 +62,7 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
     let environment = cairn_hooks::Environment {
         clock: std::sync::Arc::new(cairn_core::SystemClock),
         stores: std::sync::Arc::new(cairn_hooks::KeptStores::new(
-            crate::commands::hook::SqliteStores::LongLived,
+            crate::commands::hook::Stores::LongLived,
         )),
         store_path: None,
         keys_dir: None,

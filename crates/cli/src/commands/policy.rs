@@ -2,7 +2,7 @@
 //! version) and decide one call, naming the determining rules and why.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cairn_policy::{Arguments, GateRequest, PolicyGate};
 use cairn_runtime::layout::{POLICIES_DIR, TOOLS_FILE};
@@ -57,10 +57,7 @@ pub fn run(ctx: &Context, command: PolicyCommand) -> Result<Outcome, Failure> {
 /// The policy set and catalog a command uses: explicit paths, else `policies/` and
 /// `tools.json` beside the store (in `.cairn/`).
 fn locate(ctx: &Context, location: &PolicyLocation) -> Result<(PathBuf, Option<PathBuf>), Failure> {
-    let project = ctx
-        .store_path()?
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let project = ctx.cairn_dir()?;
     let policies = location
         .policies
         .clone()

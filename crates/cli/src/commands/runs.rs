@@ -4,7 +4,6 @@
 use std::fmt::Write as _;
 
 use cairn_core::{Clock, SystemClock, TenantId};
-use cairn_ledger::Store;
 use cairn_ledger::store::{RunFilter, RunInfo};
 
 use crate::args::RunsCommand;

@@ -7,21 +7,19 @@ mod scenario;
 mod timeline;
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use cairn_core::{Clock, SystemClock};
-use cairn_ledger::Store;
 use cairn_ledger::record::{Label, TerminationReason};
+use cairn_ledger::store::OpenMode;
 use cairn_ledger::verify::{CheckpointPolicy, verify_run};
 use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
 use cairn_runtime::keyring::{Keyring, KeyringError};
 use cairn_runtime::{Executor, Recorder, RecorderOptions};
-use cairn_store_sqlite::{OpenMode, SqliteStore};
 use serde_json::json;
 
 use crate::args::DemoArgs;
-use crate::context::{Context, PROJECT_DIR, STORE_FILE};
+use crate::context::{Context, PROJECT_DIR, STORE_FILE, StoreLocation};
 use crate::failure::{CliCode, Failure, exit};
 use crate::output::Outcome;
 
@@ -41,17 +39,18 @@ fn demo_gate() -> Result<PolicyGate, Failure> {
     )?)
 }
 
-/// Where the demo's store goes: `--store`/`CAIRN_STORE`, else `--dir`, else an enclosing
-/// `.cairn/` project, else a new temporary directory that is kept for exploring.
-fn demo_store_path(ctx: &Context, args: &DemoArgs) -> Result<PathBuf, Failure> {
+/// Where the demo's store goes: `--store`/`CAIRN_STORE` (a file or a `postgres://` URL),
+/// else `--dir`, else an enclosing `.cairn/` project, else a new temporary directory that is
+/// kept for exploring.
+fn demo_store(ctx: &Context, args: &DemoArgs) -> Result<StoreLocation, Failure> {
     if ctx.explicit_store.is_some() {
-        return ctx.store_path();
+        return ctx.store_location();
     }
     if let Some(dir) = &args.dir {
-        return Ok(dir.join(PROJECT_DIR).join(STORE_FILE));
+        return Ok(StoreLocation::File(dir.join(PROJECT_DIR).join(STORE_FILE)));
     }
     if ctx.has_configured_store() {
-        return ctx.store_path();
+        return ctx.store_location();
     }
     let dir = tempfile::Builder::new()
         .prefix("cairn-demo-")
@@ -63,7 +62,7 @@ fn demo_store_path(ctx: &Context, args: &DemoArgs) -> Result<PathBuf, Failure> {
             )
         })?
         .keep();
-    Ok(dir.join(PROJECT_DIR).join(STORE_FILE))
+    Ok(StoreLocation::File(dir.join(PROJECT_DIR).join(STORE_FILE)))
 }
 
 fn signing_key(keyring: &Keyring) -> Result<cairn_ledger::keys::SigningKey, Failure> {
@@ -93,9 +92,9 @@ fn hex_lower(bytes: &[u8]) -> String {
 
 /// Runs `cairn demo`.
 pub fn run(ctx: &Context, args: &DemoArgs) -> Result<Outcome, Failure> {
-    let store_path = demo_store_path(ctx, args)?;
-    let store = Arc::new(SqliteStore::open(&store_path, OpenMode::CreateIfMissing)?);
-    let keyring = Keyring::open(ctx.keys_dir(&store_path));
+    let location = demo_store(ctx, args)?;
+    let store = location.open(OpenMode::CreateIfMissing)?;
+    let keyring = Keyring::open(ctx.keys_dir_for(&location)?);
     let key = signing_key(&keyring)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let run_id = new_run_id(clock.now())?;
@@ -135,7 +134,7 @@ pub fn run(ctx: &Context, args: &DemoArgs) -> Result<Outcome, Failure> {
         .collect();
     let signer = key.verifier_key().id_label();
     let human = timeline::render(&timeline::Run {
-        store_path: &store_path,
+        store: &location.to_string(),
         records: &records,
         notes: &notes,
         closed: &closed,
@@ -144,7 +143,7 @@ pub fn run(ctx: &Context, args: &DemoArgs) -> Result<Outcome, Failure> {
     });
     let intact = report.is_intact();
     let json = json!({
-        "store": store_path,
+        "store": location.to_string(),
         "tenant_id": tenant,
         "run_id": run_id,
         "task_id": task,

@@ -5,7 +5,6 @@
 //! the run.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use cairn_ledger::IntentRecord;
 use cairn_ledger::record::{AllowDeny, BoundaryEvent, Label};
@@ -14,7 +13,7 @@ use super::scenario::ContinuityNote;
 
 /// What the timeline shows.
 pub(super) struct Run<'a> {
-    pub store_path: &'a Path,
+    pub store: &'a str,
     pub records: &'a [IntentRecord],
     pub notes: &'a [ContinuityNote],
     pub closed: &'a cairn_runtime::ClosedRun,
@@ -138,7 +137,7 @@ pub(super) fn render(run: &Run<'_>) -> String {
         out,
         "Cairn demo: a support-triage agent across a context compaction, recorded and verified\n"
     );
-    let _ = writeln!(out, "  store   {}", run.store_path.display());
+    let _ = writeln!(out, "  store   {}", run.store);
     let _ = writeln!(
         out,
         "  run     {}/{}  (task {})",
@@ -187,7 +186,7 @@ pub(super) fn render(run: &Run<'_>) -> String {
             let _ = writeln!(out, "                {}", finding.message);
         }
     }
-    let store = run.store_path.display();
+    let store = run.store;
     let id = &first.run_id;
     let _ = writeln!(out, "\n  Explore it:");
     let _ = writeln!(out, "    cairn --store {store} runs list");

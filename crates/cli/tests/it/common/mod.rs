@@ -20,6 +20,8 @@ pub const OK: i32 = 0;
 pub const INVALID: i32 = 2;
 /// Tamper detected.
 pub const TAMPER: i32 = 5;
+/// Cairn could not do its job (an internal error, a store that does not answer).
+pub const INTERNAL: i32 = 1;
 
 /// The path of the `cairn` binary Cargo built for these tests.
 pub fn binary() -> &'static str {
