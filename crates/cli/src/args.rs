@@ -130,6 +130,36 @@ pub enum Command {
     Cost(CostArgs),
     /// Print a published JSON Schema.
     Schema(SchemaArgs),
+    /// Create a store, or copy ledgers from one store to another (a SQLite file or a
+    /// PostgreSQL URL on either side), verifying every run copied.
+    #[command(subcommand)]
+    Store(StoreCommand),
+}
+
+/// `cairn store …`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Create the store `--store` names (a SQLite file, or the tables of a PostgreSQL store in
+    /// the connection's schema); an existing store is migrated and left as it is.
+    Init {
+        /// How many hash partitions a new PostgreSQL store's record and content tables get.
+        #[arg(long, default_value_t = 16, value_name = "N")]
+        partitions: u32,
+    },
+    /// Copy every run from one store to another, each verified before and after; runs the
+    /// target has whole are skipped, runs it has in part are completed.
+    Copy {
+        /// The source store (a path or a URL); it is only read.
+        #[arg(long, value_name = "PATH|URL")]
+        from: String,
+        /// The target store (a path or a URL), created if missing.
+        #[arg(long, value_name = "PATH|URL")]
+        to: String,
+        /// A verifier key file to check checkpoints with (repeatable; default: every key of
+        /// the key directory, `--keys` or the source's).
+        #[arg(long = "trusted-key", value_name = "FILE")]
+        trusted_keys: Vec<PathBuf>,
+    },
 }
 
 /// `cairn demo`.

@@ -73,11 +73,21 @@ pub fn open(
     location: &StoreLocation,
     mode: OpenMode,
 ) -> Result<Arc<dyn Store>, cairn_ledger::StoreError> {
+    open_with(location, mode, &Options::default())
+}
+
+/// [`open`], with the options a new PostgreSQL store is created with.
+///
+/// # Errors
+/// The store's own.
+pub fn open_with(
+    location: &StoreLocation,
+    mode: OpenMode,
+    options: &Options,
+) -> Result<Arc<dyn Store>, cairn_ledger::StoreError> {
     Ok(match location {
         StoreLocation::File(path) => Arc::new(SqliteStore::open(path, mode)?),
-        StoreLocation::Postgres(url) => {
-            Arc::new(PostgresStore::open(url, mode, &Options::default())?)
-        }
+        StoreLocation::Postgres(url) => Arc::new(PostgresStore::open(url, mode, options)?),
     })
 }
 

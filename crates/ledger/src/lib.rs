@@ -31,6 +31,7 @@
 
 pub mod bundle;
 pub mod checkpoint;
+pub mod copy;
 pub mod keys;
 pub mod merkle;
 pub mod proof;

@@ -11,6 +11,7 @@
 //! - `gates` (feature `runtime`): a gate that admits every call under one named rule.
 //! - `store_conformance` (feature `store`): what every ledger store must do, run against
 //!   each store by its own suite.
+//! - `postgres` (feature `postgres`): the PostgreSQL test server, a schema per store.
 //! - [`architecture`]: the checks of the workspace's layout (no module cycles, one test
 //!   binary per crate) that `tests/it/architecture.rs` runs.
 
@@ -21,6 +22,8 @@ pub mod continuity_cases;
 pub mod decision_boundaries;
 #[cfg(feature = "runtime")]
 pub mod gates;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod shared;
 #[cfg(feature = "store")]
 pub mod store_conformance;

@@ -18,6 +18,7 @@ mod reconcile;
 mod runs;
 mod schema;
 mod status;
+mod store;
 
 use crate::args::Command;
 use crate::context::Context;
@@ -46,5 +47,6 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::Gc(args) => gc::run(ctx, &args),
         Command::Cost(args) => cost::run(ctx, &args),
         Command::Schema(args) => Ok(schema::run(&args)),
+        Command::Store(cmd) => store::run(ctx, cmd),
     }
 }

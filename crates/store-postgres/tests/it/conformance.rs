@@ -4,7 +4,7 @@ use cairn_ledger::store::OpenMode;
 use cairn_store_postgres::{Options, PostgresStore};
 use cairn_test_support::store_conformance::{Harness, Tamper};
 
-use crate::db::Schemas;
+use cairn_test_support::postgres::Schemas;
 
 /// Each store in its own schema; a second handle is a second pool on the same URL.
 struct Postgres {

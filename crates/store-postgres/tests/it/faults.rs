@@ -10,7 +10,7 @@ use cairn_ledger::store::OpenMode;
 use cairn_store_postgres::{Options, PostgresStore};
 use cairn_test_support::store_conformance::{append, at, ids, step};
 
-use crate::db::Schemas;
+use cairn_test_support::postgres::Schemas;
 
 /// A loopback port nothing listens on.
 fn closed_port() -> u16 {

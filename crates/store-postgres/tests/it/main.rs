@@ -11,6 +11,6 @@
 )]
 
 mod conformance;
-mod db;
+mod copy;
 mod faults;
 mod schema;

@@ -8,7 +8,7 @@ use cairn_ledger::store::{OpenMode, RunMeta};
 use cairn_store_postgres::{CURRENT_VERSION, Options, PostgresStore};
 use cairn_test_support::store_conformance::{append, at, ids, step_of};
 
-use crate::db::Schemas;
+use cairn_test_support::postgres::Schemas;
 
 fn count(url: &str, sql: &str) -> i64 {
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();

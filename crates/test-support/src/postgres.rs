@@ -1,5 +1,13 @@
-//! The test server: each test gets schemas of its own (dropped when it ends), so tests run in
-//! parallel on one database without seeing each other's stores.
+//! The PostgreSQL test server (`CAIRN_TEST_DATABASE_URL`): each test gets schemas of its own,
+//! dropped when it ends, so tests run in parallel on one database without seeing each
+//! other's stores; without the variable a test says it is skipped.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test support: a failed expectation is the test failing"
+)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -7,6 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub const URL_VARIABLE: &str = "CAIRN_TEST_DATABASE_URL";
 
 /// The test server's URL, or `None` after saying the test is skipped.
+#[must_use]
 pub fn server() -> Option<String> {
     match std::env::var(URL_VARIABLE) {
         Ok(url) if !url.is_empty() => Some(url),
@@ -31,6 +40,11 @@ static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 impl Schemas {
     /// On the test server, or `None` (skipped).
+    ///
+    /// # Panics
+    /// When the variable names a server that does not answer: a CI without its database
+    /// fails rather than skips.
+    #[must_use]
     pub fn new() -> Option<Self> {
         let server = server()?;
         let admin = postgres::Client::connect(&server, postgres::NoTls)
@@ -43,11 +57,13 @@ impl Schemas {
     }
 
     /// The server's URL.
+    #[must_use]
     pub fn server(&self) -> &str {
         &self.server
     }
 
     /// A new, empty schema; returns the URL whose connections use it.
+    #[must_use]
     pub fn url(&self) -> String {
         let name = format!(
             "cairn_test_{}_{}",
@@ -78,6 +94,7 @@ impl Drop for Schemas {
 }
 
 /// `server` with its connections' `search_path` set to `schema`.
+#[must_use]
 pub fn in_schema(server: &str, schema: &str) -> String {
     let separator = if server.contains('?') { '&' } else { '?' };
     format!("{server}{separator}options=-csearch_path%3D{schema}")
