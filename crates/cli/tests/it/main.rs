@@ -31,6 +31,7 @@ mod issue_15;
 mod issue_15_property;
 mod keys;
 mod policy;
+mod postgres;
 mod proof;
 mod real_hosts;
 mod reconcile;
