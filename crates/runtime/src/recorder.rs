@@ -22,10 +22,18 @@ use cairn_ledger::{Store, StoreError};
 
 use crate::error::RuntimeError;
 
+/// How long one record may keep finding its step taken by another writer, and be sealed
+/// again at the run's new head, before the conflict is the caller's. Writers are not served
+/// in order: one that appends without pause can keep winning, so the bound is a time, well
+/// inside a hook's deadline, not a count.
+pub const MAX_REBASE_TIME: Duration = Duration::from_secs(5);
+
 /// When a record becomes durable (I-6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Durability {
-    /// Each record is committed (fsynced) before the call it describes may execute.
+    /// Each record is committed (fsynced) before the call it describes may execute. Several
+    /// writers may append to one run: a writer whose step another took first resumes from
+    /// the run's head and commits the record as the next step (see [`Recorder::rebases`]).
     Sync,
     /// Group commit: records are committed together when `max_records` are waiting or the
     /// oldest has waited `max_delay`, and always before a boundary or the terminal record.
@@ -124,6 +132,7 @@ pub struct Recorder {
     pending_content: Vec<ContentItem>,
     oldest_pending: Option<Instant>,
     observation: Option<Digest>,
+    rebases: u64,
 }
 
 impl std::fmt::Debug for Recorder {
@@ -212,6 +221,7 @@ impl Recorder {
             pending_content: Vec::new(),
             oldest_pending: None,
             observation: None,
+            rebases: 0,
         }
     }
 
@@ -434,12 +444,8 @@ impl Recorder {
         }
     }
 
-    fn seal(
-        &mut self,
-        event: DraftEvent,
-        lane: Option<LaneId>,
-    ) -> Result<SealedRecord, RuntimeError> {
-        let draft = RecordDraft {
+    fn draft(&self, event: DraftEvent, lane: Option<LaneId>) -> RecordDraft {
+        RecordDraft {
             tenant_id: self.tenant.clone(),
             run_id: self.run.clone(),
             task_id: self.task.clone(),
@@ -447,25 +453,27 @@ impl Recorder {
             lane_id: lane,
             observation_digest: self.observation,
             recorded_at: self.clock.now(),
-        };
+        }
+    }
+
+    fn seal(
+        &mut self,
+        event: DraftEvent,
+        lane: Option<LaneId>,
+    ) -> Result<SealedRecord, RuntimeError> {
+        let draft = self.draft(event, lane);
         Ok(SealedRecord::seal(draft, self.next_index, self.head)?)
     }
 
     fn append(&mut self, event: DraftEvent, lane: Option<LaneId>) -> Result<Receipt, RuntimeError> {
-        let record = self.seal(event, lane)?;
+        let draft = self.draft(event, lane);
+        let record = SealedRecord::seal(draft.clone(), self.next_index, self.head)?;
         let receipt = Receipt {
             step_index: record.record().step_index,
             digest: record.record().digest,
         };
         match self.options.durability {
-            Durability::Sync => {
-                self.pending.push(record);
-                if let Err(e) = self.flush() {
-                    // Not acknowledged: forget it so the step index can be reused.
-                    self.pending.pop();
-                    return Err(e);
-                }
-            }
+            Durability::Sync => return self.commit_now(draft, record),
             Durability::Batch {
                 max_records,
                 max_delay,
@@ -478,11 +486,101 @@ impl Recorder {
                 if self.pending.len() >= max_records || oldest.elapsed() >= max_delay {
                     self.flush()?;
                 }
-                return Ok(receipt);
             }
         }
-        self.advance(receipt);
         Ok(receipt)
+    }
+
+    /// Commits `record` (sealed from `draft`) before returning its receipt. When another
+    /// writer of the run took the step first — two hosts, or two service replicas, appending
+    /// to one run — the record was not written: the writer resumes from the run's new head
+    /// and seals the same draft as the next step, for up to [`MAX_REBASE_TIME`] — as long as
+    /// the other writers only recorded steps; after a boundary or anything else that may
+    /// change a decision, the conflict is returned and the call is not admitted. A receipt is
+    /// only ever given for the step the record was committed at.
+    fn commit_now(
+        &mut self,
+        draft: RecordDraft,
+        mut record: SealedRecord,
+    ) -> Result<Receipt, RuntimeError> {
+        let started = Instant::now();
+        let mut lost = 0_u32;
+        loop {
+            let receipt = Receipt {
+                step_index: record.record().step_index,
+                digest: record.record().digest,
+            };
+            self.pending.push(record);
+            match self.flush() {
+                Ok(()) => {
+                    self.advance(receipt);
+                    return Ok(receipt);
+                }
+                Err(e) => {
+                    // Not acknowledged: forget it so the step index can be reused.
+                    self.pending.pop();
+                    match e {
+                        RuntimeError::Store(
+                            StoreError::Conflict { .. } | StoreError::NonContiguous { .. },
+                        ) if started.elapsed() < MAX_REBASE_TIME => {
+                            lost += 1;
+                            self.rebases += 1;
+                            // A short, growing, jittered pause, so that writers who lost
+                            // together do not meet again in lock-step.
+                            std::thread::sleep(backoff(lost));
+                            self.rebase()?;
+                            record = SealedRecord::seal(draft.clone(), self.next_index, self.head)?;
+                        }
+                        other => return Err(other),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves this writer to the run's head as the store has it now.
+    fn rebase(&mut self) -> Result<(), RuntimeError> {
+        let point = self
+            .store
+            .resume_point(&self.tenant, &self.run)?
+            .ok_or_else(|| StoreError::RunNotFound {
+                run: self.run.clone(),
+            })?;
+        if point.info.terminated() {
+            return Err(StoreError::RunTerminated {
+                run: self.run.clone(),
+            }
+            .into());
+        }
+        // The caller decided this record on the run as it knew it. Other writers' steps do
+        // not change that decision; anything else they wrote — a boundary (an unknown side
+        // effect, a compaction), a lane change — might, so the conflict goes back to the
+        // caller to decide again.
+        for step in self.next_index..point.tree.len() {
+            let plain_step = matches!(
+                self.store.record(&self.tenant, &self.run, step)?,
+                Some(Ok(record)) if record.kind == cairn_ledger::record::RecordKind::Step
+            );
+            if !plain_step {
+                return Err(StoreError::Conflict {
+                    run: self.run.clone(),
+                    step,
+                }
+                .into());
+            }
+        }
+        tracing::debug!(run = %self.run, from = self.next_index, to = point.tree.len(), "another writer appended first; resumed from the run's head");
+        self.next_index = point.tree.len();
+        self.head = point.head;
+        self.tree = point.tree;
+        Ok(())
+    }
+
+    /// How many times this writer found another writer had taken its step and resumed from
+    /// the run's new head (see [`Durability::Sync`]).
+    #[must_use]
+    pub const fn rebases(&self) -> u64 {
+        self.rebases
     }
 
     fn advance(&mut self, receipt: Receipt) {
@@ -490,6 +588,15 @@ impl Recorder {
         self.head = Some(receipt.digest);
         self.tree.push(leaf_hash(receipt.digest.as_bytes()));
     }
+}
+
+/// The pause before the `lost`-th retry of one record: up to 2^min(lost, 6) · 50 µs, jittered.
+fn backoff(lost: u32) -> Duration {
+    let ceiling = 50_u64 << lost.min(6);
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    Duration::from_micros(jitter % ceiling.max(1))
 }
 
 impl Drop for Recorder {

@@ -17,7 +17,9 @@ fn cairn(dir: &Path, store: &str, args: &[&str]) -> Output {
 
 #[test]
 fn every_command_works_on_a_postgres_store() {
-    let Some(schemas) = Schemas::new() else { return };
+    let Some(schemas) = Schemas::new() else {
+        return;
+    };
     let url = schemas.url();
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
@@ -27,7 +29,9 @@ fn every_command_works_on_a_postgres_store() {
     assert_eq!(demo["verification"]["checkpoint"]["state"], "verified");
     assert!(!demo["store"].as_str().unwrap().is_empty());
     let run = demo["run_id"].as_str().unwrap();
-    let runs = cairn(dir, &url, &["--json", "runs", "list"]).expect(OK).json();
+    let runs = cairn(dir, &url, &["--json", "runs", "list"])
+        .expect(OK)
+        .json();
     assert_eq!(runs.as_array().unwrap().len(), 1);
     assert_eq!(runs[0]["records"], 15);
     let verify = cairn(dir, &url, &["--json", "ledger", "verify", "--all"]);
@@ -41,12 +45,27 @@ fn every_command_works_on_a_postgres_store() {
     ] {
         cairn(dir, &url, args).expect(OK);
     }
-    let export = cairn(dir, &url, &["ledger", "export", "--run", run, "--format", "jsonl"]);
-    assert_eq!(export.stdout.lines().count(), 16, "15 records and the checkpoint");
+    let export = cairn(
+        dir,
+        &url,
+        &["ledger", "export", "--run", run, "--format", "jsonl"],
+    );
+    assert_eq!(
+        export.stdout.lines().count(),
+        16,
+        "15 records and the checkpoint"
+    );
     let idle = cairn(
         dir,
         &url,
-        &["--json", "runs", "list", "--unterminated", "--older-than", "1s"],
+        &[
+            "--json",
+            "runs",
+            "list",
+            "--unterminated",
+            "--older-than",
+            "1s",
+        ],
     );
     assert_eq!(idle.expect(OK).json(), json!([]));
 }
@@ -62,14 +81,23 @@ fn pre_tool_use(dir: &Path, session: &str) -> String {
 
 #[test]
 fn hooks_gate_and_record_into_postgres_and_deny_when_it_does_not_answer() {
-    let Some(schemas) = Schemas::new() else { return };
+    let Some(schemas) = Schemas::new() else {
+        return;
+    };
     let url = schemas.url();
     let project = common::init_project();
     let dir = project.path();
     let mut command = command_in(dir);
     command.env("CAIRN_STORE", &url);
-    common::hook(&mut command, "claude-code", &pre_tool_use(dir, "pg-session")).expect(OK);
-    let runs = cairn(dir, &url, &["--json", "runs", "list"]).expect(OK).json();
+    common::hook(
+        &mut command,
+        "claude-code",
+        &pre_tool_use(dir, "pg-session"),
+    )
+    .expect(OK);
+    let runs = cairn(dir, &url, &["--json", "runs", "list"])
+        .expect(OK)
+        .json();
     assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
     assert!(runs[0]["records"].as_u64().unwrap() >= 1, "{runs}");
     // Nothing went to the project's own SQLite file.
@@ -91,7 +119,9 @@ fn hooks_gate_and_record_into_postgres_and_deny_when_it_does_not_answer() {
 
 #[test]
 fn store_copy_moves_a_laptop_ledger_into_postgres_verified() {
-    let Some(schemas) = Schemas::new() else { return };
+    let Some(schemas) = Schemas::new() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let laptop = dir.join("lap/.cairn/cairn.db");
@@ -101,9 +131,7 @@ fn store_copy_moves_a_laptop_ledger_into_postgres_verified() {
     }
     let url = schemas.url();
     let copy = |to: &str| {
-        Output::of(command_in(dir).args([
-            "--json", "store", "copy", "--from", laptop, "--to", to,
-        ]))
+        Output::of(command_in(dir).args(["--json", "store", "copy", "--from", laptop, "--to", to]))
     };
     let first = copy(&url);
     let results = first.expect(OK).json()["runs"].clone();
@@ -146,6 +174,14 @@ fn store_copy_moves_a_laptop_ledger_into_postgres_verified() {
         .iter()
         .map(|r| r["result"].as_str().unwrap())
         .collect();
-    assert_eq!(results.iter().filter(|r| **r == "not_copied").count(), 1, "{report}");
-    assert_eq!(results.iter().filter(|r| **r == "copied").count(), 1, "{report}");
+    assert_eq!(
+        results.iter().filter(|r| **r == "not_copied").count(),
+        1,
+        "{report}"
+    );
+    assert_eq!(
+        results.iter().filter(|r| **r == "copied").count(),
+        1,
+        "{report}"
+    );
 }

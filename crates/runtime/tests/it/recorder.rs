@@ -329,3 +329,89 @@ fn an_envelope_is_saved_atomically_with_its_boundary_record_and_the_latest_one_w
         ("ce-2", Some("ce-1"), 2)
     );
 }
+
+/// A store with one run and two sync writers of it, as two processes would have.
+fn two_writers(dir: &std::path::Path) -> (Arc<SqliteStore>, Recorder, Recorder) {
+    let store = Arc::new(SqliteStore::open(dir.join("s.db"), OpenMode::CreateIfMissing).unwrap());
+    let sync = RecorderOptions {
+        durability: Durability::Sync,
+        content_retention: None,
+    };
+    let first = recorder(Arc::clone(&store), sync);
+    let (tenant, run) = ids();
+    let second = Recorder::resume(
+        Arc::clone(&store) as Arc<dyn Store>,
+        clock(),
+        &tenant,
+        &run,
+        sync,
+    )
+    .unwrap();
+    (store, first, second)
+}
+
+/// Two writers of one run (two hosts, two service replicas): the one whose step the other
+/// took first resumes from the run's new head and commits at the next step — no conflict for
+/// the caller, no gap, no fork — and its receipt names the step it landed at.
+#[test]
+fn a_sync_writer_that_lost_its_step_resumes_from_the_new_head() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, mut first, mut second) = two_writers(dir.path());
+    let (tenant, run) = ids();
+    let admit = || common::admission(AllowDeny::Allow, &["allow.all"]);
+    assert_eq!(
+        first.record_step(&call(b"a"), admit()).unwrap().step_index,
+        0
+    );
+    assert_eq!(
+        first.record_step(&call(b"b"), admit()).unwrap().step_index,
+        1
+    );
+    // `second` still believes the run is empty: its record goes after the two.
+    let landed = second.record_step(&call(b"c"), admit()).unwrap();
+    assert_eq!(landed.step_index, 2);
+    assert_eq!(second.rebases(), 1);
+    // And `first`, now behind, rebases in turn.
+    assert_eq!(
+        first.record_step(&call(b"d"), admit()).unwrap().step_index,
+        3
+    );
+    assert_eq!(first.rebases(), 1);
+    let rows = store.rows(&tenant, &run).unwrap();
+    assert_eq!(rows.len(), 4);
+    let report = verify_run(
+        &tenant,
+        &run,
+        &rows,
+        None,
+        &cairn_ledger::keys::TrustedKeys::new(Vec::new()),
+        CheckpointPolicy::WhenTerminated,
+    );
+    assert!(report.is_intact(), "{:#?}", report.findings);
+    let digests: Vec<Digest> = rows.iter().map(|r| r.as_ref().unwrap().digest).collect();
+    assert_eq!(digests[2], landed.digest);
+}
+
+/// A writer does not slip its record in after another writer's boundary: the boundary (an
+/// unknown side effect, a compaction) may change the decision the record carries, so the
+/// conflict goes back to the caller, and nothing of the record is written.
+#[test]
+fn a_sync_writer_behind_another_writers_boundary_gets_the_conflict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, mut first, mut second) = two_writers(dir.path());
+    let (tenant, run) = ids();
+    first
+        .record_boundary(
+            cairn_ledger::record::BoundaryEvent::new(common::label("context_compaction")),
+            None,
+        )
+        .unwrap();
+    let err = second
+        .record_step(
+            &call(b"c"),
+            common::admission(AllowDeny::Allow, &["allow.all"]),
+        )
+        .unwrap_err();
+    assert_eq!(cairn_core::ErrorCode::code(&err), "step_conflict", "{err}");
+    assert_eq!(store.rows(&tenant, &run).unwrap().len(), 1);
+}

@@ -13,4 +13,5 @@
 mod conformance;
 mod copy;
 mod faults;
+mod many_writers;
 mod schema;
