@@ -99,3 +99,187 @@ pub fn in_schema(server: &str, schema: &str) -> String {
     let separator = if server.contains('?') { '&' } else { '?' };
     format!("{server}{separator}options=-csearch_path%3D{schema}")
 }
+
+/// A PostgreSQL server of the test's own, in a temporary folder on a free loopback port, that
+/// the test may crash and restart without disturbing the shared server; stopped when dropped.
+/// Made with the machine's `initdb` and `pg_ctl` (as the `postgres` user when the test runs as
+/// root, which `initdb` refuses).
+pub struct PrivateServer {
+    dir: std::path::PathBuf,
+    port: u16,
+    as_postgres: bool,
+}
+
+impl PrivateServer {
+    /// Starts one, or `None` after saying why the test is skipped (no test server configured,
+    /// or no `initdb`/`pg_ctl` on this machine).
+    ///
+    /// # Panics
+    /// When the tools exist but the server does not start.
+    #[must_use]
+    pub fn start() -> Option<Self> {
+        server()?;
+        let Some(bin) = tools_dir() else {
+            eprintln!(
+                "SKIPPED: no `initdb`/`pg_ctl` on this machine for a private PostgreSQL server"
+            );
+            return None;
+        };
+        let as_postgres = is_root();
+        let dir = std::env::temp_dir().join(format!(
+            "cairn-pg-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let server = Self {
+            dir,
+            port,
+            as_postgres,
+        };
+        if as_postgres {
+            let status = std::process::Command::new("chown")
+                .args(["postgres"])
+                .arg(&server.dir)
+                .status()
+                .unwrap();
+            assert!(
+                status.success(),
+                "cannot hand the server's folder to postgres"
+            );
+        }
+        let data = server.dir.join("data");
+        server.run(
+            &bin.join("initdb"),
+            &[
+                "-D",
+                data.to_str().unwrap(),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+            ],
+        );
+        server.pg_ctl(&[
+            "start",
+            "-w",
+            "-l",
+            server.dir.join("log").to_str().unwrap(),
+        ]);
+        Some(server)
+    }
+
+    /// The URL of its `postgres` database.
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Crashes the server (`pg_ctl restart -m immediate`: no shutdown checkpoint, recovery
+    /// from the write-ahead log on start) and waits until it answers again.
+    pub fn crash_and_restart(&self) {
+        self.pg_ctl(&["restart", "-m", "immediate", "-w"]);
+    }
+
+    fn pg_ctl(&self, args: &[&str]) {
+        let bin = tools_dir().unwrap();
+        let data = self.dir.join("data");
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=on -c synchronous_commit=on",
+            self.port,
+            self.dir.display()
+        );
+        let mut all = vec!["-D", data.to_str().unwrap(), "-o", &options];
+        all.extend_from_slice(args);
+        self.run(&bin.join("pg_ctl"), &all);
+    }
+
+    fn run(&self, program: &std::path::Path, args: &[&str]) {
+        let mut command = if self.as_postgres {
+            let mut command = std::process::Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(program);
+            command
+        } else {
+            std::process::Command::new(program)
+        };
+        // Into a file, not a pipe: the server `pg_ctl start` leaves running would hold a pipe
+        // open, and reading it to its end would wait for the server to stop.
+        let out_path = self.dir.join("tool.out");
+        let out = std::fs::File::create(&out_path).unwrap();
+        let status = command
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "{} {args:?} failed: {}",
+            program.display(),
+            std::fs::read_to_string(&out_path).unwrap_or_default()
+        );
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        if let Some(bin) = tools_dir() {
+            let data = self.dir.join("data");
+            let mut command = if self.as_postgres {
+                let mut command = std::process::Command::new("runuser");
+                command
+                    .args(["-u", "postgres", "--"])
+                    .arg(bin.join("pg_ctl"));
+                command
+            } else {
+                std::process::Command::new(bin.join("pg_ctl"))
+            };
+            let _ = command
+                .args([
+                    "-D",
+                    data.to_str().unwrap_or_default(),
+                    "stop",
+                    "-m",
+                    "immediate",
+                ])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The folder of `initdb` and `pg_ctl`: on the `PATH`, else Debian's
+/// `/usr/lib/postgresql/<version>/bin`.
+fn tools_dir() -> Option<std::path::PathBuf> {
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .find(|dir| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file())
+    });
+    on_path.or_else(|| {
+        let mut versions: Vec<_> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path().join("bin"))
+            .filter(|bin| bin.join("initdb").is_file())
+            .collect();
+        versions.sort();
+        versions.pop()
+    })
+}
+
+fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}

@@ -12,6 +12,8 @@
 
 mod conformance;
 mod copy;
+mod crash;
 mod faults;
 mod many_writers;
 mod schema;
+mod writing;

@@ -11,10 +11,9 @@ use std::time::{Duration, SystemTime};
 use cairn_core::{Digest, SystemClock};
 use cairn_ledger::Store;
 use cairn_ledger::keys::TrustedKeys;
-use cairn_ledger::record::{Admission, AllowDeny, Label, ToolRef};
 use cairn_ledger::store::{OpenMode, RunMeta};
 use cairn_ledger::verify::{CheckpointPolicy, verify_run};
-use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
+use cairn_runtime::{Durability, Recorder, RecorderOptions};
 use cairn_store_postgres::{Options, PostgresStore};
 use cairn_test_support::postgres::Schemas;
 use cairn_test_support::store_conformance::{at, ids};
@@ -46,26 +45,9 @@ fn writer(url: &str, writer: usize, start_ms: u128) {
     {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let tool = ToolRef {
-        name: Label::new(format!("writer.{writer}")).unwrap(),
-        version: Label::new("1").unwrap(),
-    };
     for append in 0..APPENDS {
         let args = format!("{{\"writer\":{writer},\"append\":{append}}}");
-        recorder
-            .record_step(
-                &ToolCall {
-                    tool: tool.clone(),
-                    args: args.as_bytes(),
-                    lane: None,
-                },
-                Admission {
-                    decision: AllowDeny::Allow,
-                    policy_set_version: Digest::of(b"policy"),
-                    rule_ids: vec![Label::new("allow.all").unwrap()],
-                },
-            )
-            .unwrap();
+        crate::writing::allowed_step(&mut recorder, &format!("writer.{writer}"), &args);
     }
     println!("rebases {}", recorder.rebases());
 }
