@@ -59,6 +59,10 @@ pub struct PostgresStore {
     location: String,
     pool: r2d2::Pool<Manager>,
     partitions: u32,
+    /// The heads this process last saw or wrote, by `(tenant, run)`: an append that
+    /// continues one is written by one guarded statement, without locking and reading the
+    /// run first. Only a hint — the statement checks it against the run's row.
+    heads: std::sync::Mutex<HashMap<(String, String), KnownHead>>,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -74,6 +78,10 @@ impl std::fmt::Debug for PostgresStore {
 struct Conn {
     client: Client,
     statements: HashMap<&'static str, Statement>,
+    /// Set when a statement failed because the session is gone, so the pool drops the
+    /// connection instead of handing it to the next call (the client itself only notices a
+    /// closed socket when it next reads).
+    broken: std::cell::Cell<bool>,
 }
 
 impl Conn {
@@ -82,7 +90,10 @@ impl Conn {
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
-        let statement = self.client.prepare(sql).map_err(|e| backend(&e))?;
+        let statement = self
+            .client
+            .prepare(sql)
+            .map_err(|e| lost(&self.broken, &e))?;
         self.statements.insert(sql, statement.clone());
         Ok(statement)
     }
@@ -101,6 +112,7 @@ impl r2d2::ManageConnection for Manager {
         Ok(Conn {
             client: self.config.connect(NoTls)?,
             statements: HashMap::new(),
+            broken: std::cell::Cell::new(false),
         })
     }
 
@@ -109,7 +121,22 @@ impl r2d2::ManageConnection for Manager {
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {
-        conn.client.is_closed()
+        conn.broken.get() || conn.client.is_closed()
+    }
+}
+
+/// The store error for a failed statement on a connection whose `broken` flag is `broken`:
+/// a session that is gone marks its connection for the pool to drop.
+fn lost(broken: &std::cell::Cell<bool>, e: &postgres::Error) -> StoreError {
+    let error = backend(e);
+    mark_if_lost(broken, &error);
+    error
+}
+
+/// Marks the connection broken when `error` says its session is gone.
+fn mark_if_lost(broken: &std::cell::Cell<bool>, error: &StoreError) {
+    if matches!(error, StoreError::Unavailable(_)) {
+        broken.set(true);
     }
 }
 
@@ -200,40 +227,62 @@ fn envelope(row: &Row) -> Result<StoredEnvelope, StoreError> {
 }
 
 /// The run's row, locked for this transaction: its next step, whether it ended, its kept
-/// frontier.
-const LOCK_RUN: &str = "SELECT next_step, terminated, frontier FROM cairn_runs
+/// frontier and head.
+const LOCK_RUN: &str = "SELECT next_step, terminated, frontier, head_digest FROM cairn_runs
                         WHERE tenant_id = $1 AND run_id = $2 FOR UPDATE";
 
-/// Everything an append writes, in one statement (data-modifying `WITH` parts run once each).
+/// Everything an append writes, in one statement (data-modifying `WITH` parts run once each),
+/// guarded: the run's row is updated only while its next step and head are the ones the
+/// writer sealed its records after (`$27`, `$28`) and it has not ended, and nothing else is
+/// written unless it was. The statement answers how many rows it updated (0 or 1).
 const WRITE: &str = "
-WITH rec AS (
+WITH upd AS (
+    UPDATE cairn_runs SET
+        next_step = $21,
+        head_digest = $23,
+        frontier = $24,
+        last_recorded_at_us = $25,
+        termination_reason = COALESCE($26, termination_reason),
+        terminated = terminated OR $26::text IS NOT NULL,
+        checkpointed = checkpointed OR $22::text IS NOT NULL
+    WHERE tenant_id = $1 AND run_id = $2 AND next_step = $27
+      AND head_digest IS NOT DISTINCT FROM $28 AND NOT terminated
+    RETURNING 1
+), rec AS (
     INSERT INTO cairn_records (tenant_id, run_id, step_index, kind, task_id, tool_name,
         args_size, decision, termination_reason, recorded_at_us, digest, body)
     SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[],
         $7::bigint[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[])
+    WHERE EXISTS (SELECT 1 FROM upd)
 ), con AS (
     INSERT INTO cairn_content (tenant_id, run_id, digest, bytes, size, stored_at_us,
         expires_at_us)
     SELECT $1, $2, d, b, length(b), s, e
     FROM unnest($13::text[], $14::bytea[], $15::bigint[], $16::bigint[]) AS c(d, b, s, e)
+    WHERE EXISTS (SELECT 1 FROM upd)
     ON CONFLICT (tenant_id, run_id, digest) DO UPDATE
         SET expires_at_us = GREATEST(cairn_content.expires_at_us, excluded.expires_at_us)
 ), env AS (
     INSERT INTO cairn_envelopes (tenant_id, run_id, envelope_id, step_index, supersedes, body)
-    SELECT $1, $2, $17, $18, $19, $20 WHERE $17::text IS NOT NULL
+    SELECT $1, $2, $17, $18, $19, $20
+    WHERE $17::text IS NOT NULL AND EXISTS (SELECT 1 FROM upd)
 ), chk AS (
     INSERT INTO cairn_checkpoints (tenant_id, run_id, tree_size, note)
-    SELECT $1, $2, $21, $22 WHERE $22::text IS NOT NULL
+    SELECT $1, $2, $21, $22 WHERE $22::text IS NOT NULL AND EXISTS (SELECT 1 FROM upd)
 )
-UPDATE cairn_runs SET
-    next_step = $21,
-    head_digest = $23,
-    frontier = $24,
-    last_recorded_at_us = $25,
-    termination_reason = COALESCE($26, termination_reason),
-    terminated = terminated OR $26::text IS NOT NULL,
-    checkpointed = checkpointed OR $22::text IS NOT NULL
-WHERE tenant_id = $1 AND run_id = $2";
+SELECT COUNT(*) FROM upd";
+
+/// What a writer knows of a run's head: its next step, the digest of its last record, and
+/// the Merkle frontier over its records.
+#[derive(Clone)]
+struct KnownHead {
+    next: u64,
+    head: Option<String>,
+    tree: RootBuilder,
+}
+
+/// The most runs whose heads a store remembers (a long-lived process writes many runs).
+const KNOWN_HEADS: usize = 4096;
 
 impl PostgresStore {
     /// Opens the store at `url`, creating its tables in the connection's schema when they
@@ -260,6 +309,7 @@ impl PostgresStore {
             location,
             pool,
             partitions: options.partitions,
+            heads: std::sync::Mutex::default(),
         };
         {
             let mut conn = store.conn()?;
@@ -293,10 +343,11 @@ impl PostgresStore {
     /// # Errors
     /// The server's refusal, as a store error.
     pub fn execute_raw(&self, sql: &str) -> Result<(), StoreError> {
-        self.conn()?
-            .client
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        conn.client
             .batch_execute(sql)
-            .map_err(|e| backend(&e))
+            .map_err(|e| lost(&conn.broken, &e))
     }
 
     fn conn(&self) -> Result<r2d2::PooledConnection<Manager>, StoreError> {
@@ -309,6 +360,34 @@ impl PostgresStore {
         })
     }
 
+    fn heads(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), KnownHead>> {
+        self.heads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn known(&self, tenant: &str, run: &str) -> Option<KnownHead> {
+        self.heads()
+            .get(&(tenant.to_owned(), run.to_owned()))
+            .cloned()
+    }
+
+    fn remember(&self, tenant: &str, run: &str, head: Option<KnownHead>) {
+        let mut heads = self.heads();
+        let key = (tenant.to_owned(), run.to_owned());
+        match head {
+            Some(head) => {
+                if heads.len() >= KNOWN_HEADS && !heads.contains_key(&key) {
+                    heads.clear();
+                }
+                heads.insert(key, head);
+            }
+            None => {
+                heads.remove(&key);
+            }
+        }
+    }
+
     fn run_infos(
         &self,
         where_clause: &str,
@@ -318,11 +397,12 @@ impl PostgresStore {
             "SELECT {RUN_COLUMNS} FROM cairn_runs r {where_clause}
              ORDER BY r.opened_at_us, r.tenant_id COLLATE \"C\", r.run_id COLLATE \"C\""
         );
-        let rows = self
-            .conn()?
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        let rows = conn
             .client
             .query(&sql, params)
-            .map_err(|e| backend(&e))?;
+            .map_err(|e| lost(&conn.broken, &e))?;
         rows.iter().map(run_info).collect()
     }
 }
@@ -363,103 +443,45 @@ impl<'a> ContentRows<'a> {
     }
 }
 
-impl Store for PostgresStore {
-    fn open_run(&self, meta: &RunMeta) -> Result<(), StoreError> {
-        let mut conn = self.conn()?;
-        let insert = conn.statement(
-            "INSERT INTO cairn_runs (tenant_id, run_id, task_id, opened_at_us, frontier)
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
-        )?;
-        let inserted = conn
-            .client
-            .execute(
-                &insert,
-                &[
-                    &meta.tenant_id.as_str(),
-                    &meta.run_id.as_str(),
-                    &meta.task_id.as_str(),
-                    &meta.opened_at.unix_micros(),
-                    &RootBuilder::new().frontier(),
-                ],
-            )
-            .map_err(|e| backend(&e))?;
-        if inserted == 0 {
-            return Err(StoreError::RunExists {
-                run: meta.run_id.clone(),
-            });
-        }
-        Ok(())
+/// Runs the guarded [`WRITE`] of `commit` after the head `known`: the head after it, or
+/// `None` when the run's row no longer has that head (nothing was written).
+fn write_commit(
+    client: &mut impl postgres::GenericClient,
+    write: &Statement,
+    commit: &Commit<'_>,
+    known: &KnownHead,
+) -> Result<Option<KnownHead>, StoreError> {
+    let Some(first) = commit.records.first().map(SealedRecord::record) else {
+        return Ok(Some(known.clone()));
+    };
+    commit.check_continues(known.next)?;
+    let (tenant, run) = (first.tenant_id.as_str(), first.run_id.as_str());
+    let records: Vec<_> = commit.records.iter().map(SealedRecord::record).collect();
+    let columns: Vec<IndexColumns<'_>> = records.iter().map(|r| IndexColumns::of(r)).collect();
+    let mut tree = known.tree.clone();
+    for record in &records {
+        tree.push(leaf_hash(record.digest.as_bytes()));
     }
-
-    fn append(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
-        let Some(first) = commit.records.first().map(SealedRecord::record) else {
-            return Ok(());
-        };
-        let (tenant, run) = (first.tenant_id.as_str(), first.run_id.as_str());
-        let mut conn = self.conn()?;
-        let lock = conn.statement(LOCK_RUN)?;
-        let write = conn.statement(WRITE)?;
-        let mut tx = conn.client.transaction().map_err(|e| backend(&e))?;
-        let Some(head) = tx
-            .query_opt(&lock, &[&tenant, &run])
-            .map_err(|e| backend(&e))?
-        else {
-            return Err(StoreError::RunNotFound {
-                run: first.run_id.clone(),
-            });
-        };
-        if get::<bool>(&head, 1)? {
-            return Err(StoreError::RunTerminated {
-                run: first.run_id.clone(),
-            });
-        }
-        let next = as_u64(get(&head, 0)?);
-        commit.check_continues(next)?;
-        // The frontier kept with the run, or — when it is missing or disagrees with the run's
-        // length — rebuilt from the records, which are authoritative.
-        let kept: Option<&[u8]> = get(&head, 2)?;
-        let mut tree = match kept.and_then(RootBuilder::from_frontier) {
-            Some(tree) if tree.len() == next => tree,
-            _ => {
-                let mut tree = RootBuilder::new();
-                let rows = tx
-                    .query(
-                        "SELECT digest FROM cairn_records WHERE tenant_id = $1 AND run_id = $2
-                         AND step_index < $3 ORDER BY step_index",
-                        &[&tenant, &run, &as_i64(next)],
-                    )
-                    .map_err(|e| backend(&e))?;
-                for row in &rows {
-                    let digest: Digest = parse(get(row, 0)?, "record digest")?;
-                    tree.push(leaf_hash(digest.as_bytes()));
-                }
-                tree
-            }
-        };
-        let records: Vec<_> = commit.records.iter().map(SealedRecord::record).collect();
-        let columns: Vec<IndexColumns<'_>> = records.iter().map(|r| IndexColumns::of(r)).collect();
-        for record in &records {
-            tree.push(leaf_hash(record.digest.as_bytes()));
-        }
-        let steps: Vec<i64> = records.iter().map(|r| as_i64(r.step_index)).collect();
-        let kinds: Vec<&str> = columns.iter().map(|c| c.kind).collect();
-        let tasks: Vec<&str> = columns.iter().map(|c| c.task_id).collect();
-        let tools: Vec<Option<&str>> = columns.iter().map(|c| c.tool_name).collect();
-        let sizes: Vec<Option<i64>> = columns.iter().map(|c| c.args_size).collect();
-        let decisions: Vec<Option<&str>> = columns.iter().map(|c| c.decision).collect();
-        let reasons: Vec<Option<&str>> = columns.iter().map(|c| c.termination_reason).collect();
-        let times: Vec<i64> = columns.iter().map(|c| c.recorded_at_us).collect();
-        let digests: Vec<&str> = columns.iter().map(|c| c.digest.as_ref()).collect();
-        let bodies: Vec<&str> = commit.records.iter().map(SealedRecord::json).collect();
-        let content = ContentRows::of(commit.content);
-        let size = next + records.len() as u64;
-        let last = records.last().copied().unwrap_or(first);
-        let envelope_step = as_i64(size.saturating_sub(1));
-        let head_digest = last.digest.to_string();
-        let terminal_reason = last.termination.as_ref().map(|t| t.reason.as_str());
-        let envelope = commit.envelope;
-        tx.execute(
-            &write,
+    let steps: Vec<i64> = records.iter().map(|r| as_i64(r.step_index)).collect();
+    let kinds: Vec<&str> = columns.iter().map(|c| c.kind).collect();
+    let tasks: Vec<&str> = columns.iter().map(|c| c.task_id).collect();
+    let tools: Vec<Option<&str>> = columns.iter().map(|c| c.tool_name).collect();
+    let sizes: Vec<Option<i64>> = columns.iter().map(|c| c.args_size).collect();
+    let decisions: Vec<Option<&str>> = columns.iter().map(|c| c.decision).collect();
+    let reasons: Vec<Option<&str>> = columns.iter().map(|c| c.termination_reason).collect();
+    let times: Vec<i64> = columns.iter().map(|c| c.recorded_at_us).collect();
+    let digests: Vec<&str> = columns.iter().map(|c| c.digest.as_ref()).collect();
+    let bodies: Vec<&str> = commit.records.iter().map(SealedRecord::json).collect();
+    let content = ContentRows::of(commit.content);
+    let size = known.next + records.len() as u64;
+    let last = records.last().copied().unwrap_or(first);
+    let envelope_step = as_i64(size.saturating_sub(1));
+    let head_digest = last.digest.to_string();
+    let terminal_reason = last.termination.as_ref().map(|t| t.reason.as_str());
+    let envelope = commit.envelope;
+    let updated: i64 = client
+        .query_one(
+            write,
             &[
                 &tenant,
                 &run,
@@ -487,8 +509,11 @@ impl Store for PostgresStore {
                 &tree.frontier(),
                 &last.recorded_at.unix_micros(),
                 &terminal_reason,
+                &as_i64(known.next),
+                &known.head,
             ],
         )
+        .and_then(|row| row.try_get(0))
         .map_err(|e| {
             if violates(&e, "cairn_records") {
                 StoreError::Conflict {
@@ -504,7 +529,131 @@ impl Store for PostgresStore {
                 backend(&e)
             }
         })?;
-        tx.commit().map_err(|e| backend(&e))
+    Ok((updated == 1).then_some(KnownHead {
+        next: size,
+        head: Some(head_digest),
+        tree,
+    }))
+}
+
+impl Store for PostgresStore {
+    fn open_run(&self, meta: &RunMeta) -> Result<(), StoreError> {
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        let insert = conn.statement(
+            "INSERT INTO cairn_runs (tenant_id, run_id, task_id, opened_at_us, frontier)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
+        )?;
+        let inserted = conn
+            .client
+            .execute(
+                &insert,
+                &[
+                    &meta.tenant_id.as_str(),
+                    &meta.run_id.as_str(),
+                    &meta.task_id.as_str(),
+                    &meta.opened_at.unix_micros(),
+                    &RootBuilder::new().frontier(),
+                ],
+            )
+            .map_err(|e| lost(&conn.broken, &e))?;
+        if inserted == 0 {
+            return Err(StoreError::RunExists {
+                run: meta.run_id.clone(),
+            });
+        }
+        self.remember(
+            meta.tenant_id.as_str(),
+            meta.run_id.as_str(),
+            Some(KnownHead {
+                next: 0,
+                head: None,
+                tree: RootBuilder::new(),
+            }),
+        );
+        Ok(())
+    }
+
+    fn append(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
+        let Some(first) = commit.records.first().map(SealedRecord::record) else {
+            return Ok(());
+        };
+        let (tenant, run) = (first.tenant_id.as_str(), first.run_id.as_str());
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        let write = conn.statement(WRITE)?;
+        // The common case — this process wrote or resumed the run last — is one statement,
+        // committed on its own: the guard in it stands in for the lock.
+        if let Some(known) = self.known(tenant, run)
+            && known.next == first.step_index
+        {
+            match write_commit(&mut conn.client, &write, commit, &known)
+                .inspect_err(|e| mark_if_lost(&conn.broken, e))?
+            {
+                Some(after) => {
+                    self.remember(tenant, run, Some(after));
+                    return Ok(());
+                }
+                None => self.remember(tenant, run, None),
+            }
+        }
+        // Otherwise the run's row is locked and read, and the commit checked against it.
+        let lock = conn.statement(LOCK_RUN)?;
+        let mut tx = conn
+            .client
+            .transaction()
+            .map_err(|e| lost(&conn.broken, &e))?;
+        let Some(head) = tx
+            .query_opt(&lock, &[&tenant, &run])
+            .map_err(|e| lost(&conn.broken, &e))?
+        else {
+            return Err(StoreError::RunNotFound {
+                run: first.run_id.clone(),
+            });
+        };
+        if get::<bool>(&head, 1)? {
+            return Err(StoreError::RunTerminated {
+                run: first.run_id.clone(),
+            });
+        }
+        let next = as_u64(get(&head, 0)?);
+        commit.check_continues(next)?;
+        // The frontier kept with the run, or — when it is missing or disagrees with the run's
+        // length — rebuilt from the records, which are authoritative.
+        let kept: Option<&[u8]> = get(&head, 2)?;
+        let tree = match kept.and_then(RootBuilder::from_frontier) {
+            Some(tree) if tree.len() == next => tree,
+            _ => {
+                let mut tree = RootBuilder::new();
+                let rows = tx
+                    .query(
+                        "SELECT digest FROM cairn_records WHERE tenant_id = $1 AND run_id = $2
+                         AND step_index < $3 ORDER BY step_index",
+                        &[&tenant, &run, &as_i64(next)],
+                    )
+                    .map_err(|e| lost(&conn.broken, &e))?;
+                for row in &rows {
+                    let digest: Digest = parse(get(row, 0)?, "record digest")?;
+                    tree.push(leaf_hash(digest.as_bytes()));
+                }
+                tree
+            }
+        };
+        let known = KnownHead {
+            next,
+            head: get::<Option<String>>(&head, 3)?,
+            tree,
+        };
+        let Some(after) = write_commit(&mut tx, &write, commit, &known)
+            .inspect_err(|e| mark_if_lost(&conn.broken, e))?
+        else {
+            return Err(StoreError::Backend(format!(
+                "run `{run}` changed while it was locked"
+            )));
+        };
+        tx.commit().map_err(|e| lost(&conn.broken, &e))?;
+        self.remember(tenant, run, Some(after));
+        Ok(())
     }
 
     fn run(&self, tenant: &TenantId, run: &RunId) -> Result<Option<RunInfo>, StoreError> {
@@ -524,7 +673,8 @@ impl Store for PostgresStore {
         run: &RunId,
     ) -> Result<Option<ResumePoint>, StoreError> {
         let row = {
-            let mut conn = self.conn()?;
+            let mut lease = self.conn()?;
+            let conn = &mut *lease;
             let select = conn.statement(
                 "SELECT r.tenant_id, r.run_id, r.task_id, r.opened_at_us, r.next_step,
                         r.last_recorded_at_us, r.termination_reason, r.terminated,
@@ -536,7 +686,7 @@ impl Store for PostgresStore {
             )?;
             conn.client
                 .query_opt(&select, &[&tenant.as_str(), &run.as_str()])
-                .map_err(|e| backend(&e))?
+                .map_err(|e| lost(&conn.broken, &e))?
         };
         let Some(row) = row else {
             return Ok(None);
@@ -548,6 +698,15 @@ impl Store for PostgresStore {
             last_record: get(&row, 11)?,
         };
         if let Some(point) = kept.resume(&info) {
+            self.remember(
+                tenant.as_str(),
+                run.as_str(),
+                Some(KnownHead {
+                    next: point.tree.len(),
+                    head: point.head.map(|digest| digest.to_string()),
+                    tree: point.tree.clone(),
+                }),
+            );
             return Ok(Some(point));
         }
         let digests = self.digests(tenant, run)?;
@@ -560,7 +719,7 @@ impl Store for PostgresStore {
 
     fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunInfo>, StoreError> {
         // One statement per combination of filters, so that each is served by its index
-        // (`cairn_runs_idle` for unterminated and idle runs, the key for a tenant).
+        // (`cairn_runs_unterminated` for unterminated and idle runs, the key for a tenant).
         let tenant = filter.tenant_id.as_ref().map(TenantId::as_str);
         let idle_before = filter.idle_before.map(|at| at.unix_micros());
         let mut conditions = Vec::new();
@@ -588,7 +747,8 @@ impl Store for PostgresStore {
     }
 
     fn rows(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<StoredRow>, StoreError> {
-        let mut conn = self.conn()?;
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
         let select = conn.statement(
             "SELECT step_index, body, kind, task_id, tool_name, args_size, decision,
                     termination_reason, recorded_at_us, digest
@@ -597,7 +757,7 @@ impl Store for PostgresStore {
         let rows = conn
             .client
             .query(&select, &[&tenant.as_str(), &run.as_str()])
-            .map_err(|e| backend(&e))?;
+            .map_err(|e| lost(&conn.broken, &e))?;
         rows.iter().map(stored_row).collect()
     }
 
@@ -611,16 +771,18 @@ impl Store for PostgresStore {
             "SELECT {ROW_COLUMNS} FROM cairn_records
              WHERE tenant_id = $1 AND run_id = $2 AND step_index = $3"
         );
-        let row = self
-            .conn()?
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        let row = conn
             .client
             .query_opt(&sql, &[&tenant.as_str(), &run.as_str(), &as_i64(step)])
-            .map_err(|e| backend(&e))?;
+            .map_err(|e| lost(&conn.broken, &e))?;
         row.as_ref().map(stored_row).transpose()
     }
 
     fn digests(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<Digest>, StoreError> {
-        let mut conn = self.conn()?;
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
         let select = conn.statement(
             "SELECT digest FROM cairn_records WHERE tenant_id = $1 AND run_id = $2
              ORDER BY step_index",
@@ -628,27 +790,29 @@ impl Store for PostgresStore {
         let rows = conn
             .client
             .query(&select, &[&tenant.as_str(), &run.as_str()])
-            .map_err(|e| backend(&e))?;
+            .map_err(|e| lost(&conn.broken, &e))?;
         rows.iter()
             .map(|row| parse(get(row, 0)?, "record digest"))
             .collect()
     }
 
     fn checkpoint(&self, tenant: &TenantId, run: &RunId) -> Result<Option<String>, StoreError> {
-        let row = self
-            .conn()?
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        let row = conn
             .client
             .query_opt(
                 "SELECT note FROM cairn_checkpoints WHERE tenant_id = $1 AND run_id = $2",
                 &[&tenant.as_str(), &run.as_str()],
             )
-            .map_err(|e| backend(&e))?;
+            .map_err(|e| lost(&conn.broken, &e))?;
         row.as_ref().map(|row| get(row, 0)).transpose()
     }
 
     fn envelopes(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<StoredEnvelope>, StoreError> {
-        let rows = self
-            .conn()?
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        let rows = conn
             .client
             .query(
                 "SELECT envelope_id, step_index, supersedes, body FROM cairn_envelopes
@@ -656,7 +820,7 @@ impl Store for PostgresStore {
                  ORDER BY step_index, envelope_id COLLATE \"C\"",
                 &[&tenant.as_str(), &run.as_str()],
             )
-            .map_err(|e| backend(&e))?;
+            .map_err(|e| lost(&conn.broken, &e))?;
         rows.iter().map(envelope).collect()
     }
 
@@ -665,7 +829,8 @@ impl Store for PostgresStore {
         tenant: &TenantId,
         run: &RunId,
     ) -> Result<Option<StoredEnvelope>, StoreError> {
-        let mut conn = self.conn()?;
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
         let select = conn.statement(
             "SELECT envelope_id, step_index, supersedes, body FROM cairn_envelopes
              WHERE tenant_id = $1 AND run_id = $2 ORDER BY step_index DESC LIMIT 1",
@@ -673,21 +838,22 @@ impl Store for PostgresStore {
         let row = conn
             .client
             .query_opt(&select, &[&tenant.as_str(), &run.as_str()])
-            .map_err(|e| backend(&e))?;
+            .map_err(|e| lost(&conn.broken, &e))?;
         row.as_ref().map(envelope).transpose()
     }
 
     fn content(&self, digest: &Digest) -> Result<Option<StoredContent>, StoreError> {
         // The same bytes kept by several runs: the earliest storing and the latest expiry.
-        let row = self
-            .conn()?
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        let row = conn
             .client
             .query_opt(
                 "SELECT (array_agg(bytes))[1], MIN(stored_at_us), MAX(expires_at_us)
                  FROM cairn_content WHERE digest = $1 HAVING COUNT(*) > 0",
                 &[&digest.to_string()],
             )
-            .map_err(|e| backend(&e))?;
+            .map_err(|e| lost(&conn.broken, &e))?;
         row.map(|row| {
             Ok(StoredContent {
                 digest: *digest,
@@ -700,13 +866,14 @@ impl Store for PostgresStore {
     }
 
     fn gc_content(&self, now: Timestamp) -> Result<u64, StoreError> {
-        self.conn()?
-            .client
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        conn.client
             .execute(
                 "DELETE FROM cairn_content WHERE expires_at_us <= $1",
                 &[&now.unix_micros()],
             )
-            .map_err(|e| backend(&e))
+            .map_err(|e| lost(&conn.broken, &e))
     }
 
     fn cost(&self, by: CostDimension) -> Result<Vec<CostRow>, StoreError> {
@@ -734,11 +901,12 @@ impl Store for PostgresStore {
                ON x.tenant_id = r.tenant_id AND x.run_id = r.run_id {step_filter}
              GROUP BY k HAVING {key} IS NOT NULL ORDER BY ({key}) COLLATE \"C\""
         );
-        let rows = self
-            .conn()?
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        let rows = conn
             .client
             .query(&sql, &[])
-            .map_err(|e| backend(&e))?;
+            .map_err(|e| lost(&conn.broken, &e))?;
         rows.iter()
             .map(|row| {
                 Ok(CostRow {

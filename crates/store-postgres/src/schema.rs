@@ -46,11 +46,15 @@ fn migration(version: i32, partitions: u32) -> Vec<String> {
                      terminated          boolean NOT NULL DEFAULT false,
                      checkpointed        boolean NOT NULL DEFAULT false,
                      PRIMARY KEY (tenant_id, run_id)
-                 );
+                 ) WITH (fillfactor = 50);
+                 -- No index covers a column an append moves (next step, head, frontier, last
+                 -- activity), and pages keep room: an append's update of the run's row is a
+                 -- heap-only update that touches no index. `runs list --unterminated
+                 -- --older-than` reads the unterminated runs only (the partial index), which
+                 -- are the live ones.
                  CREATE INDEX cairn_runs_by_run ON cairn_runs (run_id);
                  CREATE INDEX cairn_runs_by_opening ON cairn_runs (opened_at_us, tenant_id, run_id);
-                 CREATE INDEX cairn_runs_idle ON cairn_runs
-                     ((COALESCE(last_recorded_at_us, opened_at_us)), tenant_id)
+                 CREATE INDEX cairn_runs_unterminated ON cairn_runs (opened_at_us, tenant_id, run_id)
                      WHERE NOT terminated;
                  -- The body is the record's JSON, the only source verification trusts; the other
                  -- columns are index copies checked against it when read.
