@@ -124,8 +124,15 @@ fn migration(version: i32, partitions: u32) -> Vec<String> {
 
 /// The store's version: 0 when the current schema holds no Cairn store.
 fn version(client: &mut impl postgres::GenericClient) -> Result<i32, StoreError> {
+    // A plain query of the catalog (its own snapshot), not `to_regclass`: after waiting for
+    // the migration lock, a session's cached view of the catalog may predate the migration
+    // the lock holder just committed.
     let exists: bool = client
-        .query_one("SELECT to_regclass('cairn_schema') IS NOT NULL", &[])
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables
+                            WHERE schemaname = current_schema() AND tablename = 'cairn_schema')",
+            &[],
+        )
         .and_then(|row| row.try_get(0))
         .map_err(|e| backend(&e))?;
     if !exists {
