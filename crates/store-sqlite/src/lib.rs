@@ -38,6 +38,24 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 pub use schema::CURRENT_VERSION;
 
+/// Creates the database at `path` as the Cairn whose schema was `version` left it (for tests
+/// of the migrations from each earlier version; Cairn itself always migrates to
+/// [`CURRENT_VERSION`]).
+///
+/// # Errors
+/// SQLite's, or a `version` newer than this build's.
+#[doc(hidden)]
+pub fn create_at_version(path: &Path, version: i64) -> Result<(), StoreError> {
+    if version > CURRENT_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found: version,
+            supported: CURRENT_VERSION,
+        });
+    }
+    let mut conn = Connection::open(path).map_err(backend)?;
+    schema::migrate_to(&mut conn, version)
+}
+
 /// The size beyond which [`SqliteStore::tune_for_short_lived_process`] checkpoints and
 /// truncates the write-ahead log when it opens the store, and
 /// [`SqliteStore::tune_for_long_lived_process`] as it commits (1 MiB: 64 pages of 16 KiB).

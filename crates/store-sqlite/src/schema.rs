@@ -131,6 +131,12 @@ fn has_sqlite_header(path: &str) -> bool {
 
 /// Brings the database up to [`CURRENT_VERSION`].
 pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    migrate_to(conn, CURRENT_VERSION)
+}
+
+/// Brings the database up to `target` (at most [`CURRENT_VERSION`]): a store as an earlier
+/// Cairn left it, for the tests of the migrations from each earlier version.
+pub fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     let found: i64 = conn
         .query_row("PRAGMA user_version", [], |row| row.get(0))
         .map_err(backend)?;
@@ -144,6 +150,7 @@ pub fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         .iter()
         .enumerate()
         .skip(usize::try_from(found).unwrap_or(0))
+        .take_while(|(index, _)| (*index as i64) < target)
     {
         let version = index as i64 + 1;
         let tx = conn

@@ -206,6 +206,17 @@ pub fn sealed(records: &[IntentRecord]) -> Vec<SealedRecord> {
         .collect()
 }
 
+/// Every record of `run`, each of which must read.
+#[must_use]
+pub fn records_of(store: &dyn Store, tenant: &TenantId, run: &RunId) -> Vec<IntentRecord> {
+    store
+        .rows(tenant, run)
+        .unwrap()
+        .into_iter()
+        .map(Result::unwrap)
+        .collect()
+}
+
 /// Appends `records` alone.
 ///
 /// # Errors
@@ -386,12 +397,7 @@ pub fn records_read_back_by_step_and_as_digests<H: Harness>(harness: &H) {
     let records = chain(0, 7, None, "read.me");
     append(&store, &records[..3]).unwrap();
     append(&store, &records[3..]).unwrap();
-    let rows: Vec<IntentRecord> = store
-        .rows(&tenant, &run)
-        .unwrap()
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
+    let rows = records_of(&store, &tenant, &run);
     assert_eq!(rows, records);
     assert_eq!(
         store.record(&tenant, &run, 4).unwrap().unwrap().unwrap(),

@@ -13,7 +13,7 @@ use cairn_ledger::store::{Commit, ContentItem, EnvelopeItem, OpenMode, RunFilter
 use cairn_store_postgres::{Options, PostgresStore};
 use cairn_store_sqlite::SqliteStore;
 use cairn_test_support::postgres::Schemas;
-use cairn_test_support::store_conformance::{append, at, ids, sealed, step};
+use cairn_test_support::store_conformance::{append, at, ids, records_of, sealed, step};
 
 /// A closed run in `store`: steps with their arguments kept, a boundary saving an envelope,
 /// more steps, the terminal record and a checkpoint signed by `key`.
@@ -166,12 +166,7 @@ fn a_laptop_ledger_moves_to_postgres_and_back_byte_for_byte() {
     copy_run(&shared, &back, &the_run(&shared), &trusted).unwrap();
     let (tenant, run, _) = ids();
     for store in [&shared as &dyn Store, &back] {
-        let rows: Vec<IntentRecord> = store
-            .rows(&tenant, &run)
-            .unwrap()
-            .into_iter()
-            .map(Result::unwrap)
-            .collect();
+        let rows = records_of(store, &tenant, &run);
         assert_eq!(rows, records);
         assert_eq!(
             store.checkpoint(&tenant, &run).unwrap(),

@@ -38,3 +38,63 @@ fn a_missing_store_is_not_created_by_read_commands() {
     assert!(err.to_string().contains("absent.db"), "{err}");
     assert!(!db.exists());
 }
+
+/// A store written by an earlier Cairn — schema 1 (no envelopes, no kept heads) and schema 2
+/// (no kept heads) — opens migrated to the current version with its runs intact: they read,
+/// verify, resume from their records and go on.
+#[test]
+fn stores_of_each_earlier_version_are_migrated_with_their_runs() {
+    use cairn_ledger::Store;
+    use cairn_ledger::store::IndexColumns;
+    use cairn_test_support::store_conformance::{append, at, ids, records_of, step};
+    for version in 1..CURRENT_VERSION {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join(format!("v{version}.db"));
+        cairn_store_sqlite::create_at_version(&db, version).unwrap();
+        let (tenant, run, task) = ids();
+        let first = step(0, None, "a");
+        let records = [first.clone(), step(1, Some(first.digest), "b")];
+        {
+            let conn = rusqlite::Connection::open(&db).unwrap();
+            conn.execute(
+                "INSERT INTO runs (tenant_id, run_id, task_id, opened_at_us) VALUES (?1, ?2, ?3, ?4)",
+                rusqlite::params![tenant.as_str(), run.as_str(), task.as_str(), at(0).unix_micros()],
+            )
+            .unwrap();
+            for record in &records {
+                let c = IndexColumns::of(record);
+                conn.execute(
+                    "INSERT INTO records VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    rusqlite::params![
+                        tenant.as_str(),
+                        run.as_str(),
+                        record.step_index as i64,
+                        c.kind,
+                        c.task_id,
+                        c.tool_name,
+                        c.args_size,
+                        c.decision,
+                        c.termination_reason,
+                        c.recorded_at_us,
+                        c.digest.as_ref(),
+                        record.to_json_line().unwrap(),
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        let store = SqliteStore::open(&db, OpenMode::MustExist).unwrap();
+        let version_now: i64 = rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version_now, CURRENT_VERSION, "from version {version}");
+        let rows = records_of(&store, &tenant, &run);
+        assert_eq!(rows, records);
+        let point = store.resume_point(&tenant, &run).unwrap().unwrap();
+        assert_eq!((point.tree.len(), point.head), (2, Some(records[1].digest)));
+        assert!(store.envelopes(&tenant, &run).unwrap().is_empty());
+        append(&store, &[step(2, Some(records[1].digest), "c")]).unwrap();
+        assert_eq!(store.run(&tenant, &run).unwrap().unwrap().records, 3);
+    }
+}
