@@ -139,6 +139,7 @@ mod tests {
             ("KeyError", cairn_ledger::keys::KeyError::CODES),
             ("MerkleError", cairn_ledger::merkle::MerkleError::CODES),
             ("ProofError", cairn_ledger::proof::ProofError::CODES),
+            ("CopyError", cairn_ledger::copy::CopyError::CODES),
             ("PolicyLoadError", cairn_policy::PolicyLoadError::CODES),
             ("ContinuityError", cairn_continuity::ContinuityError::CODES),
             (

@@ -34,25 +34,31 @@
 
 mod error;
 mod location;
+mod pool;
+mod rows;
 mod schema;
+mod write;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
+use cairn_core::{Digest, RunId, TenantId, Timestamp};
 use cairn_ledger::merkle::{RootBuilder, leaf_hash};
 use cairn_ledger::record::SealedRecord;
 use cairn_ledger::store::{
-    Commit, ContentItem, CostDimension, CostRow, IndexColumns, KeptHead, OpenMode, ResumePoint,
-    RunFilter, RunInfo, RunMeta, StoredContent, StoredEnvelope, StoredRow,
+    Commit, CostDimension, CostRow, KeptHead, OpenMode, ResumePoint, RunFilter, RunInfo, RunMeta,
+    StoredContent, StoredEnvelope, StoredRow,
 };
 use cairn_ledger::{Store, StoreError};
-use postgres::{Client, NoTls, Row, Statement};
 
 pub use location::{MAX_PARTITIONS, Options, is_postgres_url, redact};
 pub use schema::CURRENT_VERSION;
 
-use error::{backend, violates};
+use pool::{Manager, Quiet, lost, mark_if_lost};
+use rows::{
+    ROW_COLUMNS, RUN_COLUMNS, as_i64, as_u64, envelope, get, parse, run_info, stored_row, time,
+};
+use write::{KNOWN_HEADS, KnownHead, LOCK_RUN, WRITE, write_commit};
 
 /// A PostgreSQL-backed [`Store`].
 pub struct PostgresStore {
@@ -74,216 +80,7 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-/// One connection and the statements prepared on it.
-struct Conn {
-    client: Client,
-    statements: HashMap<&'static str, Statement>,
-    /// Set when a statement failed because the session is gone, so the pool drops the
-    /// connection instead of handing it to the next call (the client itself only notices a
-    /// closed socket when it next reads).
-    broken: std::cell::Cell<bool>,
-}
-
-impl Conn {
-    /// The statement `sql`, prepared once per connection.
-    fn statement(&mut self, sql: &'static str) -> Result<Statement, StoreError> {
-        if let Some(statement) = self.statements.get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = self
-            .client
-            .prepare(sql)
-            .map_err(|e| lost(&self.broken, &e))?;
-        self.statements.insert(sql, statement.clone());
-        Ok(statement)
-    }
-}
-
-/// Opens connections for the pool.
-struct Manager {
-    config: postgres::Config,
-}
-
-impl r2d2::ManageConnection for Manager {
-    type Connection = Conn;
-    type Error = postgres::Error;
-
-    fn connect(&self) -> Result<Conn, postgres::Error> {
-        Ok(Conn {
-            client: self.config.connect(NoTls)?,
-            statements: HashMap::new(),
-            broken: std::cell::Cell::new(false),
-        })
-    }
-
-    fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
-        conn.client.simple_query("").map(|_| ())
-    }
-
-    fn has_broken(&self, conn: &mut Conn) -> bool {
-        conn.broken.get() || conn.client.is_closed()
-    }
-}
-
-/// The store error for a failed statement on a connection whose `broken` flag is `broken`:
-/// a session that is gone marks its connection for the pool to drop.
-fn lost(broken: &std::cell::Cell<bool>, e: &postgres::Error) -> StoreError {
-    let error = backend(e);
-    mark_if_lost(broken, &error);
-    error
-}
-
-/// Marks the connection broken when `error` says its session is gone.
-fn mark_if_lost(broken: &std::cell::Cell<bool>, error: &StoreError) {
-    if matches!(error, StoreError::Unavailable(_)) {
-        broken.set(true);
-    }
-}
-
-/// Pool errors are reported by the store itself, not logged by the pool.
-#[derive(Debug)]
-struct Quiet;
-
-impl r2d2::HandleError<postgres::Error> for Quiet {
-    fn handle_error(&self, _: postgres::Error) {}
-}
-
-fn as_i64(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-fn as_u64(value: i64) -> u64 {
-    u64::try_from(value).unwrap_or(0)
-}
-
-/// A column that must parse (an id, a time): a value that does not is a damaged row.
-fn parse<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, StoreError>
-where
-    T::Err: std::fmt::Display,
-{
-    text.parse()
-        .map_err(|e| StoreError::Corrupt(format!("a stored {what} does not read: {e}")))
-}
-
-fn time(us: i64) -> Result<Timestamp, StoreError> {
-    Timestamp::from_unix_micros(us)
-        .map_err(|e| StoreError::Corrupt(format!("a stored time does not read: {e}")))
-}
-
-fn get<'a, T: postgres::types::FromSql<'a>>(row: &'a Row, index: usize) -> Result<T, StoreError> {
-    row.try_get(index).map_err(|e| backend(&e))
-}
-
-const RUN_COLUMNS: &str = "r.tenant_id, r.run_id, r.task_id, r.opened_at_us, r.next_step, \
-                           r.last_recorded_at_us, r.termination_reason, r.terminated, r.checkpointed";
-
-/// A run's summary from the columns [`RUN_COLUMNS`] names, at the start of `row`.
-fn run_info(row: &Row) -> Result<RunInfo, StoreError> {
-    let terminated: bool = get(row, 7)?;
-    let reason: Option<&str> = get(row, 6)?;
-    let termination = match (terminated, reason) {
-        (true, Some(reason)) => Some(parse(reason, "termination reason")?),
-        _ => None,
-    };
-    Ok(RunInfo {
-        meta: RunMeta {
-            tenant_id: parse(get(row, 0)?, "tenant id")?,
-            run_id: parse(get(row, 1)?, "run id")?,
-            task_id: parse::<TaskId>(get(row, 2)?, "task id")?,
-            opened_at: time(get(row, 3)?)?,
-        },
-        records: as_u64(get(row, 4)?),
-        last_recorded_at: get::<Option<i64>>(row, 5)?.map(time).transpose()?,
-        termination,
-        checkpointed: get(row, 8)?,
-    })
-}
-
-const ROW_COLUMNS: &str = "step_index, body, kind, task_id, tool_name, args_size, decision, \
-                           termination_reason, recorded_at_us, digest";
-
-/// A stored record from the columns [`ROW_COLUMNS`] names, checked against its body.
-fn stored_row(row: &Row) -> Result<StoredRow, StoreError> {
-    let columns = IndexColumns {
-        kind: get(row, 2)?,
-        task_id: get(row, 3)?,
-        tool_name: get(row, 4)?,
-        args_size: get(row, 5)?,
-        decision: get(row, 6)?,
-        termination_reason: get(row, 7)?,
-        recorded_at_us: get(row, 8)?,
-        digest: std::borrow::Cow::Borrowed(get(row, 9)?),
-    };
-    Ok(columns.read_row(as_u64(get(row, 0)?), get(row, 1)?))
-}
-
-fn envelope(row: &Row) -> Result<StoredEnvelope, StoreError> {
-    Ok(StoredEnvelope {
-        envelope_id: get(row, 0)?,
-        step_index: as_u64(get(row, 1)?),
-        supersedes: get(row, 2)?,
-        body: get(row, 3)?,
-    })
-}
-
 /// The run's row, locked for this transaction: its next step, whether it ended, its kept
-/// frontier and head.
-const LOCK_RUN: &str = "SELECT next_step, terminated, frontier, head_digest FROM cairn_runs
-                        WHERE tenant_id = $1 AND run_id = $2 FOR UPDATE";
-
-/// Everything an append writes, in one statement (data-modifying `WITH` parts run once each),
-/// guarded: the run's row is updated only while its next step and head are the ones the
-/// writer sealed its records after (`$27`, `$28`) and it has not ended, and nothing else is
-/// written unless it was. The statement answers how many rows it updated (0 or 1).
-const WRITE: &str = "
-WITH upd AS (
-    UPDATE cairn_runs SET
-        next_step = $21,
-        head_digest = $23,
-        frontier = $24,
-        last_recorded_at_us = $25,
-        termination_reason = COALESCE($26, termination_reason),
-        terminated = terminated OR $26::text IS NOT NULL,
-        checkpointed = checkpointed OR $22::text IS NOT NULL
-    WHERE tenant_id = $1 AND run_id = $2 AND next_step = $27
-      AND head_digest IS NOT DISTINCT FROM $28 AND NOT terminated
-    RETURNING 1
-), rec AS (
-    INSERT INTO cairn_records (tenant_id, run_id, step_index, kind, task_id, tool_name,
-        args_size, decision, termination_reason, recorded_at_us, digest, body)
-    SELECT $1, $2, * FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[],
-        $7::bigint[], $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[])
-    WHERE EXISTS (SELECT 1 FROM upd)
-), con AS (
-    INSERT INTO cairn_content (tenant_id, run_id, digest, bytes, size, stored_at_us,
-        expires_at_us)
-    SELECT $1, $2, d, b, length(b), s, e
-    FROM unnest($13::text[], $14::bytea[], $15::bigint[], $16::bigint[]) AS c(d, b, s, e)
-    WHERE EXISTS (SELECT 1 FROM upd)
-    ON CONFLICT (tenant_id, run_id, digest) DO UPDATE
-        SET expires_at_us = GREATEST(cairn_content.expires_at_us, excluded.expires_at_us)
-), env AS (
-    INSERT INTO cairn_envelopes (tenant_id, run_id, envelope_id, step_index, supersedes, body)
-    SELECT $1, $2, $17, $18, $19, $20
-    WHERE $17::text IS NOT NULL AND EXISTS (SELECT 1 FROM upd)
-), chk AS (
-    INSERT INTO cairn_checkpoints (tenant_id, run_id, tree_size, note)
-    SELECT $1, $2, $21, $22 WHERE $22::text IS NOT NULL AND EXISTS (SELECT 1 FROM upd)
-)
-SELECT COUNT(*) FROM upd";
-
-/// What a writer knows of a run's head: its next step, the digest of its last record, and
-/// the Merkle frontier over its records.
-#[derive(Clone)]
-struct KnownHead {
-    next: u64,
-    head: Option<String>,
-    tree: RootBuilder,
-}
-
-/// The most runs whose heads a store remembers (a long-lived process writes many runs).
-const KNOWN_HEADS: usize = 4096;
-
 impl PostgresStore {
     /// Opens the store at `url`, creating its tables in the connection's schema when they
     /// are missing (and `mode` allows) and applying pending migrations.
@@ -405,135 +202,6 @@ impl PostgresStore {
             .map_err(|e| lost(&conn.broken, &e))?;
         rows.iter().map(run_info).collect()
     }
-}
-
-/// The content of one commit as the write statement's arrays, one row per digest (one
-/// statement may not touch a row twice): the earliest storing time and the latest expiry
-/// win, as when the items are stored one after the other.
-#[derive(Default)]
-struct ContentRows<'a> {
-    digests: Vec<String>,
-    bytes: Vec<&'a [u8]>,
-    stored: Vec<i64>,
-    expires: Vec<i64>,
-}
-
-impl<'a> ContentRows<'a> {
-    fn of(content: &'a [ContentItem]) -> Self {
-        let mut rows = Self::default();
-        let mut seen: HashMap<Digest, usize> = HashMap::with_capacity(content.len());
-        for item in content {
-            let (stored, expires) = (item.stored_at.unix_micros(), item.expires_at.unix_micros());
-            if let Some(&index) = seen.get(&item.digest) {
-                if let Some(kept) = rows.stored.get_mut(index) {
-                    *kept = (*kept).min(stored);
-                }
-                if let Some(kept) = rows.expires.get_mut(index) {
-                    *kept = (*kept).max(expires);
-                }
-                continue;
-            }
-            seen.insert(item.digest, rows.digests.len());
-            rows.digests.push(item.digest.to_string());
-            rows.bytes.push(&item.bytes);
-            rows.stored.push(stored);
-            rows.expires.push(expires);
-        }
-        rows
-    }
-}
-
-/// Runs the guarded [`WRITE`] of `commit` after the head `known`: the head after it, or
-/// `None` when the run's row no longer has that head (nothing was written).
-fn write_commit(
-    client: &mut impl postgres::GenericClient,
-    write: &Statement,
-    commit: &Commit<'_>,
-    known: &KnownHead,
-) -> Result<Option<KnownHead>, StoreError> {
-    let Some(first) = commit.records.first().map(SealedRecord::record) else {
-        return Ok(Some(known.clone()));
-    };
-    commit.check_continues(known.next)?;
-    let (tenant, run) = (first.tenant_id.as_str(), first.run_id.as_str());
-    let records: Vec<_> = commit.records.iter().map(SealedRecord::record).collect();
-    let columns: Vec<IndexColumns<'_>> = records.iter().map(|r| IndexColumns::of(r)).collect();
-    let mut tree = known.tree.clone();
-    for record in &records {
-        tree.push(leaf_hash(record.digest.as_bytes()));
-    }
-    let steps: Vec<i64> = records.iter().map(|r| as_i64(r.step_index)).collect();
-    let kinds: Vec<&str> = columns.iter().map(|c| c.kind).collect();
-    let tasks: Vec<&str> = columns.iter().map(|c| c.task_id).collect();
-    let tools: Vec<Option<&str>> = columns.iter().map(|c| c.tool_name).collect();
-    let sizes: Vec<Option<i64>> = columns.iter().map(|c| c.args_size).collect();
-    let decisions: Vec<Option<&str>> = columns.iter().map(|c| c.decision).collect();
-    let reasons: Vec<Option<&str>> = columns.iter().map(|c| c.termination_reason).collect();
-    let times: Vec<i64> = columns.iter().map(|c| c.recorded_at_us).collect();
-    let digests: Vec<&str> = columns.iter().map(|c| c.digest.as_ref()).collect();
-    let bodies: Vec<&str> = commit.records.iter().map(SealedRecord::json).collect();
-    let content = ContentRows::of(commit.content);
-    let size = known.next + records.len() as u64;
-    let last = records.last().copied().unwrap_or(first);
-    let envelope_step = as_i64(size.saturating_sub(1));
-    let head_digest = last.digest.to_string();
-    let terminal_reason = last.termination.as_ref().map(|t| t.reason.as_str());
-    let envelope = commit.envelope;
-    let updated: i64 = client
-        .query_one(
-            write,
-            &[
-                &tenant,
-                &run,
-                &steps,
-                &kinds,
-                &tasks,
-                &tools,
-                &sizes,
-                &decisions,
-                &reasons,
-                &times,
-                &digests,
-                &bodies,
-                &content.digests,
-                &content.bytes,
-                &content.stored,
-                &content.expires,
-                &envelope.map(|e| e.envelope_id),
-                &envelope_step,
-                &envelope.and_then(|e| e.supersedes),
-                &envelope.map(|e| e.body),
-                &as_i64(size),
-                &commit.checkpoint_note,
-                &head_digest,
-                &tree.frontier(),
-                &last.recorded_at.unix_micros(),
-                &terminal_reason,
-                &as_i64(known.next),
-                &known.head,
-            ],
-        )
-        .and_then(|row| row.try_get(0))
-        .map_err(|e| {
-            if violates(&e, "cairn_records") {
-                StoreError::Conflict {
-                    run: first.run_id.clone(),
-                    step: first.step_index,
-                }
-            } else if violates(&e, "cairn_envelopes") {
-                StoreError::Backend(format!(
-                    "envelope `{}` of run `{run}` was saved before",
-                    envelope.map_or("", |e| e.envelope_id)
-                ))
-            } else {
-                backend(&e)
-            }
-        })?;
-    Ok((updated == 1).then_some(KnownHead {
-        next: size,
-        head: Some(head_digest),
-        tree,
-    }))
 }
 
 impl Store for PostgresStore {
