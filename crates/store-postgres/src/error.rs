@@ -34,7 +34,7 @@ pub(crate) fn backend(e: &postgres::Error) -> StoreError {
 
 /// What went wrong, in the server's words when it gave them (the driver's own text for a
 /// server error is only "db error"), else the driver's and its causes'.
-fn describe(e: &postgres::Error) -> String {
+pub(crate) fn describe(e: &postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut text = format!("{}: {} [{}]", db.severity(), db.message(), db.code().code());
         if let Some(detail) = db.detail() {

@@ -90,7 +90,7 @@ impl PostgresStore {
     /// the server cannot be reached, [`StoreError::NotAStore`] when `mode` is
     /// [`OpenMode::MustExist`] and the schema holds no store, [`StoreError::SchemaTooNew`].
     pub fn open(url: &str, mode: OpenMode, options: &Options) -> Result<Self, StoreError> {
-        let config = location::config(url, options)?;
+        let (config, tls) = location::config(url, options)?;
         let location = redact(url);
         let pool = r2d2::Pool::builder()
             .max_size(options.pool_size.max(1))
@@ -101,7 +101,7 @@ impl PostgresStore {
             .connection_timeout(options.connect_timeout)
             .error_handler(Box::new(Quiet))
             .thread_pool(Arc::new(scheduled_thread_pool::ScheduledThreadPool::new(1)))
-            .build_unchecked(Manager { config });
+            .build_unchecked(Manager { config, tls });
         let mut store = Self {
             location,
             pool,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use cairn_ledger::StoreError;
 use postgres::{Client, NoTls, Statement};
 
-use crate::error::backend;
+use crate::error::{backend, describe};
 
 /// One connection and the statements prepared on it.
 pub(crate) struct Conn {
@@ -36,22 +36,44 @@ impl Conn {
 /// Opens connections for the pool.
 pub(crate) struct Manager {
     pub(crate) config: postgres::Config,
+    pub(crate) tls: crate::location::Tls,
 }
+
+/// Why a connection could not be made, with every cause (the driver's own message for a
+/// failed TLS handshake, say, does not say which certificate check failed); the pool keeps
+/// only this text of the last failure.
+#[derive(Debug)]
+pub(crate) struct ConnectError(String);
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConnectError {}
 
 impl r2d2::ManageConnection for Manager {
     type Connection = Conn;
-    type Error = postgres::Error;
+    type Error = ConnectError;
 
-    fn connect(&self) -> Result<Conn, postgres::Error> {
+    fn connect(&self) -> Result<Conn, ConnectError> {
+        let client = match &self.tls {
+            crate::location::Tls::Off => self.config.connect(NoTls),
+            crate::location::Tls::VerifyFull(tls) => self.config.connect(tls.clone()),
+        };
         Ok(Conn {
-            client: self.config.connect(NoTls)?,
+            client: client.map_err(|e| ConnectError(describe(&e)))?,
             statements: HashMap::new(),
             broken: std::cell::Cell::new(false),
         })
     }
 
-    fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
-        conn.client.simple_query("").map(|_| ())
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), ConnectError> {
+        conn.client
+            .simple_query("")
+            .map(|_| ())
+            .map_err(|e| ConnectError(describe(&e)))
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {
@@ -78,6 +100,6 @@ pub(crate) fn mark_if_lost(broken: &std::cell::Cell<bool>, error: &StoreError) {
 #[derive(Debug)]
 pub(crate) struct Quiet;
 
-impl r2d2::HandleError<postgres::Error> for Quiet {
-    fn handle_error(&self, _: postgres::Error) {}
+impl r2d2::HandleError<ConnectError> for Quiet {
+    fn handle_error(&self, _: ConnectError) {}
 }

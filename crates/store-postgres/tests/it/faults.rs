@@ -20,7 +20,12 @@ fn closed_port() -> u16 {
 
 fn opened(schemas: &Schemas, options: &Options) -> (String, PostgresStore) {
     let url = schemas.url();
-    let store = PostgresStore::open(&url, OpenMode::CreateIfMissing, options).unwrap();
+    (url.clone(), opened_at(&url, options))
+}
+
+/// The store at `url`, with the default run opened.
+fn opened_at(url: &str, options: &Options) -> PostgresStore {
+    let store = PostgresStore::open(url, OpenMode::CreateIfMissing, options).unwrap();
     let (tenant_id, run_id, task_id) = ids();
     store
         .open_run(&cairn_ledger::store::RunMeta {
@@ -30,7 +35,7 @@ fn opened(schemas: &Schemas, options: &Options) -> (String, PostgresStore) {
             opened_at: at(0),
         })
         .unwrap();
-    (url, store)
+    store
 }
 
 #[test]
@@ -131,4 +136,50 @@ fn a_connection_lost_mid_commit_is_unavailable_and_the_store_recovers() {
     assert_eq!(store.run(&ids().0, &ids().1).unwrap().unwrap().records, 0);
     append(&store, &[step(0, None, "a")]).unwrap();
     assert_eq!(store.run(&ids().0, &ids().1).unwrap().unwrap().records, 1);
+}
+
+/// TLS that authenticates the server (`sslmode=verify-full`): with the server's certificate as
+/// the root, the store's connections are encrypted; a name the certificate does not carry is
+/// refused, and nothing connects. Uses the test server's own certificate (Debian's snakeoil
+/// one, issued to `localhost`); skipped where the server has none.
+#[test]
+fn tls_connects_only_to_the_server_the_certificate_names() {
+    let Some(schemas) = Schemas::new() else {
+        return;
+    };
+    let cert = "/etc/ssl/certs/ssl-cert-snakeoil.pem";
+    let mut admin = postgres::Client::connect(schemas.server(), postgres::NoTls).unwrap();
+    let ssl: String = admin.query_one("SHOW ssl", &[]).unwrap().get(0);
+    let url = schemas.url();
+    if ssl != "on" || !std::path::Path::new(cert).exists() || !url.contains("@127.0.0.1:") {
+        eprintln!("SKIPPED: the test server has no TLS certificate for localhost at {cert}");
+        return;
+    }
+    let name = format!("cairn_tls_{}", std::process::id());
+    let secure = format!(
+        "{}&sslmode=verify-full&sslrootcert={cert}&application_name={name}",
+        url.replace("@127.0.0.1:", "@localhost:")
+    );
+    let store = opened_at(&secure, &Options::default());
+    append(&store, &[step(0, None, "a")]).unwrap();
+    let row = admin
+        .query_one(
+            "SELECT COUNT(*), COALESCE(bool_and(s.ssl), false) FROM pg_stat_ssl s
+             JOIN pg_stat_activity a USING (pid) WHERE a.application_name = $1",
+            &[&name],
+        )
+        .unwrap();
+    let (connections, encrypted): (i64, bool) = (row.get(0), row.get(1));
+    assert!(
+        connections >= 1 && encrypted,
+        "{connections} connection(s), encrypted: {encrypted}"
+    );
+    // The same server under a name its certificate does not carry.
+    let wrong_name = secure.replace("@localhost:", "@127.0.0.1:");
+    let options = Options {
+        connect_timeout: Duration::from_secs(2),
+        ..Options::default()
+    };
+    let err = PostgresStore::open(&wrong_name, OpenMode::MustExist, &options).unwrap_err();
+    assert_eq!(err.code(), "store_unavailable", "{err}");
 }
