@@ -80,7 +80,6 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-/// The run's row, locked for this transaction: its next step, whether it ended, its kept
 impl PostgresStore {
     /// Opens the store at `url`, creating its tables in the connection's schema when they
     /// are missing (and `mode` allows) and applying pending migrations.

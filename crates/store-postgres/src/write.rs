@@ -13,10 +13,10 @@ use postgres::Statement;
 use crate::error::{backend, violates};
 use crate::rows::as_i64;
 
+/// The run's row, locked for this transaction: its next step, whether it ended, its kept
 /// frontier and head.
-pub(crate) const LOCK_RUN: &str =
-    "SELECT next_step, terminated, frontier, head_digest FROM cairn_runs
-                        WHERE tenant_id = $1 AND run_id = $2 FOR UPDATE";
+pub(crate) const LOCK_RUN: &str = "SELECT next_step, terminated, frontier, head_digest
+    FROM cairn_runs WHERE tenant_id = $1 AND run_id = $2 FOR UPDATE";
 
 /// Everything an append writes, in one statement (data-modifying `WITH` parts run once each),
 /// guarded: the run's row is updated only while its next step and head are the ones the
