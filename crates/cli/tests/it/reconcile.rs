@@ -1,22 +1,28 @@
 //! `cairn reconcile` from an investigator's shell: a run blocked on an unknown side effect
 //! is unblocked by naming the idempotency key, the observed outcome and the evidence; a wrong
-//! or already reconciled key is invalid input; the chain still verifies.
+//! or already reconciled key is invalid input; the chain still verifies — on the SQLite store
+//! and on a PostgreSQL one.
 
 use cairn_test_support::gates::AllowAll;
 use std::process::Command;
 use std::sync::Arc;
 
+use cairn_ledger::Store;
 use cairn_ledger::record::{Label, ToolRef};
 use cairn_runtime::{
     Admitted, CallError, Durability, Executor, Recorder, RecorderOptions, ToolCall,
 };
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 
-fn cairn(db: &std::path::Path, args: &[&str]) -> (i32, serde_json::Value) {
+fn cairn(store: &str, args: &[&str]) -> (i32, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .current_dir(dir.path())
+        .env_remove("CAIRN_STORE")
+        .env_remove("CAIRN_KEYS")
         .arg("--json")
         .arg("--store")
-        .arg(db)
+        .arg(store)
         .args(args)
         .output()
         .unwrap();
@@ -26,44 +32,71 @@ fn cairn(db: &std::path::Path, args: &[&str]) -> (i32, serde_json::Value) {
     )
 }
 
+/// Writes run `run-t` into `store`: one call admitted whose outcome is unknown.
+fn blocked_run(store: Arc<dyn Store>) {
+    let recorder = Recorder::open(
+        store,
+        Arc::new(cairn_core::SystemClock),
+        (
+            "acme".parse().unwrap(),
+            "task-t".parse().unwrap(),
+            "run-t".parse().unwrap(),
+        ),
+        RecorderOptions {
+            durability: Durability::Sync,
+            content_retention: None,
+        },
+    )
+    .unwrap();
+    let mut executor = Executor::new(recorder, Arc::new(AllowAll("allow")), "agent");
+    let call = ToolCall {
+        tool: ToolRef {
+            name: Label::new("tickets.create").unwrap(),
+            version: Label::new("3").unwrap(),
+        },
+        args: b"{}",
+        lane: None,
+    };
+    let Admitted::Permitted(permit) = executor.admit(&call).unwrap() else {
+        panic!()
+    };
+    executor
+        .execute_effect(permit, || Err(CallError::OutcomeUnknown("timeout".into())))
+        .unwrap();
+}
+
 #[test]
 fn reconcile_unblocks_by_key_and_refuses_what_is_not_pending() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join(".cairn/cairn.db");
-    {
-        let store = Arc::new(SqliteStore::open(&db, OpenMode::CreateIfMissing).unwrap());
-        let recorder = Recorder::open(
-            store,
-            Arc::new(cairn_core::SystemClock),
-            (
-                "acme".parse().unwrap(),
-                "task-t".parse().unwrap(),
-                "run-t".parse().unwrap(),
-            ),
-            RecorderOptions {
-                durability: Durability::Sync,
-                content_retention: None,
-            },
+    blocked_run(Arc::new(
+        SqliteStore::open(&db, OpenMode::CreateIfMissing).unwrap(),
+    ));
+    reconcile_flow(db.to_str().unwrap());
+}
+
+#[test]
+fn reconcile_works_on_a_postgres_store() {
+    let Some(schemas) = cairn_test_support::postgres::Schemas::new() else {
+        return;
+    };
+    let url = schemas.url();
+    blocked_run(Arc::new(
+        cairn_store_postgres::PostgresStore::open(
+            &url,
+            OpenMode::CreateIfMissing,
+            &cairn_store_postgres::Options::default(),
         )
-        .unwrap();
-        let mut executor = Executor::new(recorder, Arc::new(AllowAll("allow")), "agent");
-        let call = ToolCall {
-            tool: ToolRef {
-                name: Label::new("tickets.create").unwrap(),
-                version: Label::new("3").unwrap(),
-            },
-            args: b"{}",
-            lane: None,
-        };
-        let Admitted::Permitted(permit) = executor.admit(&call).unwrap() else {
-            panic!()
-        };
-        executor
-            .execute_effect(permit, || Err(CallError::OutcomeUnknown("timeout".into())))
-            .unwrap();
-    }
+        .unwrap(),
+    ));
+    reconcile_flow(&url);
+}
+
+/// Reconciles run `run-t` of `store` through the CLI: wrong keys and outcomes refused, the
+/// right one recorded once, the chain intact.
+fn reconcile_flow(store: &str) {
     let (code, json) = cairn(
-        &db,
+        store,
         &[
             "reconcile",
             "--run",
@@ -82,7 +115,7 @@ fn reconcile_unblocks_by_key_and_refuses_what_is_not_pending() {
         "{json}"
     );
     let (code, json) = cairn(
-        &db,
+        store,
         &[
             "reconcile",
             "--run",
@@ -101,7 +134,7 @@ fn reconcile_unblocks_by_key_and_refuses_what_is_not_pending() {
         "{json}"
     );
     let (code, json) = cairn(
-        &db,
+        store,
         &[
             "reconcile",
             "--run",
@@ -118,7 +151,7 @@ fn reconcile_unblocks_by_key_and_refuses_what_is_not_pending() {
     assert_eq!(json["outcome"], "not_executed");
     assert_eq!(json["step_index"], 2);
     let (code, _) = cairn(
-        &db,
+        store,
         &[
             "reconcile",
             "--run",
@@ -132,6 +165,6 @@ fn reconcile_unblocks_by_key_and_refuses_what_is_not_pending() {
         ],
     );
     assert_eq!(code, 2, "a reconciled key cannot be reconciled again");
-    let (code, json) = cairn(&db, &["ledger", "verify", "--all"]);
+    let (code, json) = cairn(store, &["ledger", "verify", "--all"]);
     assert_eq!(code, 0, "{json}");
 }
