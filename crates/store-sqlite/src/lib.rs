@@ -82,10 +82,14 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
-    if is_corruption(&e) {
-        StoreError::Corrupt(e.to_string())
-    } else {
-        StoreError::Backend(e.to_string())
+    match e.sqlite_error_code() {
+        _ if is_corruption(&e) => StoreError::Corrupt(e.to_string()),
+        // Another writer held the database past the busy timeout.
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            StoreError::Timeout(e.to_string())
+        }
+        Some(rusqlite::ErrorCode::ReadOnly) => StoreError::ReadOnly(e.to_string()),
+        _ => StoreError::Backend(e.to_string()),
     }
 }
 
@@ -318,13 +322,14 @@ impl SqliteStore {
         Ok(())
     }
 
-    /// Runs one statement outside the ledger API. For tests and tooling that need to reach
+    /// Runs SQL (one or more statements; rows they answer with are ignored) outside the
+    /// ledger API, on the store's own connection. For tests and tooling that need to reach
     /// under the API (tamper experiments, migrations checks); never used by Cairn itself.
     ///
     /// # Errors
     /// [`StoreError::Backend`] when SQLite refuses it.
-    pub fn execute_raw(&self, sql: &str) -> Result<usize, StoreError> {
-        self.conn().execute(sql, []).map_err(backend)
+    pub fn execute_raw(&self, sql: &str) -> Result<(), StoreError> {
+        self.conn().execute_batch(sql).map_err(backend)
     }
 
     fn run_infos(

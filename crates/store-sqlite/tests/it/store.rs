@@ -98,3 +98,30 @@ fn stores_of_each_earlier_version_are_migrated_with_their_runs() {
         assert_eq!(store.run(&tenant, &run).unwrap().unwrap().records, 3);
     }
 }
+
+/// A database another writer holds past the busy timeout is a `store_timeout` — the code a
+/// database server's statement timeout gives — and nothing is written.
+#[test]
+fn a_database_held_past_the_busy_timeout_is_a_timeout() {
+    use cairn_ledger::Store;
+    use cairn_ledger::store::RunMeta;
+    use cairn_test_support::store_conformance::{at, ids};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("held.db");
+    let store = open(&db);
+    // The store waits 10 s for a busy database; the test, 50 ms.
+    store.execute_raw("PRAGMA busy_timeout = 50").unwrap();
+    let (tenant_id, run_id, task_id) = ids();
+    let meta = RunMeta {
+        tenant_id,
+        run_id,
+        task_id,
+        opened_at: at(0),
+    };
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let err = store.open_run(&meta).unwrap_err();
+    assert_eq!(cairn_core::ErrorCode::code(&err), "store_timeout", "{err}");
+    holder.execute_batch("ROLLBACK").unwrap();
+    assert!(store.run(&meta.tenant_id, &meta.run_id).unwrap().is_none());
+}
