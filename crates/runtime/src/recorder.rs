@@ -496,8 +496,10 @@ impl Recorder {
     /// to one run — the record was not written: the writer resumes from the run's new head
     /// and seals the same draft as the next step, for up to [`MAX_REBASE_TIME`] — as long as
     /// the other writers only recorded steps; after a boundary or anything else that may
-    /// change a decision, the conflict is returned and the call is not admitted. A receipt is
-    /// only ever given for the step the record was committed at.
+    /// change a decision, the conflict is returned and the call is not admitted, and this
+    /// writer stays where it was: the caller resumes the run (`Recorder::resume`, as each hook
+    /// call does) to decide again on what the store holds. A receipt is only ever given for
+    /// the step the record was committed at.
     fn commit_now(
         &mut self,
         draft: RecordDraft,
