@@ -623,6 +623,21 @@ impl SealedRecord {
         Ok(Self { record, json })
     }
 
+    /// The same record sealed again at another place in its run's chain — step
+    /// `step_index` after `prev_digest` — for a writer whose step another writer took first.
+    ///
+    /// # Errors
+    /// [`CoreError::Canonicalization`] if the record cannot be canonicalised.
+    pub fn rechain(self, step_index: u64, prev_digest: Option<Digest>) -> Result<Self, CoreError> {
+        let mut record = self.record;
+        record.step_index = step_index;
+        record.prev_digest = prev_digest;
+        let preimage = record.preimage_bytes()?;
+        record.digest = Digest::of(&preimage);
+        let json = json_line(preimage, &record.digest)?;
+        Ok(Self { record, json })
+    }
+
     /// The record.
     #[must_use]
     pub const fn record(&self) -> &IntentRecord {
@@ -734,6 +749,17 @@ mod tests {
         value.as_object_mut().unwrap().remove("digest");
         assert_eq!(jcs(&value).unwrap(), record.preimage_bytes().unwrap());
         assert_eq!(record.digest, Digest::of(&jcs(&value).unwrap()));
+    }
+
+    #[test]
+    fn a_record_sealed_again_elsewhere_is_the_record_sealed_there() {
+        let prev = Some(Digest::of(b"another writer's head"));
+        let moved = SealedRecord::from_record(sample(0, None))
+            .unwrap()
+            .rechain(5, prev)
+            .unwrap();
+        let there = SealedRecord::from_record(sample(5, prev)).unwrap();
+        assert_eq!(moved, there);
     }
 
     #[test]

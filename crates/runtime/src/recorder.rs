@@ -444,8 +444,12 @@ impl Recorder {
         }
     }
 
-    fn draft(&self, event: DraftEvent, lane: Option<LaneId>) -> RecordDraft {
-        RecordDraft {
+    fn seal(
+        &mut self,
+        event: DraftEvent,
+        lane: Option<LaneId>,
+    ) -> Result<SealedRecord, RuntimeError> {
+        let draft = RecordDraft {
             tenant_id: self.tenant.clone(),
             run_id: self.run.clone(),
             task_id: self.task.clone(),
@@ -453,27 +457,18 @@ impl Recorder {
             lane_id: lane,
             observation_digest: self.observation,
             recorded_at: self.clock.now(),
-        }
-    }
-
-    fn seal(
-        &mut self,
-        event: DraftEvent,
-        lane: Option<LaneId>,
-    ) -> Result<SealedRecord, RuntimeError> {
-        let draft = self.draft(event, lane);
+        };
         Ok(SealedRecord::seal(draft, self.next_index, self.head)?)
     }
 
     fn append(&mut self, event: DraftEvent, lane: Option<LaneId>) -> Result<Receipt, RuntimeError> {
-        let draft = self.draft(event, lane);
-        let record = SealedRecord::seal(draft.clone(), self.next_index, self.head)?;
+        let record = self.seal(event, lane)?;
         let receipt = Receipt {
             step_index: record.record().step_index,
             digest: record.record().digest,
         };
         match self.options.durability {
-            Durability::Sync => return self.commit_now(draft, record),
+            Durability::Sync => return self.commit_now(record),
             Durability::Batch {
                 max_records,
                 max_delay,
@@ -491,20 +486,16 @@ impl Recorder {
         Ok(receipt)
     }
 
-    /// Commits `record` (sealed from `draft`) before returning its receipt. When another
-    /// writer of the run took the step first — two hosts, or two service replicas, appending
-    /// to one run — the record was not written: the writer resumes from the run's new head
-    /// and seals the same draft as the next step, for up to [`MAX_REBASE_TIME`] — as long as
+    /// Commits `record` before returning its receipt. When another writer of the run took the
+    /// step first — two hosts, or two service replicas, appending to one run — the record was
+    /// not written: the writer resumes from the run's new head and seals the same record again
+    /// as the next step ([`SealedRecord::rechain`]), for up to [`MAX_REBASE_TIME`] — as long as
     /// the other writers only recorded steps; after a boundary or anything else that may
     /// change a decision, the conflict is returned and the call is not admitted, and this
     /// writer stays where it was: the caller resumes the run (`Recorder::resume`, as each hook
     /// call does) to decide again on what the store holds. A receipt is only ever given for
     /// the step the record was committed at.
-    fn commit_now(
-        &mut self,
-        draft: RecordDraft,
-        mut record: SealedRecord,
-    ) -> Result<Receipt, RuntimeError> {
+    fn commit_now(&mut self, mut record: SealedRecord) -> Result<Receipt, RuntimeError> {
         let started = Instant::now();
         let mut lost = 0_u32;
         loop {
@@ -513,30 +504,31 @@ impl Recorder {
                 digest: record.record().digest,
             };
             self.pending.push(record);
-            match self.flush() {
+            let error = match self.flush() {
                 Ok(()) => {
                     self.advance(receipt);
                     return Ok(receipt);
                 }
-                Err(e) => {
-                    // Not acknowledged: forget it so the step index can be reused.
-                    self.pending.pop();
-                    match e {
-                        RuntimeError::Store(
-                            StoreError::Conflict { .. } | StoreError::NonContiguous { .. },
-                        ) if started.elapsed() < MAX_REBASE_TIME => {
-                            lost += 1;
-                            self.rebases += 1;
-                            // A short, growing, jittered pause, so that writers who lost
-                            // together do not meet again in lock-step.
-                            std::thread::sleep(backoff(lost));
-                            self.rebase()?;
-                            record = SealedRecord::seal(draft.clone(), self.next_index, self.head)?;
-                        }
-                        other => return Err(other),
-                    }
-                }
+                Err(error) => error,
+            };
+            // Not acknowledged: take it back, so that the step index can be reused.
+            let Some(unwritten) = self.pending.pop() else {
+                return Err(error);
+            };
+            let lost_the_step = matches!(
+                error,
+                RuntimeError::Store(StoreError::Conflict { .. } | StoreError::NonContiguous { .. })
+            );
+            if !lost_the_step || started.elapsed() >= MAX_REBASE_TIME {
+                return Err(error);
             }
+            lost += 1;
+            self.rebases += 1;
+            // A short, growing, jittered pause, so that writers who lost together do not meet
+            // again in lock-step.
+            std::thread::sleep(backoff(lost));
+            self.rebase()?;
+            record = unwritten.rechain(self.next_index, self.head)?;
         }
     }
 
