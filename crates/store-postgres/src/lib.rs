@@ -139,11 +139,8 @@ impl PostgresStore {
     /// # Errors
     /// The server's refusal, as a store error.
     pub fn execute_raw(&self, sql: &str) -> Result<(), StoreError> {
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
-        conn.client
-            .batch_execute(sql)
-            .map_err(|e| lost(&conn.broken, &e))
+        let mut conn = self.conn()?;
+        conn.batch_execute(sql)
     }
 
     fn conn(&self) -> Result<r2d2::PooledConnection<Manager>, StoreError> {
@@ -193,37 +190,29 @@ impl PostgresStore {
             "SELECT {RUN_COLUMNS} FROM cairn_runs r {where_clause}
              ORDER BY r.opened_at_us, r.tenant_id COLLATE \"C\", r.run_id COLLATE \"C\""
         );
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
-        let rows = conn
-            .client
-            .query(&sql, params)
-            .map_err(|e| lost(&conn.broken, &e))?;
+        let mut conn = self.conn()?;
+        let rows = conn.query(&sql, params)?;
         rows.iter().map(run_info).collect()
     }
 }
 
 impl Store for PostgresStore {
     fn open_run(&self, meta: &RunMeta) -> Result<(), StoreError> {
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
+        let mut conn = self.conn()?;
         let insert = conn.statement(
             "INSERT INTO cairn_runs (tenant_id, run_id, task_id, opened_at_us, frontier)
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
         )?;
-        let inserted = conn
-            .client
-            .execute(
-                &insert,
-                &[
-                    &meta.tenant_id.as_str(),
-                    &meta.run_id.as_str(),
-                    &meta.task_id.as_str(),
-                    &meta.opened_at.unix_micros(),
-                    &RootBuilder::new().frontier(),
-                ],
-            )
-            .map_err(|e| lost(&conn.broken, &e))?;
+        let inserted = conn.execute(
+            &insert,
+            &[
+                &meta.tenant_id.as_str(),
+                &meta.run_id.as_str(),
+                &meta.task_id.as_str(),
+                &meta.opened_at.unix_micros(),
+                &RootBuilder::new().frontier(),
+            ],
+        )?;
         if inserted == 0 {
             return Err(StoreError::RunExists {
                 run: meta.run_id.clone(),
@@ -340,8 +329,7 @@ impl Store for PostgresStore {
         run: &RunId,
     ) -> Result<Option<ResumePoint>, StoreError> {
         let row = {
-            let mut lease = self.conn()?;
-            let conn = &mut *lease;
+            let mut conn = self.conn()?;
             let select = conn.statement(
                 "SELECT r.tenant_id, r.run_id, r.task_id, r.opened_at_us, r.next_step,
                         r.last_recorded_at_us, r.termination_reason, r.terminated,
@@ -351,9 +339,7 @@ impl Store for PostgresStore {
                             AND x.step_index = r.next_step - 1)
                  FROM cairn_runs r WHERE r.tenant_id = $1 AND r.run_id = $2",
             )?;
-            conn.client
-                .query_opt(&select, &[&tenant.as_str(), &run.as_str()])
-                .map_err(|e| lost(&conn.broken, &e))?
+            conn.query_opt(&select, &[&tenant.as_str(), &run.as_str()])?
         };
         let Some(row) = row else {
             return Ok(None);
@@ -414,17 +400,13 @@ impl Store for PostgresStore {
     }
 
     fn rows(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<StoredRow>, StoreError> {
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
+        let mut conn = self.conn()?;
         let select = conn.statement(
             "SELECT step_index, body, kind, task_id, tool_name, args_size, decision,
                     termination_reason, recorded_at_us, digest
              FROM cairn_records WHERE tenant_id = $1 AND run_id = $2 ORDER BY step_index",
         )?;
-        let rows = conn
-            .client
-            .query(&select, &[&tenant.as_str(), &run.as_str()])
-            .map_err(|e| lost(&conn.broken, &e))?;
+        let rows = conn.query(&select, &[&tenant.as_str(), &run.as_str()])?;
         rows.iter().map(stored_row).collect()
     }
 
@@ -438,56 +420,40 @@ impl Store for PostgresStore {
             "SELECT {ROW_COLUMNS} FROM cairn_records
              WHERE tenant_id = $1 AND run_id = $2 AND step_index = $3"
         );
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
-        let row = conn
-            .client
-            .query_opt(&sql, &[&tenant.as_str(), &run.as_str(), &as_i64(step)])
-            .map_err(|e| lost(&conn.broken, &e))?;
+        let mut conn = self.conn()?;
+        let row = conn.query_opt(&sql, &[&tenant.as_str(), &run.as_str(), &as_i64(step)])?;
         row.as_ref().map(stored_row).transpose()
     }
 
     fn digests(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<Digest>, StoreError> {
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
+        let mut conn = self.conn()?;
         let select = conn.statement(
             "SELECT digest FROM cairn_records WHERE tenant_id = $1 AND run_id = $2
              ORDER BY step_index",
         )?;
-        let rows = conn
-            .client
-            .query(&select, &[&tenant.as_str(), &run.as_str()])
-            .map_err(|e| lost(&conn.broken, &e))?;
+        let rows = conn.query(&select, &[&tenant.as_str(), &run.as_str()])?;
         rows.iter()
             .map(|row| parse(get(row, 0)?, "record digest"))
             .collect()
     }
 
     fn checkpoint(&self, tenant: &TenantId, run: &RunId) -> Result<Option<String>, StoreError> {
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
-        let row = conn
-            .client
-            .query_opt(
-                "SELECT note FROM cairn_checkpoints WHERE tenant_id = $1 AND run_id = $2",
-                &[&tenant.as_str(), &run.as_str()],
-            )
-            .map_err(|e| lost(&conn.broken, &e))?;
+        let mut conn = self.conn()?;
+        let row = conn.query_opt(
+            "SELECT note FROM cairn_checkpoints WHERE tenant_id = $1 AND run_id = $2",
+            &[&tenant.as_str(), &run.as_str()],
+        )?;
         row.as_ref().map(|row| get(row, 0)).transpose()
     }
 
     fn envelopes(&self, tenant: &TenantId, run: &RunId) -> Result<Vec<StoredEnvelope>, StoreError> {
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
-        let rows = conn
-            .client
-            .query(
-                "SELECT envelope_id, step_index, supersedes, body FROM cairn_envelopes
+        let mut conn = self.conn()?;
+        let rows = conn.query(
+            "SELECT envelope_id, step_index, supersedes, body FROM cairn_envelopes
                  WHERE tenant_id = $1 AND run_id = $2
                  ORDER BY step_index, envelope_id COLLATE \"C\"",
-                &[&tenant.as_str(), &run.as_str()],
-            )
-            .map_err(|e| lost(&conn.broken, &e))?;
+            &[&tenant.as_str(), &run.as_str()],
+        )?;
         rows.iter().map(envelope).collect()
     }
 
@@ -496,31 +462,23 @@ impl Store for PostgresStore {
         tenant: &TenantId,
         run: &RunId,
     ) -> Result<Option<StoredEnvelope>, StoreError> {
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
+        let mut conn = self.conn()?;
         let select = conn.statement(
             "SELECT envelope_id, step_index, supersedes, body FROM cairn_envelopes
              WHERE tenant_id = $1 AND run_id = $2 ORDER BY step_index DESC LIMIT 1",
         )?;
-        let row = conn
-            .client
-            .query_opt(&select, &[&tenant.as_str(), &run.as_str()])
-            .map_err(|e| lost(&conn.broken, &e))?;
+        let row = conn.query_opt(&select, &[&tenant.as_str(), &run.as_str()])?;
         row.as_ref().map(envelope).transpose()
     }
 
     fn content(&self, digest: &Digest) -> Result<Option<StoredContent>, StoreError> {
         // The same bytes kept by several runs: the earliest storing and the latest expiry.
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
-        let row = conn
-            .client
-            .query_opt(
-                "SELECT (array_agg(bytes))[1], MIN(stored_at_us), MAX(expires_at_us)
+        let mut conn = self.conn()?;
+        let row = conn.query_opt(
+            "SELECT (array_agg(bytes))[1], MIN(stored_at_us), MAX(expires_at_us)
                  FROM cairn_content WHERE digest = $1 HAVING COUNT(*) > 0",
-                &[&digest.to_string()],
-            )
-            .map_err(|e| lost(&conn.broken, &e))?;
+            &[&digest.to_string()],
+        )?;
         row.map(|row| {
             Ok(StoredContent {
                 digest: *digest,
@@ -533,14 +491,11 @@ impl Store for PostgresStore {
     }
 
     fn gc_content(&self, now: Timestamp) -> Result<u64, StoreError> {
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
-        conn.client
-            .execute(
-                "DELETE FROM cairn_content WHERE expires_at_us <= $1",
-                &[&now.unix_micros()],
-            )
-            .map_err(|e| lost(&conn.broken, &e))
+        let mut conn = self.conn()?;
+        conn.execute(
+            "DELETE FROM cairn_content WHERE expires_at_us <= $1",
+            &[&now.unix_micros()],
+        )
     }
 
     fn cost(&self, by: CostDimension) -> Result<Vec<CostRow>, StoreError> {
@@ -568,12 +523,8 @@ impl Store for PostgresStore {
                ON x.tenant_id = r.tenant_id AND x.run_id = r.run_id {step_filter}
              GROUP BY k HAVING {key} IS NOT NULL ORDER BY ({key}) COLLATE \"C\""
         );
-        let mut lease = self.conn()?;
-        let conn = &mut *lease;
-        let rows = conn
-            .client
-            .query(&sql, &[])
-            .map_err(|e| lost(&conn.broken, &e))?;
+        let mut conn = self.conn()?;
+        let rows = conn.query(&sql, &[])?;
         rows.iter()
             .map(|row| {
                 Ok(CostRow {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use cairn_ledger::StoreError;
-use postgres::{Client, NoTls, Statement};
+use postgres::{Client, NoTls, Row, Statement, ToStatement};
 
 use crate::error::{backend, describe};
 
@@ -30,6 +30,52 @@ impl Conn {
             .map_err(|e| lost(&self.broken, &e))?;
         self.statements.insert(sql, statement.clone());
         Ok(statement)
+    }
+}
+
+/// The parameters of a statement.
+pub(crate) type Params<'a> = &'a [&'a (dyn postgres::types::ToSql + Sync)];
+
+impl Conn {
+    /// The rows `query` (text or a prepared statement) answers.
+    pub(crate) fn query<T>(&mut self, query: &T, params: Params<'_>) -> Result<Vec<Row>, StoreError>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.client
+            .query(query, params)
+            .map_err(|e| lost(&self.broken, &e))
+    }
+
+    /// The row `query` answers, if any.
+    pub(crate) fn query_opt<T>(
+        &mut self,
+        query: &T,
+        params: Params<'_>,
+    ) -> Result<Option<Row>, StoreError>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.client
+            .query_opt(query, params)
+            .map_err(|e| lost(&self.broken, &e))
+    }
+
+    /// How many rows `query` changed.
+    pub(crate) fn execute<T>(&mut self, query: &T, params: Params<'_>) -> Result<u64, StoreError>
+    where
+        T: ?Sized + ToStatement,
+    {
+        self.client
+            .execute(query, params)
+            .map_err(|e| lost(&self.broken, &e))
+    }
+
+    /// Runs `sql`, statements separated by `;`, ignoring what they answer.
+    pub(crate) fn batch_execute(&mut self, sql: &str) -> Result<(), StoreError> {
+        self.client
+            .batch_execute(sql)
+            .map_err(|e| lost(&self.broken, &e))
     }
 }
 

@@ -138,6 +138,29 @@ fn postgres(schemas: &Schemas) -> PostgresStore {
     .unwrap()
 }
 
+/// A closed run in a SQLite file, the key it was signed with trusted.
+struct Laptop {
+    dir: tempfile::TempDir,
+    trusted: TrustedKeys,
+    laptop: SqliteStore,
+    records: Vec<IntentRecord>,
+}
+
+impl Laptop {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (key, trusted) = key();
+        let laptop = sqlite(&dir, "laptop.db");
+        let records = closed_run(&laptop, &key);
+        Self {
+            dir,
+            trusted,
+            laptop,
+            records,
+        }
+    }
+}
+
 fn the_run(store: &dyn Store) -> cairn_ledger::store::RunInfo {
     store.run(&ids().0, &ids().1).unwrap().unwrap()
 }
@@ -147,10 +170,12 @@ fn a_laptop_ledger_moves_to_postgres_and_back_byte_for_byte() {
     let Some(schemas) = Schemas::new() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (key, trusted) = key();
-    let laptop = sqlite(&dir, "laptop.db");
-    let records = closed_run(&laptop, &key);
+    let Laptop {
+        dir,
+        trusted,
+        laptop,
+        records,
+    } = Laptop::new();
     let shared = postgres(&schemas);
     let copied = copy_run(&laptop, &shared, &the_run(&laptop), &trusted).unwrap();
     assert_eq!(copied.records, records.len() as u64);
@@ -189,10 +214,13 @@ fn an_interrupted_copy_is_completed_from_where_it_stopped() {
     let Some(schemas) = Schemas::new() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (key, trusted) = key();
-    let laptop = sqlite(&dir, "laptop.db");
-    let records = closed_run(&laptop, &key);
+    // The folder lives as long as the test: the SQLite file is in it.
+    let Laptop {
+        dir: _dir,
+        trusted,
+        laptop,
+        records,
+    } = Laptop::new();
     let shared = postgres(&schemas);
     // A copy that stopped after its first commits: the target has the start of the run.
     shared.open_run(&the_run(&laptop).meta).unwrap();
