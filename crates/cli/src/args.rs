@@ -134,6 +134,78 @@ pub enum Command {
     /// PostgreSQL URL on either side), verifying every run copied.
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Run Cairn as a service: it holds the policies, the signing key and the store of its
+    /// folder, and agents reach it over HTTP (TCP or a Unix socket) with a token only.
+    Serve(ServeArgs),
+    /// Create, list and revoke the service's tokens (each bound to one tenant and one role).
+    #[command(subcommand)]
+    Tokens(TokensCommand),
+}
+
+/// `cairn serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The service's folder: `policies/`, `tools.json`, `keys/`, `tokens.json` and, unless
+    /// `--store` names another, the SQLite store `cairn.db`. Keep it readable by the
+    /// service's user only.
+    #[arg(long, env = "CAIRN_DATA", value_name = "DIR")]
+    pub data: PathBuf,
+    /// Create the folder first (an observe-first policy set, the tool catalog, a signing
+    /// key); existing files are kept.
+    #[arg(long)]
+    pub init: bool,
+    /// Where to listen: `unix:/run/cairn/cairn.sock` or `127.0.0.1:8470` (repeatable).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8470")]
+    pub listen: Vec<String>,
+    /// The Unix socket's permission bits, in octal (the agents' user needs the socket's
+    /// group: 660).
+    #[arg(long, value_name = "OCTAL", default_value = "660")]
+    pub socket_mode: String,
+    /// When records become durable: `batch` (group commit, flushed before a boundary or a
+    /// close and whenever a request asks for `sync`) or `sync` (before every answer).
+    #[arg(long, value_name = "MODE", default_value = "batch")]
+    pub durability: String,
+    /// The largest request body accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// Print the address(es) listened on to this file once ready (for scripts and tests).
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<PathBuf>,
+}
+
+/// `cairn tokens …`.
+#[derive(Debug, Subcommand)]
+pub enum TokensCommand {
+    /// Create a token; its secret is printed once and stored nowhere.
+    Create {
+        /// The service's folder.
+        #[arg(long, env = "CAIRN_DATA", value_name = "DIR")]
+        data: PathBuf,
+        /// The one tenant it acts in.
+        #[arg(long, value_name = "TENANT")]
+        tenant: String,
+        /// `agent`, `investigator` or `admin`.
+        #[arg(long, value_name = "ROLE")]
+        role: String,
+        /// Who or what holds it.
+        #[arg(long, value_name = "TEXT")]
+        label: Option<String>,
+    },
+    /// List the tokens (never their secrets).
+    List {
+        /// The service's folder.
+        #[arg(long, env = "CAIRN_DATA", value_name = "DIR")]
+        data: PathBuf,
+    },
+    /// Revoke a token: a running service refuses it within a second.
+    Revoke {
+        /// The service's folder.
+        #[arg(long, env = "CAIRN_DATA", value_name = "DIR")]
+        data: PathBuf,
+        /// The token's id.
+        #[arg(value_name = "ID")]
+        id: String,
+    },
 }
 
 /// `cairn store …`.

@@ -39,7 +39,12 @@ pub struct Failure {
 #[must_use]
 pub const fn exit_code(class: ErrorClass) -> u8 {
     match class {
-        ErrorClass::Invalid | ErrorClass::NotFound | ErrorClass::Conflict => exit::INVALID,
+        ErrorClass::Invalid
+        | ErrorClass::NotFound
+        | ErrorClass::Conflict
+        | ErrorClass::Unauthenticated
+        | ErrorClass::Forbidden
+        | ErrorClass::TooLarge => exit::INVALID,
         ErrorClass::Tamper => exit::TAMPER,
         ErrorClass::Internal | ErrorClass::Unavailable => exit::INTERNAL,
     }
@@ -156,6 +161,9 @@ mod tests {
                 cairn_runtime::decision_files::DecisionFilesError::CODES,
             ),
             ("HookError", cairn_hooks::HookError::CODES),
+            ("ServerCode", cairn_server::ServerCode::CODES),
+            ("TokenError", cairn_server::tokens::TokenError::CODES),
+            ("ClientError", cairn_server::client::ClientError::CODES),
             ("CliCode", CliCode::CODES),
         ]
     }

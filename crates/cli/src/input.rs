@@ -58,22 +58,6 @@ pub fn read_py_json(path: &Path, what: &str) -> Result<cairn_interop::py_json::P
 ///
 /// # Errors
 /// `invalid_input` (exit 2) naming the flag.
-pub fn parse_duration(flag: &str, text: &str) -> Result<jiff::SignedDuration, Failure> {
-    let invalid = |why: String| {
-        Failure::new(
-            cairn_runtime::RuntimeError::INVALID_INPUT,
-            format!("`{flag}`: `{text}` is not a duration like `90s`, `15m`, `2h` or `3d` ({why})"),
-        )
-    };
-    let span: jiff::Span = text
-        .trim()
-        .parse()
-        .map_err(|e: jiff::Error| invalid(e.to_string()))?;
-    let duration = span
-        .to_duration(jiff::SpanRelativeTo::days_are_24_hours())
-        .map_err(|e| invalid(e.to_string()))?;
-    if duration.is_negative() {
-        return Err(invalid("it is negative".to_owned()));
-    }
-    Ok(duration)
+pub fn parse_duration(flag: &'static str, text: &str) -> Result<jiff::SignedDuration, Failure> {
+    cairn_runtime::duration::parse_duration(flag, text).map_err(|e| Failure::from_error(&e))
 }

@@ -29,6 +29,12 @@ pub enum ErrorClass {
     /// connection was lost, a statement ran out of time, the server only reads. The same
     /// request may succeed later, unchanged.
     Unavailable,
+    /// The caller did not say who it is, or its credential is unknown, revoked or malformed.
+    Unauthenticated,
+    /// The caller is known, but its role may not do this.
+    Forbidden,
+    /// The input is larger than the limit set for it.
+    TooLarge,
 }
 
 /// A stable error code and its class. Declare codes with [`error_codes!`] so that every code

@@ -125,6 +125,34 @@ impl ErrorCode for BundleError {
     }
 }
 
+/// A run's bundle: each row as a JSON line in step order, then the checkpoint line when the
+/// run has its signed checkpoint `note`.
+///
+/// # Errors
+/// The first row that does not read back (a bundle never leaves a record out silently).
+pub fn write_bundle(
+    tenant: &TenantId,
+    run: &RunId,
+    rows: &[StoredRow],
+    note: Option<String>,
+) -> Result<String, RowFault> {
+    let mut text = String::with_capacity(rows.len() * 700);
+    for row in rows {
+        let record = row.as_ref().map_err(Clone::clone)?;
+        let line = record.to_json_line().map_err(|e| RowFault {
+            step_index: record.step_index,
+            detail: e.to_string(),
+        })?;
+        text.push_str(&line);
+        text.push('\n');
+    }
+    if let Some(note) = note {
+        text.push_str(&CheckpointLine::new(tenant.clone(), run.clone(), note).to_json_line());
+        text.push('\n');
+    }
+    Ok(text)
+}
+
 /// Parses a bundle's text; see [`parse_bundle_bytes`].
 ///
 /// # Errors

@@ -74,6 +74,7 @@ pub trait Gate: Send + Sync {
 ///     step_index: 0,
 ///     digest: cairn_core::Digest::of(b""),
 ///     tool: String::new(),
+///     rule_ids: Vec::new(),
 /// };
 /// ```
 #[derive(Debug)]
@@ -82,6 +83,7 @@ pub struct Permit {
     step_index: u64,
     digest: Digest,
     tool: String,
+    rule_ids: Vec<String>,
 }
 
 impl Permit {
@@ -95,6 +97,13 @@ impl Permit {
     #[must_use]
     pub const fn digest(&self) -> Digest {
         self.digest
+    }
+
+    /// The rules that allowed the call (empty when no rule is named, as in a policy-less
+    /// observe mode).
+    #[must_use]
+    pub fn rule_ids(&self) -> &[String] {
+        &self.rule_ids
     }
 }
 
@@ -324,17 +333,14 @@ impl Executor {
             &resolved
         };
         let decision = admission.decision;
-        // Only a denial needs the rule ids after the admission is moved into the record.
-        let rule_ids: Vec<String> = match decision {
-            AllowDeny::Allow => Vec::new(),
-            AllowDeny::Deny => admission.rule_ids.iter().map(ToString::to_string).collect(),
-        };
+        let rule_ids: Vec<String> = admission.rule_ids.iter().map(ToString::to_string).collect();
         let receipt = self.recorder.record_step(call, admission)?;
         Ok(match decision {
             AllowDeny::Allow => Admitted::Permitted(Permit {
                 step_index: receipt.step_index,
                 digest: receipt.digest,
                 tool: call.tool.name.as_str().to_owned(),
+                rule_ids,
             }),
             AllowDeny::Deny => {
                 // The model is shown the denial, never a result.

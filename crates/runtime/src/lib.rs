@@ -52,6 +52,7 @@
 
 pub mod boundary;
 pub mod decision_files;
+pub mod duration;
 pub mod effects;
 pub mod envelopes;
 pub mod error;

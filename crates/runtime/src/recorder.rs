@@ -365,6 +365,14 @@ impl Recorder {
         Ok(receipt)
     }
 
+    /// When the oldest record still waiting for a batch commit was appended; `None` when
+    /// nothing waits (always, in `sync` mode). A long-lived caller flushes a writer whose
+    /// records have waited past the batch window and nothing else came to commit them.
+    #[must_use]
+    pub const fn waiting_since(&self) -> Option<Instant> {
+        self.oldest_pending
+    }
+
     /// Commits every waiting record.
     ///
     /// # Errors

@@ -89,21 +89,36 @@ pub fn this_test_in_a_child(test: &str) -> std::process::Command {
 /// When the file differs from `schema` or cannot be read or written.
 #[allow(clippy::panic, reason = "test support: a mismatch fails the test")]
 pub fn assert_schema_checked_in(file: &str, schema: &serde_json::Value, package: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../schemas")
-        .join(file);
     let generated = serde_json::to_string_pretty(schema)
         .unwrap_or_else(|e| panic!("the schema does not serialise: {e}"))
         + "\n";
+    assert_checked_in(
+        &format!("schemas/{file}"),
+        &generated,
+        &format!("cargo test -p {package} --test it schema_checked_in"),
+    );
+}
+
+/// Asserts that the file at `path` (relative to the repository) holds exactly `generated`;
+/// with `CAIRN_UPDATE_SCHEMAS` set, writes it first. `regenerate` is the test command named
+/// in the failure.
+///
+/// # Panics
+/// When the file is stale or unreadable.
+#[allow(clippy::panic, reason = "test support: a mismatch fails the test")]
+pub fn assert_checked_in(path: &str, generated: &str, regenerate: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path);
     if std::env::var_os("CAIRN_UPDATE_SCHEMAS").is_some() {
-        std::fs::write(&path, &generated)
+        std::fs::write(&path, generated)
             .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
     }
     let on_disk = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     assert!(
         on_disk == generated,
-        "{} is stale: regenerate it with CAIRN_UPDATE_SCHEMAS=1 cargo test -p {package} --test it schema_checked_in",
+        "{} is stale: regenerate it with CAIRN_UPDATE_SCHEMAS=1 {regenerate}",
         path.display()
     );
 }

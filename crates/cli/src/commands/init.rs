@@ -132,7 +132,11 @@ pub(crate) fn restrict_project(project: &Path) -> Result<(), Failure> {
 /// Scaffolds `.cairn/` in `base` in observe-first mode (also used by `cairn hooks install`):
 /// existing files are kept, missing ones created, and the policy set must load.
 pub(crate) fn scaffold(base: &Path) -> Result<Scaffold, Failure> {
-    let project = base.join(PROJECT_DIR);
+    scaffold_folder(base.join(PROJECT_DIR))
+}
+
+/// Scaffolds the folder `project` itself (a `.cairn/` folder, or the service's folder).
+pub(crate) fn scaffold_folder(project: PathBuf) -> Result<Scaffold, Failure> {
     let policy_file = project.join(POLICIES_DIR).join("starter.cedar");
     let tools_file = project.join(TOOLS_FILE);
     let mut created: Vec<PathBuf> = Vec::new();

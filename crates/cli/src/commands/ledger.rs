@@ -6,7 +6,7 @@ use std::path::Path;
 
 use cairn_core::Digest;
 use cairn_ledger::Store;
-use cairn_ledger::bundle::{CheckpointLine, parse_bundle_bytes};
+use cairn_ledger::bundle::{CheckpointLine, parse_bundle_bytes, write_bundle};
 use cairn_ledger::keys::TrustedKeys;
 use cairn_ledger::proof::{InclusionProof, build_proof, verify_proof};
 use cairn_ledger::record::IntentRecord;
@@ -254,29 +254,15 @@ fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<O
     let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
     let rows = store.rows(tenant, run)?;
     let note = store.checkpoint(tenant, run)?;
-    let bar = ctx.progress(rows.len() as u64, "exporting records");
-    let mut text = String::with_capacity(rows.len() * 700);
-    for row in &rows {
-        let record = row.as_ref().map_err(|fault| {
-            Failure::new(
-                CliCode::RECORD_UNREADABLE,
-                format!(
-                    "run `{tenant}/{run}` step {}: {} (run `cairn ledger verify --run {run}`)",
-                    fault.step_index, fault.detail
-                ),
-            )
-        })?;
-        text.push_str(&record.to_json_line()?);
-        text.push('\n');
-        bar.inc(1);
-    }
-    if let Some(note) = &note {
-        text.push_str(
-            &CheckpointLine::new(tenant.clone(), run.clone(), note.clone()).to_json_line(),
-        );
-        text.push('\n');
-    }
-    bar.finish_and_clear();
+    let text = write_bundle(tenant, run, &rows, note.clone()).map_err(|fault| {
+        Failure::new(
+            CliCode::RECORD_UNREADABLE,
+            format!(
+                "run `{tenant}/{run}` step {}: {} (run `cairn ledger verify --run {run}`)",
+                fault.step_index, fault.detail
+            ),
+        )
+    })?;
     let summary = serde_json::json!({
         "tenant_id": tenant, "run_id": run, "records": rows.len(), "checkpoint": note.is_some(),
         "out": out,

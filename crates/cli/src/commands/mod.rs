@@ -17,8 +17,10 @@ mod policy;
 mod reconcile;
 mod runs;
 mod schema;
+mod serve;
 mod status;
 mod store;
+mod tokens;
 
 use crate::args::Command;
 use crate::context::Context;
@@ -48,5 +50,7 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::Cost(args) => cost::run(ctx, &args),
         Command::Schema(args) => Ok(schema::run(&args)),
         Command::Store(cmd) => store::run(ctx, cmd),
+        Command::Serve(args) => serve::run(ctx, &args),
+        Command::Tokens(cmd) => tokens::run(cmd),
     }
 }

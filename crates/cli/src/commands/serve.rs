@@ -1,0 +1,137 @@
+//! `cairn serve`: the service over the folder `--data` — its policies, key, tokens and store —
+//! until SIGTERM or SIGINT, then drained (requests in flight finish, every waiting record is
+//! committed).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cairn_core::SystemClock;
+use cairn_ledger::store::OpenMode;
+use cairn_runtime::keyring::Keyring;
+use cairn_runtime::layout::{KEYS_DIR, POLICIES_DIR, STORE_FILE, TOOLS_FILE};
+use cairn_server::tokens::TokenBook;
+use cairn_server::{Listen, Server, Service, ServiceConfig};
+
+use crate::args::ServeArgs;
+use crate::context::Context;
+use crate::failure::{CliCode, Failure};
+use crate::output::Outcome;
+use crate::store::StoreLocation;
+
+/// The token file of a service folder.
+pub const TOKENS_FILE: &str = "tokens.json";
+
+/// Runs `cairn serve`.
+pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
+    if args.init {
+        super::init::scaffold_folder(args.data.clone())?;
+    }
+    if !args.data.is_dir() {
+        return Err(Failure::new(
+            cairn_runtime::RuntimeError::INVALID_INPUT,
+            format!(
+                "the service folder `{}` does not exist (create it with `cairn serve --init --data {}`)",
+                args.data.display(),
+                args.data.display()
+            ),
+        ));
+    }
+    let listens = args
+        .listen
+        .iter()
+        .map(|text| {
+            text.parse::<Listen>()
+                .map_err(|reason| Failure::new(CliCode::USAGE, format!("`--listen`: {reason}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let socket_mode = u32::from_str_radix(&args.socket_mode, 8).map_err(|_| {
+        Failure::new(
+            CliCode::USAGE,
+            format!(
+                "`--socket-mode`: `{}` is not octal permission bits like 660",
+                args.socket_mode
+            ),
+        )
+    })?;
+    let config = configure(ctx, &args.data, &args.durability, args.max_body)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // Cedar decides on these threads: they need the stack the policy limits are sized for.
+        .thread_stack_size(cairn_policy::limits::STACK_BYTES)
+        .max_blocking_threads(64)
+        .thread_name("cairn-serve")
+        .build()
+        .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot start the runtime: {e}")))?;
+    let service = Arc::new(Service::new(config));
+    runtime.block_on(async move {
+        let server = Server::bind(&listens, socket_mode).await.map_err(|e| {
+            Failure::new(
+                CliCode::IO,
+                format!("cannot listen on {}: {e}", args.listen.join(", ")),
+            )
+        })?;
+        let addresses: Vec<String> = server.addresses().iter().map(ToString::to_string).collect();
+        for address in &addresses {
+            tracing::info!(%address, "cairn serve listening");
+        }
+        if let Some(file) = &args.ready_file {
+            cairn_runtime::files::replace(
+                file,
+                0o644,
+                format!("{}\n", addresses.join("\n")).as_bytes(),
+            )
+            .map_err(|(step, e)| {
+                Failure::new(
+                    CliCode::UNWRITABLE_OUTPUT,
+                    format!("`--ready-file` {step}: {e}"),
+                )
+            })?;
+        }
+        server
+            .run(service, cairn_server::termination_signal())
+            .await
+            .map_err(|e| Failure::new(CliCode::IO, format!("the service stopped: {e}")))?;
+        Ok(Outcome::ok(
+            serde_json::json!({"stopped": true, "listened": addresses}),
+            "cairn serve stopped; every admitted record is committed".to_owned(),
+        ))
+    })
+}
+
+/// The service's configuration from its folder (and `--store` / `--keys` when given).
+fn configure(
+    ctx: &Context,
+    data: &Path,
+    durability: &str,
+    max_body_bytes: usize,
+) -> Result<ServiceConfig, Failure> {
+    let location = match &ctx.explicit_store {
+        Some(text) => StoreLocation::parse(text)?,
+        None => StoreLocation::File(data.join(STORE_FILE)),
+    };
+    let store = location.open(OpenMode::CreateIfMissing)?;
+    let keys = ctx
+        .explicit_keys
+        .clone()
+        .unwrap_or_else(|| data.join(KEYS_DIR));
+    let keyring = Keyring::open(keys);
+    let signing_key = keyring.active_signing_key()?;
+    let trusted = keyring.trusted_keys()?;
+    let tools = data.join(TOOLS_FILE);
+    let gate = cairn_runtime::project::load_gate(
+        &data.join(POLICIES_DIR),
+        tools.exists().then_some(tools.as_path()),
+    )?;
+    let tokens = TokenBook::load(data.join(TOKENS_FILE)).map_err(|e| Failure::from_error(&e))?;
+    Ok(ServiceConfig {
+        store,
+        gate: Arc::new(gate),
+        signing_key,
+        trusted,
+        tokens,
+        durability: durability.parse()?,
+        content_retention: Some(jiff::SignedDuration::from_hours(24 * 7)),
+        clock: Arc::new(SystemClock),
+        max_body_bytes,
+    })
+}

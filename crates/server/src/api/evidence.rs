@@ -1,0 +1,99 @@
+//! Evidence of a run for people: its verification, its bundle, a record's inclusion proof.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::extract::{Authenticated, PathParams, blocking};
+use crate::error::{ApiError, ErrorBody};
+use crate::service::Service;
+use crate::tokens::Role;
+
+const PEOPLE: &[Role] = &[Role::Investigator, Role::Admin];
+
+/// A run's verification.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VerificationView {
+    /// Whether nothing was found.
+    pub intact: bool,
+    /// The report: records examined, terminated, the checkpoint's state, every finding.
+    #[schema(value_type = Object)]
+    pub report: serde_json::Value,
+}
+
+/// Verifies a stored run: its chain, its records and its signed checkpoint against the
+/// service's trusted keys (investigator, admin).
+#[utoipa::path(get, path = "/v1/runs/{run}/verify", tag = "evidence",
+    params(("run" = String, Path, description = "The run id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The verification (a tampered run is `intact: false`, not an error)", body = VerificationView),
+        (status = "4XX", description = "Refused, or no such run", body = ErrorBody),
+        (status = "5XX", description = "The service failed", body = ErrorBody),
+    ))]
+pub(super) async fn verify_run(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    path: PathParams,
+) -> Result<Json<VerificationView>, ApiError> {
+    let caller = caller.with_role(PEOPLE, "verify runs")?;
+    let run = Service::run_id(&caller, path.get("run")?)?;
+    let report = blocking(move || service.verify(&caller, &run)).await?;
+    Ok(Json(VerificationView {
+        intact: report.is_intact(),
+        report: serde_json::to_value(&report).unwrap_or_default(),
+    }))
+}
+
+/// Exports a run as an evidence bundle: its records as JSON lines in step order, then its
+/// signed checkpoint (investigator, admin). Verify it offline with `cairn ledger verify
+/// --bundle`.
+#[utoipa::path(get, path = "/v1/runs/{run}/bundle", tag = "evidence",
+    params(("run" = String, Path, description = "The run id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The bundle", body = String, content_type = "application/x-ndjson"),
+        (status = "4XX", description = "Refused, or no such run", body = ErrorBody),
+        (status = "5XX", description = "The service failed", body = ErrorBody),
+    ))]
+pub(super) async fn export_bundle(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    path: PathParams,
+) -> Result<Response, ApiError> {
+    let caller = caller.with_role(PEOPLE, "export runs")?;
+    let run = Service::run_id(&caller, path.get("run")?)?;
+    let text = blocking(move || service.bundle(&caller, &run)).await?;
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
+        text,
+    )
+        .into_response())
+}
+
+/// The inclusion proof of one record in its closed run's signed checkpoint (investigator,
+/// admin).
+#[utoipa::path(get, path = "/v1/runs/{run}/steps/{step}/proof", tag = "evidence",
+    params(("run" = String, Path, description = "The run id"),
+           ("step" = u64, Path, description = "The record's step")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The proof (`cairn.inclusion-proof/v1`)", body = Object),
+        (status = "4XX", description = "Refused, no such run or step, or the run is not closed", body = ErrorBody),
+        (status = "5XX", description = "The service failed", body = ErrorBody),
+    ))]
+pub(super) async fn prove_step(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    path: PathParams,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let caller = caller.with_role(PEOPLE, "prove records")?;
+    let run = Service::run_id(&caller, path.get("run")?)?;
+    let step = path.step("step")?;
+    let proof = blocking(move || service.prove(&caller, &run, step)).await?;
+    Ok(Json(serde_json::to_value(&proof).unwrap_or_default()))
+}

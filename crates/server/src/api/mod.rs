@@ -1,0 +1,164 @@
+//! The HTTP API, `/v1`: the router, the handlers and the OpenAPI document generated from them.
+//!
+//! Every handler authenticates, checks the token's role, reads its input (each failure naming
+//! the offending field), and runs the service's synchronous operation on the blocking pool.
+//! A run another tenant or another agent holds answers exactly as a run that does not exist.
+
+mod evidence;
+pub mod extract;
+mod runs;
+mod tokens;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+use crate::error::{ApiError, ErrorBody, ErrorDetail, ServerCode};
+use crate::service::Service;
+
+pub use runs::{
+    ObservationRequest, ObservationResponse, OpenRunRequest, OutcomeRequest, OutcomeResponse,
+    ReceiptView, ReconcileRequest, RunView, StepRequestBody, StepResponse, TerminateRequest,
+    TerminateResponse,
+};
+pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
+
+/// The OpenAPI document of the API.
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Cairn",
+        description = "Cairn's authority as a service: every tool call of an agent admitted by policy and lane, recorded as a hash-chained intent record before it runs, and every run closed with a signed checkpoint. Agents hold only a token.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    paths(
+        health, ready, openapi_json,
+        runs::open_run, runs::list_runs, runs::get_run, runs::admit_step, runs::report_outcome,
+        runs::observe, runs::terminate, runs::reconcile,
+        evidence::verify_run, evidence::export_bundle, evidence::prove_step,
+        tokens::create_token, tokens::list_tokens, tokens::revoke_token,
+    ),
+    components(schemas(ErrorBody, ErrorDetail)),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "runs", description = "Open runs, admit and record their steps, close them"),
+        (name = "evidence", description = "Verify runs, export bundles, prove records"),
+        (name = "tokens", description = "Tokens of the caller's tenant (admin)"),
+        (name = "service", description = "Liveness, readiness and this document"),
+    ),
+)]
+pub struct ApiDoc;
+
+struct BearerAuth;
+
+impl utoipa::Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("cairn_<id>_<secret>")
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The OpenAPI document as served and committed (`docs/api/openapi.json`).
+#[must_use]
+pub fn openapi_document() -> String {
+    let mut text = ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    text.push('\n');
+    text
+}
+
+/// The API's router over `service`.
+pub fn router(service: Arc<Service>) -> Router {
+    let limit = service.max_body_bytes();
+    Router::new()
+        .route("/healthz", get(health))
+        .route("/readyz", get(ready))
+        .route("/v1/openapi.json", get(openapi_json))
+        .route("/v1/runs", post(runs::open_run).get(runs::list_runs))
+        .route("/v1/runs/{run}", get(runs::get_run))
+        .route("/v1/runs/{run}/steps", post(runs::admit_step))
+        .route(
+            "/v1/runs/{run}/steps/{step}/outcome",
+            post(runs::report_outcome),
+        )
+        .route("/v1/runs/{run}/observations", post(runs::observe))
+        .route("/v1/runs/{run}/terminate", post(runs::terminate))
+        .route("/v1/runs/{run}/reconcile", post(runs::reconcile))
+        .route("/v1/runs/{run}/verify", get(evidence::verify_run))
+        .route("/v1/runs/{run}/bundle", get(evidence::export_bundle))
+        .route(
+            "/v1/runs/{run}/steps/{step}/proof",
+            get(evidence::prove_step),
+        )
+        .route(
+            "/v1/tokens",
+            post(tokens::create_token).get(tokens::list_tokens),
+        )
+        .route("/v1/tokens/{id}/revoke", post(tokens::revoke_token))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(service)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(
+        ServerCode::ROUTE_NOT_FOUND,
+        "no such endpoint (see /v1/openapi.json)",
+    )
+}
+
+async fn method_not_allowed() -> Response {
+    let error = ApiError::new(
+        ServerCode::METHOD_NOT_ALLOWED,
+        "the endpoint does not answer this method (see /v1/openapi.json)",
+    );
+    let mut response = error.into_response();
+    *response.status_mut() = axum::http::StatusCode::METHOD_NOT_ALLOWED;
+    response
+}
+
+/// The service is up.
+#[utoipa::path(get, path = "/healthz", tag = "service",
+    responses((status = 200, description = "The process answers", body = String, content_type = "text/plain")))]
+async fn health() -> &'static str {
+    "ok\n"
+}
+
+/// The service can record: its store answers.
+#[utoipa::path(get, path = "/readyz", tag = "service",
+    responses(
+        (status = 200, description = "The store answers", body = String, content_type = "text/plain"),
+        (status = 503, description = "The store does not answer", body = ErrorBody),
+    ))]
+async fn ready(
+    axum::extract::State(service): axum::extract::State<Arc<Service>>,
+) -> Result<&'static str, ApiError> {
+    extract::blocking(move || service.ready()).await?;
+    Ok("ready\n")
+}
+
+/// This document.
+#[utoipa::path(get, path = "/v1/openapi.json", tag = "service",
+    responses((status = 200, description = "The OpenAPI document", body = Object)))]
+async fn openapi_json() -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        openapi_document(),
+    )
+        .into_response()
+}

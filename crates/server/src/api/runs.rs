@@ -1,0 +1,505 @@
+//! Runs and their steps: open, admit + record, outcomes, observations, close, reconcile,
+//! read and list.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use cairn_core::{LaneId, TaskId};
+use cairn_ledger::record::{Label, TerminationReason, ToolRef};
+use cairn_ledger::store::RunInfo;
+use cairn_runtime::ToolCall;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use utoipa::{IntoParams, ToSchema};
+
+use super::extract::{Authenticated, JsonBody, PathParams, QueryParams, blocking};
+use crate::error::{ApiError, ErrorBody};
+use crate::service::{ReportedOutcome, Service, StepRequest};
+use crate::tokens::Role;
+
+const AGENT: &[Role] = &[Role::Agent];
+const READERS: &[Role] = &[Role::Agent, Role::Investigator, Role::Admin];
+const PEOPLE: &[Role] = &[Role::Investigator, Role::Admin];
+
+/// A run's lifecycle summary.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RunView {
+    /// The tenant.
+    pub tenant_id: String,
+    /// The run (an agent's runs are named `<token id>.<name>`).
+    pub run_id: String,
+    /// The task it executes.
+    pub task_id: String,
+    /// When it was opened (RFC 3339).
+    pub opened_at: String,
+    /// How many records it has.
+    pub records: u64,
+    /// When its latest record was written.
+    pub last_recorded_at: Option<String>,
+    /// Why it ended; absent while it is open.
+    pub termination: Option<String>,
+    /// Whether a signed checkpoint is stored for it.
+    pub checkpointed: bool,
+}
+
+impl From<&RunInfo> for RunView {
+    fn from(info: &RunInfo) -> Self {
+        Self {
+            tenant_id: info.meta.tenant_id.to_string(),
+            run_id: info.meta.run_id.to_string(),
+            task_id: info.meta.task_id.to_string(),
+            opened_at: info.meta.opened_at.to_string(),
+            records: info.records,
+            last_recorded_at: info.last_recorded_at.map(|t| t.to_string()),
+            termination: info.termination.map(|t| t.as_str().to_owned()),
+            checkpointed: info.checkpointed,
+        }
+    }
+}
+
+/// Opening a run.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenRunRequest {
+    /// The run's name; it is stored as `<token id>.<name>`.
+    #[schema(example = "session-1")]
+    pub name: String,
+    /// The task it executes (default `task-<run id>`).
+    #[serde(default)]
+    pub task: Option<String>,
+}
+
+/// Opens a run (agent).
+#[utoipa::path(post, path = "/v1/runs", tag = "runs", request_body = OpenRunRequest,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "The run, opened", body = RunView),
+        (status = "4XX", description = "Refused", body = ErrorBody),
+        (status = "5XX", description = "The service failed; nothing was opened", body = ErrorBody),
+    ))]
+pub(super) async fn open_run(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    JsonBody(body): JsonBody<OpenRunRequest>,
+) -> Result<(StatusCode, Json<RunView>), ApiError> {
+    let caller = caller.with_role(AGENT, "open runs")?;
+    let run = Service::agent_run_id(&caller, &body.name)?;
+    let task = body
+        .task
+        .map(|t| TaskId::new(t).map_err(|e| ApiError::from(e).at("body.task")))
+        .transpose()?;
+    let info = blocking(move || service.open_run(&caller, run, task)).await?;
+    Ok((StatusCode::CREATED, Json(RunView::from(&info))))
+}
+
+/// Filters of the run list.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// Only runs without a terminal record.
+    #[serde(default)]
+    pub unterminated: Option<bool>,
+    /// Only runs idle for longer than this (`90s`, `15m`, `2h`, `3d`).
+    #[serde(default)]
+    pub older_than: Option<String>,
+}
+
+/// Lists the runs the token may see, oldest first: its tenant's (investigator, admin) or the
+/// ones it opened (agent).
+#[utoipa::path(get, path = "/v1/runs", tag = "runs", params(ListQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The runs", body = Vec<RunView>),
+        (status = "4XX", description = "Refused", body = ErrorBody),
+        (status = "5XX", description = "The service failed", body = ErrorBody),
+    ))]
+pub(super) async fn list_runs(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    QueryParams(query): QueryParams<ListQuery>,
+) -> Result<Json<Vec<RunView>>, ApiError> {
+    let caller = caller.with_role(READERS, "list runs")?;
+    let now = service.config.clock.now();
+    let idle_before = query
+        .older_than
+        .as_deref()
+        .map(|text| {
+            cairn_runtime::duration::parse_duration("older_than", text)
+                .map(|d| now.saturating_add(-d))
+                .map_err(|e| ApiError::from(e).at("query.older_than"))
+        })
+        .transpose()?;
+    let unterminated = query.unterminated.unwrap_or(false);
+    let runs = blocking(move || service.list_runs(&caller, unterminated, idle_before)).await?;
+    Ok(Json(runs.iter().map(RunView::from).collect()))
+}
+
+/// One run's lifecycle summary.
+#[utoipa::path(get, path = "/v1/runs/{run}", tag = "runs",
+    params(("run" = String, Path, description = "The run id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The run", body = RunView),
+        (status = "4XX", description = "Refused, or no such run for this token", body = ErrorBody),
+        (status = "5XX", description = "The service failed", body = ErrorBody),
+    ))]
+pub(super) async fn get_run(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    path: PathParams,
+) -> Result<Json<RunView>, ApiError> {
+    let caller = caller.with_role(READERS, "read runs")?;
+    let run = Service::run_id(&caller, path.get("run")?)?;
+    let info = blocking(move || service.run_info(&caller, &run)).await?;
+    Ok(Json(RunView::from(&info)))
+}
+
+/// A tool call to decide and record.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepRequestBody {
+    /// The tool's name.
+    #[schema(example = "Bash")]
+    pub tool: String,
+    /// The tool's version (default `1`).
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The arguments exactly as the agent submitted them: their bytes are what the record
+    /// digests and what the policy judges.
+    #[schema(value_type = Object)]
+    pub arguments: Box<RawValue>,
+    /// The lane the call is made in (default: the active one, when lanes are configured).
+    #[serde(default)]
+    pub lane: Option<String>,
+    /// What the model was shown since the last step, recorded before the call.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub observation: Option<serde_json::Value>,
+    /// `sync` commits the record before answering, whatever the service's durability.
+    #[serde(default)]
+    pub durability: Option<DurabilityAsk>,
+}
+
+/// A durability a request may ask for.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DurabilityAsk {
+    /// Committed before the answer.
+    Sync,
+    /// Committed with the next group commit (the service's default).
+    Batch,
+}
+
+/// The decision on a step, and where its record landed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct StepResponse {
+    /// `allow` or `deny`.
+    #[schema(example = "deny")]
+    pub decision: String,
+    /// The intent record's step index (report the outcome of an allowed call under it).
+    pub step: u64,
+    /// The intent record's digest.
+    #[schema(example = "sha256:…")]
+    pub digest: String,
+    /// The determining rules.
+    pub rule_ids: Vec<String>,
+    /// The version of the policy set that decided.
+    pub policy_set_version: Option<String>,
+    /// Why a call was denied (a stable code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What exactly was wrong, when the reason alone does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+fn label(text: &str, field: &str) -> Result<Label, ApiError> {
+    Label::new(text).map_err(|e| ApiError::from(e).at(field))
+}
+
+/// Decides a tool call and records its intent before it runs (agent, in its own runs). A
+/// denied call must not run; an error answer means the call was not admitted.
+#[utoipa::path(post, path = "/v1/runs/{run}/steps", tag = "runs", request_body = StepRequestBody,
+    params(("run" = String, Path, description = "The run id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Decided and recorded", body = StepResponse),
+        (status = "4XX", description = "Refused: the call was not admitted", body = ErrorBody),
+        (status = "5XX", description = "The service failed: the call was not admitted", body = ErrorBody),
+    ))]
+pub(super) async fn admit_step(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    path: PathParams,
+    JsonBody(body): JsonBody<StepRequestBody>,
+) -> Result<Json<StepResponse>, ApiError> {
+    let caller = caller.with_role(AGENT, "admit calls")?;
+    let run = Service::run_id(&caller, path.get("run")?)?;
+    let tool = ToolRef {
+        name: label(&body.tool, "body.tool")?,
+        version: label(body.version.as_deref().unwrap_or("1"), "body.version")?,
+    };
+    let lane = body
+        .lane
+        .as_deref()
+        .map(|l| LaneId::new(l).map_err(|e| ApiError::from(e).at("body.lane")))
+        .transpose()?;
+    let sync = matches!(body.durability, Some(DurabilityAsk::Sync));
+    let decision = blocking(move || {
+        let request = StepRequest {
+            call: ToolCall {
+                tool,
+                args: body.arguments.get().as_bytes(),
+                lane,
+            },
+            observation: body.observation.as_ref(),
+            sync,
+        };
+        service.admit(&caller, &run, &request)
+    })
+    .await?;
+    Ok(Json(StepResponse {
+        decision: if decision.allowed { "allow" } else { "deny" }.to_owned(),
+        step: decision.step,
+        digest: decision.digest.to_string(),
+        rule_ids: decision.rule_ids,
+        policy_set_version: decision.policy_set_version.map(|d| d.to_string()),
+        reason: decision.reason.map(str::to_owned),
+        detail: decision.detail,
+    }))
+}
+
+/// How an admitted call ended.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
+pub enum OutcomeRequest {
+    /// It ran and returned `result`.
+    Applied {
+        /// What it returned (recorded by digest; what the model is shown next).
+        #[schema(value_type = Object)]
+        result: serde_json::Value,
+    },
+    /// It ran and failed.
+    Failed {
+        /// The error.
+        error: String,
+    },
+    /// It certainly did not take effect.
+    NotExecuted {
+        /// Why.
+        error: String,
+    },
+    /// It may have taken effect (timeout, crash, lost connection): the capability is refused
+    /// until a person reconciles it.
+    Unknown {
+        /// What happened.
+        error: String,
+    },
+}
+
+/// What recording an outcome gave.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OutcomeResponse {
+    /// The digest of the observation recorded for the outcome.
+    pub observation_digest: Option<String>,
+    /// For an unknown outcome: the key the capability is blocked under until reconciled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+}
+
+/// Optional `?durability=sync`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct DurabilityQuery {
+    /// `sync` commits before answering.
+    #[serde(default)]
+    pub durability: Option<DurabilityAsk>,
+}
+
+/// Reports how an admitted call ended (agent, in its own runs).
+#[utoipa::path(post, path = "/v1/runs/{run}/steps/{step}/outcome", tag = "runs",
+    request_body = OutcomeRequest,
+    params(("run" = String, Path, description = "The run id"),
+           ("step" = u64, Path, description = "The step the call was admitted as"),
+           DurabilityQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Recorded", body = OutcomeResponse),
+        (status = "4XX", description = "Refused", body = ErrorBody),
+        (status = "5XX", description = "The service failed", body = ErrorBody),
+    ))]
+pub(super) async fn report_outcome(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    path: PathParams,
+    QueryParams(query): QueryParams<DurabilityQuery>,
+    JsonBody(body): JsonBody<OutcomeRequest>,
+) -> Result<Json<OutcomeResponse>, ApiError> {
+    let caller = caller.with_role(AGENT, "report outcomes")?;
+    let run = Service::run_id(&caller, path.get("run")?)?;
+    let step = path.step("step")?;
+    let outcome = match body {
+        OutcomeRequest::Applied { result } => ReportedOutcome::Applied(result),
+        OutcomeRequest::Failed { error } => ReportedOutcome::Failed(error),
+        OutcomeRequest::NotExecuted { error } => ReportedOutcome::NotExecuted(error),
+        OutcomeRequest::Unknown { error } => ReportedOutcome::Unknown(error),
+    };
+    let sync = matches!(query.durability, Some(DurabilityAsk::Sync));
+    let recorded = blocking(move || service.outcome(&caller, &run, step, outcome, sync)).await?;
+    Ok(Json(OutcomeResponse {
+        observation_digest: recorded.observation_digest.map(|d| d.to_string()),
+        idempotency_key: recorded.idempotency_key,
+    }))
+}
+
+/// Something the model was shown that is not a tool result.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObservationRequest {
+    /// What was shown (recorded by digest).
+    #[schema(value_type = Object)]
+    pub observation: serde_json::Value,
+}
+
+/// The recorded observation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ObservationResponse {
+    /// Its digest, carried by the next step's record.
+    pub observation_digest: String,
+}
+
+/// Records what the model was shown (agent, in its own runs).
+#[utoipa::path(post, path = "/v1/runs/{run}/observations", tag = "runs",
+    request_body = ObservationRequest,
+    params(("run" = String, Path, description = "The run id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Recorded", body = ObservationResponse),
+        (status = "4XX", description = "Refused", body = ErrorBody),
+        (status = "5XX", description = "The service failed", body = ErrorBody),
+    ))]
+pub(super) async fn observe(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    path: PathParams,
+    JsonBody(body): JsonBody<ObservationRequest>,
+) -> Result<Json<ObservationResponse>, ApiError> {
+    let caller = caller.with_role(AGENT, "record observations")?;
+    let run = Service::run_id(&caller, path.get("run")?)?;
+    let digest = blocking(move || service.observe(&caller, &run, &body.observation)).await?;
+    Ok(Json(ObservationResponse {
+        observation_digest: digest.to_string(),
+    }))
+}
+
+/// Closing a run.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TerminateRequest {
+    /// Why it ends.
+    #[schema(value_type = String, example = "completed")]
+    pub reason: TerminationReason,
+    /// A short label saying more.
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// Where a record landed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ReceiptView {
+    /// Its step index.
+    pub step: u64,
+    /// Its digest.
+    pub digest: String,
+}
+
+/// A closed run.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TerminateResponse {
+    /// The terminal record.
+    pub terminal: ReceiptView,
+    /// The signed checkpoint (a C2SP signed note) over every record of the run.
+    pub checkpoint: String,
+}
+
+/// Closes a run with its terminal record and the service's signed checkpoint (agent, in its
+/// own runs).
+#[utoipa::path(post, path = "/v1/runs/{run}/terminate", tag = "runs",
+    request_body = TerminateRequest,
+    params(("run" = String, Path, description = "The run id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Closed", body = TerminateResponse),
+        (status = "4XX", description = "Refused", body = ErrorBody),
+        (status = "5XX", description = "The service failed; the run stays open", body = ErrorBody),
+    ))]
+pub(super) async fn terminate(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    path: PathParams,
+    JsonBody(body): JsonBody<TerminateRequest>,
+) -> Result<Json<TerminateResponse>, ApiError> {
+    let caller = caller.with_role(AGENT, "close runs")?;
+    let run = Service::run_id(&caller, path.get("run")?)?;
+    let detail = body
+        .detail
+        .as_deref()
+        .map(|d| label(d, "body.detail"))
+        .transpose()?;
+    let closed = blocking(move || service.terminate(&caller, &run, body.reason, detail)).await?;
+    Ok(Json(TerminateResponse {
+        terminal: ReceiptView {
+            step: closed.terminal.step_index,
+            digest: closed.terminal.digest.to_string(),
+        },
+        checkpoint: closed.checkpoint.note().to_owned(),
+    }))
+}
+
+/// The observed outcome of an unknown side effect.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReconcileRequest {
+    /// The idempotency key the capability is blocked under (`<run id>:<step>`).
+    pub key: String,
+    /// `applied` or `not_executed`, as observed in the external system.
+    #[schema(example = "applied")]
+    pub outcome: String,
+    /// Where the observation can be checked (a ticket id, a log line).
+    pub evidence: String,
+}
+
+/// Records the observed outcome of an unknown side effect and unblocks its capability
+/// (investigator or admin: a person who looked at the external system, never the agent).
+#[utoipa::path(post, path = "/v1/runs/{run}/reconcile", tag = "runs",
+    request_body = ReconcileRequest,
+    params(("run" = String, Path, description = "The run id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Recorded", body = ReceiptView),
+        (status = "4XX", description = "Refused", body = ErrorBody),
+        (status = "5XX", description = "The service failed", body = ErrorBody),
+    ))]
+pub(super) async fn reconcile(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    path: PathParams,
+    JsonBody(body): JsonBody<ReconcileRequest>,
+) -> Result<Json<ReceiptView>, ApiError> {
+    let caller = caller.with_role(PEOPLE, "reconcile side effects")?;
+    let run = Service::run_id(&caller, path.get("run")?)?;
+    let outcome = body
+        .outcome
+        .parse()
+        .map_err(|e: cairn_runtime::RuntimeError| ApiError::from(e).at("body.outcome"))?;
+    label(&body.evidence, "body.evidence")?;
+    let receipt =
+        blocking(move || service.reconcile(&caller, &run, &body.key, outcome, &body.evidence))
+            .await?;
+    Ok(Json(ReceiptView {
+        step: receipt.step_index,
+        digest: receipt.digest.to_string(),
+    }))
+}

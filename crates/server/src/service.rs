@@ -1,0 +1,659 @@
+//! The service's state and its operations, each synchronous (the handlers run them on tokio's
+//! blocking pool): the live runs with their executors, the permits waiting for an outcome,
+//! and the group commit of their records.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use cairn_core::{Clock, Digest, RunId, TaskId, TenantId};
+use cairn_ledger::keys::{SigningKey, TrustedKeys};
+use cairn_ledger::record::TerminationReason;
+use cairn_ledger::store::{RunFilter, RunInfo};
+use cairn_ledger::{Store, StoreError};
+use cairn_runtime::{
+    Admitted, CallError, Durability, EffectOutcome, Executor, Gate, Permit, Recorder,
+    RecorderOptions, RuntimeError, ToolCall,
+};
+
+use crate::error::{ApiError, ServerCode};
+use crate::tokens::{Caller, Role, TokenBook, TokenEntry};
+
+/// Everything `cairn serve` holds: the authority the agents reach only through it.
+pub struct ServiceConfig {
+    /// The store every run is recorded in.
+    pub store: Arc<dyn Store>,
+    /// The policy gate every call is decided by.
+    pub gate: Arc<dyn Gate>,
+    /// The key closing runs with a signed checkpoint.
+    pub signing_key: SigningKey,
+    /// The keys a run's checkpoint is verified against.
+    pub trusted: TrustedKeys,
+    /// The tokens accepted.
+    pub tokens: TokenBook,
+    /// How records become durable; `batch` unless the operator says otherwise.
+    pub durability: Durability,
+    /// How long raw arguments and observations are kept.
+    pub content_retention: Option<jiff::SignedDuration>,
+    /// The clock.
+    pub clock: Arc<dyn Clock>,
+    /// The largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}
+
+/// A run this replica writes: its executor and the calls admitted but not yet reported.
+struct LiveRun {
+    /// `None` once the run is closed (a terminate consumed it).
+    executor: Option<Executor>,
+    permits: HashMap<u64, Permit>,
+}
+
+type RunKey = (TenantId, RunId);
+
+/// The running service.
+pub struct Service {
+    pub(crate) config: ServiceConfig,
+    live: Mutex<HashMap<RunKey, Arc<Mutex<LiveRun>>>>,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Service")
+            .field("durability", &self.config.durability)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the admission of a step answered.
+#[derive(Debug, Clone)]
+pub struct StepDecision {
+    /// The step index of its intent record.
+    pub step: u64,
+    /// The intent record's digest.
+    pub digest: Digest,
+    /// Allowed or not.
+    pub allowed: bool,
+    /// The determining rules.
+    pub rule_ids: Vec<String>,
+    /// For a denial, the stable reason.
+    pub reason: Option<&'static str>,
+    /// For a denial, what exactly was wrong.
+    pub detail: Option<String>,
+    /// The policy-set version that decided.
+    pub policy_set_version: Option<Digest>,
+}
+
+/// What a step asks.
+#[derive(Debug)]
+pub struct StepRequest<'a> {
+    /// The call.
+    pub call: ToolCall<'a>,
+    /// What the model was shown since the last step, recorded before the call.
+    pub observation: Option<&'a serde_json::Value>,
+    /// Commit before answering, whatever the service's durability.
+    pub sync: bool,
+}
+
+/// How an admitted call ended, as the client reports it.
+#[derive(Debug, Clone)]
+pub enum ReportedOutcome {
+    /// It ran and returned this.
+    Applied(serde_json::Value),
+    /// It ran and failed with this error.
+    Failed(String),
+    /// It certainly did not take effect.
+    NotExecuted(String),
+    /// It may have taken effect (timeout, crash, lost connection).
+    Unknown(String),
+}
+
+/// What recording an outcome gave.
+#[derive(Debug, Clone)]
+pub struct OutcomeRecorded {
+    /// The digest of the observation recorded for it.
+    pub observation_digest: Option<Digest>,
+    /// The idempotency key the capability is now blocked under, for an unknown outcome.
+    pub idempotency_key: Option<String>,
+}
+
+impl Service {
+    /// A service over `config`.
+    #[must_use]
+    pub fn new(config: ServiceConfig) -> Self {
+        Self {
+            config,
+            live: Mutex::default(),
+        }
+    }
+
+    /// The largest body accepted.
+    #[must_use]
+    pub const fn max_body_bytes(&self) -> usize {
+        self.config.max_body_bytes
+    }
+
+    /// The caller a bearer token authenticates.
+    ///
+    /// # Errors
+    /// `token_invalid`.
+    pub fn authenticate(&self, bearer: &str) -> Result<Caller, ApiError> {
+        self.config.tokens.authenticate(bearer).ok_or_else(|| {
+            ApiError::new(
+                ServerCode::TOKEN_INVALID,
+                "the bearer token is malformed, unknown or revoked",
+            )
+            .at("header.authorization")
+        })
+    }
+
+    fn options(&self) -> RecorderOptions {
+        RecorderOptions {
+            durability: self.config.durability,
+            content_retention: self.config.content_retention,
+        }
+    }
+
+    /// The stored id of the run `name` an agent names: its token's id, a dot, the name, so
+    /// that whose a run is can be read off its id, by this service and by an investigator.
+    ///
+    /// # Errors
+    /// `invalid_id` when the result is not a run id.
+    pub fn agent_run_id(caller: &Caller, name: &str) -> Result<RunId, ApiError> {
+        RunId::new(format!("{}.{name}", caller.token_id))
+            .map_err(|e| ApiError::from(e).at("body.name"))
+    }
+
+    /// Whether `caller` may see `run` at all: its tenant's runs for an investigator or an
+    /// admin, the runs it opened for an agent.
+    fn may_see(caller: &Caller, run: &RunId) -> bool {
+        match caller.role {
+            Role::Agent => run
+                .as_str()
+                .strip_prefix(caller.token_id.as_str())
+                .is_some_and(|rest| rest.starts_with('.')),
+            Role::Investigator | Role::Admin => true,
+        }
+    }
+
+    /// Parses `text` as a run `caller` may see; anything else is `run_not_found`, so that a
+    /// caller cannot tell another tenant's or agent's run from one that does not exist.
+    ///
+    /// # Errors
+    /// `run_not_found`.
+    pub fn run_id(caller: &Caller, text: &str) -> Result<RunId, ApiError> {
+        RunId::new(text)
+            .ok()
+            .filter(|run| Self::may_see(caller, run))
+            .ok_or_else(|| ApiError::run_not_found(text))
+    }
+
+    /// Opens a run for an agent.
+    ///
+    /// # Errors
+    /// `run_exists`; store failures.
+    pub fn open_run(
+        &self,
+        caller: &Caller,
+        run: RunId,
+        task: Option<TaskId>,
+    ) -> Result<RunInfo, ApiError> {
+        let task = match task {
+            Some(task) => task,
+            None => TaskId::new(format!("task-{run}"))?,
+        };
+        let recorder = Recorder::open(
+            Arc::clone(&self.config.store),
+            Arc::clone(&self.config.clock),
+            (caller.tenant.clone(), task, run.clone()),
+            self.options(),
+        )?;
+        let executor = Executor::new(recorder, Arc::clone(&self.config.gate), principal(caller));
+        self.lock_live().insert(
+            (caller.tenant.clone(), run.clone()),
+            Arc::new(Mutex::new(LiveRun {
+                executor: Some(executor),
+                permits: HashMap::new(),
+            })),
+        );
+        self.run_info(caller, &run)
+    }
+
+    /// A run's lifecycle summary.
+    ///
+    /// # Errors
+    /// `run_not_found`; store failures.
+    pub fn run_info(&self, caller: &Caller, run: &RunId) -> Result<RunInfo, ApiError> {
+        self.flush_run(&caller.tenant, run)?;
+        self.config
+            .store
+            .run(&caller.tenant, run)?
+            .ok_or_else(|| ApiError::run_not_found(run.as_str()))
+    }
+
+    /// The runs `caller` may see, with the CLI's filters.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn list_runs(
+        &self,
+        caller: &Caller,
+        unterminated_only: bool,
+        idle_before: Option<cairn_core::Timestamp>,
+    ) -> Result<Vec<RunInfo>, ApiError> {
+        self.flush_all();
+        let runs = self.config.store.list_runs(&RunFilter {
+            tenant_id: Some(caller.tenant.clone()),
+            unterminated_only,
+            idle_before,
+        })?;
+        Ok(runs
+            .into_iter()
+            .filter(|info| Self::may_see(caller, &info.meta.run_id))
+            .collect())
+    }
+
+    fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<RunKey, Arc<Mutex<LiveRun>>>> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The live run, resumed from the store when this replica does not hold it yet.
+    fn live_run(&self, caller: &Caller, run: &RunId) -> Result<Arc<Mutex<LiveRun>>, ApiError> {
+        let key = (caller.tenant.clone(), run.clone());
+        if let Some(live) = self.lock_live().get(&key) {
+            return Ok(Arc::clone(live));
+        }
+        let resumed = Recorder::resume(
+            Arc::clone(&self.config.store),
+            Arc::clone(&self.config.clock),
+            &caller.tenant,
+            run,
+            self.options(),
+        );
+        let recorder = match resumed {
+            Ok(recorder) => recorder,
+            Err(RuntimeError::Store(StoreError::RunNotFound { .. })) => {
+                return Err(ApiError::run_not_found(run.as_str()));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let rows = self.config.store.rows(&caller.tenant, run)?;
+        let executor = Executor::resumed(
+            recorder,
+            &rows,
+            Arc::clone(&self.config.gate),
+            principal(caller),
+        );
+        let live = Arc::new(Mutex::new(LiveRun {
+            executor: Some(executor),
+            permits: HashMap::new(),
+        }));
+        // Another request may have resumed it meanwhile: keep the first.
+        Ok(Arc::clone(self.lock_live().entry(key).or_insert(live)))
+    }
+
+    /// Runs `work` on the run's executor. A writer that finds its step taken by another
+    /// writer (another replica on the same database) is dropped, so that the next request
+    /// resumes from what the store holds.
+    fn with_executor<T>(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        work: impl FnOnce(&mut Executor, &mut HashMap<u64, Permit>) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let live = self.live_run(caller, run)?;
+        let mut guard = live.lock().unwrap_or_else(PoisonError::into_inner);
+        let LiveRun { executor, permits } = &mut *guard;
+        let Some(executor) = executor.as_mut() else {
+            return Err(StoreError::RunTerminated { run: run.clone() }.into());
+        };
+        let result = work(executor, permits);
+        if let Err(error) = &result
+            && matches!(error.code(), "step_conflict" | "non_contiguous_step")
+        {
+            drop(guard);
+            self.lock_live()
+                .remove(&(caller.tenant.clone(), run.clone()));
+        }
+        result
+    }
+
+    /// Decides and records one step.
+    ///
+    /// # Errors
+    /// Store failures (the call is then not admitted: the client must deny it).
+    pub fn admit(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        request: &StepRequest<'_>,
+    ) -> Result<StepDecision, ApiError> {
+        self.with_executor(caller, run, |executor, permits| {
+            if let Some(observation) = request.observation {
+                executor.observe(observation)?;
+            }
+            let policy_set_version = executor.gate().policy_set_version();
+            let admitted = executor.admit(&request.call)?;
+            if request.sync {
+                executor.recorder().flush()?;
+            }
+            Ok(match admitted {
+                Admitted::Permitted(permit) => {
+                    let decision = StepDecision {
+                        step: permit.step_index(),
+                        digest: permit.digest(),
+                        allowed: true,
+                        rule_ids: permit.rule_ids().to_vec(),
+                        reason: None,
+                        detail: None,
+                        policy_set_version,
+                    };
+                    permits.insert(permit.step_index(), permit);
+                    decision
+                }
+                Admitted::Denied(denial) => StepDecision {
+                    step: denial.receipt.step_index,
+                    digest: denial.receipt.digest,
+                    allowed: false,
+                    rule_ids: denial.rule_ids,
+                    reason: Some(denial.reason),
+                    detail: denial.detail,
+                    policy_set_version,
+                },
+            })
+        })
+    }
+
+    /// Records how the call admitted at `step` ended.
+    ///
+    /// # Errors
+    /// `step_not_found` when no admitted call waits at `step`; store failures.
+    pub fn outcome(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        step: u64,
+        outcome: ReportedOutcome,
+        sync: bool,
+    ) -> Result<OutcomeRecorded, ApiError> {
+        self.with_executor(caller, run, |executor, permits| {
+            let permit = permits.remove(&step).ok_or_else(|| {
+                ApiError::new(
+                    ServerCode::OUTCOME_NOT_AWAITED,
+                    format!("no admitted call waits for its outcome at step {step} of `{run}`"),
+                )
+                .at("path.step")
+            })?;
+            let effect = executor.execute_effect(permit, move || match outcome {
+                ReportedOutcome::Applied(value) => Ok(value),
+                ReportedOutcome::Failed(error) | ReportedOutcome::NotExecuted(error) => {
+                    Err(CallError::NotExecuted(error))
+                }
+                ReportedOutcome::Unknown(error) => Err(CallError::OutcomeUnknown(error)),
+            })?;
+            if sync {
+                executor.recorder().flush()?;
+            }
+            Ok(OutcomeRecorded {
+                observation_digest: executor.recorder().current_observation(),
+                idempotency_key: match effect {
+                    EffectOutcome::Unknown { idempotency_key } => Some(idempotency_key),
+                    EffectOutcome::Applied(_) | EffectOutcome::NotExecuted(_) => None,
+                },
+            })
+        })
+    }
+
+    /// Records what the model was shown that is not a tool result.
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn observe(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        observation: &serde_json::Value,
+    ) -> Result<Digest, ApiError> {
+        self.with_executor(
+            caller,
+            run,
+            |executor, _| Ok(executor.observe(observation)?),
+        )
+    }
+
+    /// Closes the run with its terminal record and the service's signed checkpoint.
+    ///
+    /// # Errors
+    /// `run_terminated`; store and signing failures (the run then stays open).
+    pub fn terminate(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        reason: TerminationReason,
+        detail: Option<cairn_ledger::record::Label>,
+    ) -> Result<cairn_runtime::ClosedRun, ApiError> {
+        let live = self.live_run(caller, run)?;
+        let mut guard = live.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(executor) = guard.executor.take() else {
+            return Err(StoreError::RunTerminated { run: run.clone() }.into());
+        };
+        // A failed close leaves the run open: resumed from the store on the next request.
+        let closed = executor.terminate(reason, detail, &self.config.signing_key);
+        drop(guard);
+        self.lock_live()
+            .remove(&(caller.tenant.clone(), run.clone()));
+        Ok(closed?)
+    }
+
+    /// Records the observed outcome of an unknown side effect (a person's act).
+    ///
+    /// # Errors
+    /// `invalid_input` when `key` is not unresolved in the run; store failures.
+    pub fn reconcile(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        key: &str,
+        outcome: cairn_runtime::reconcile::ObservedOutcome,
+        evidence: &str,
+    ) -> Result<cairn_runtime::Receipt, ApiError> {
+        self.with_executor(caller, run, |executor, _| {
+            let receipt = executor.reconcile(key, outcome, evidence)?;
+            executor.recorder().flush()?;
+            Ok(receipt)
+        })
+    }
+
+    /// Commits what this replica holds of `run`, so that a read sees every admitted step.
+    fn flush_run(&self, tenant: &TenantId, run: &RunId) -> Result<(), ApiError> {
+        let live = self
+            .lock_live()
+            .get(&(tenant.clone(), run.clone()))
+            .cloned();
+        if let Some(live) = live {
+            let mut guard = live.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(executor) = guard.executor.as_mut() {
+                executor.recorder().flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits every live run whose records waited at least `older_than` (zero: all); logs
+    /// what fails (the records stay waiting and the next pass retries them). Runs another
+    /// request holds are left to that request, unless `wait` (at shutdown).
+    pub fn flush_waiting(&self, older_than: std::time::Duration, wait: bool) {
+        let lives: Vec<Arc<Mutex<LiveRun>>> = self.lock_live().values().cloned().collect();
+        let now = Instant::now();
+        for live in lives {
+            let mut guard = if wait {
+                live.lock().unwrap_or_else(PoisonError::into_inner)
+            } else {
+                match live.try_lock() {
+                    Ok(guard) => guard,
+                    Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(std::sync::TryLockError::WouldBlock) => continue,
+                }
+            };
+            let Some(executor) = guard.executor.as_mut() else {
+                continue;
+            };
+            let due = executor
+                .recorder()
+                .waiting_since()
+                .is_some_and(|since| now.saturating_duration_since(since) >= older_than);
+            if due && let Err(error) = executor.recorder().flush() {
+                let run = executor.recorder().run_id().to_string();
+                tracing::error!(%run, code = cairn_core::ErrorCode::code(&error), %error, "group commit failed; retrying");
+            }
+        }
+    }
+
+    fn flush_all(&self) {
+        self.flush_waiting(std::time::Duration::ZERO, false);
+    }
+
+    /// Whether the store answers (`/readyz`).
+    ///
+    /// # Errors
+    /// The store's failure.
+    pub fn ready(&self) -> Result<(), ApiError> {
+        let tenant = TenantId::new("cairn-readiness")?;
+        let run = RunId::new("probe")?;
+        self.config.store.run(&tenant, &run)?;
+        Ok(())
+    }
+
+    /// Verifies a stored run against the service's trusted keys.
+    ///
+    /// # Errors
+    /// `run_not_found`; store failures.
+    pub fn verify(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+    ) -> Result<cairn_ledger::verify::RunReport, ApiError> {
+        self.run_info(caller, run)?;
+        let store = &self.config.store;
+        let rows = store.rows(&caller.tenant, run)?;
+        let note = store.checkpoint(&caller.tenant, run)?;
+        Ok(cairn_ledger::verify::verify_run(
+            &caller.tenant,
+            run,
+            &rows,
+            note.as_deref(),
+            &self.config.trusted,
+            cairn_ledger::verify::CheckpointPolicy::WhenTerminated,
+        ))
+    }
+
+    /// A run's evidence bundle (JSON lines).
+    ///
+    /// # Errors
+    /// `run_not_found`; `stored_record_unreadable`; store failures.
+    pub fn bundle(&self, caller: &Caller, run: &RunId) -> Result<String, ApiError> {
+        self.run_info(caller, run)?;
+        let store = &self.config.store;
+        let rows = store.rows(&caller.tenant, run)?;
+        let note = store.checkpoint(&caller.tenant, run)?;
+        cairn_ledger::bundle::write_bundle(&caller.tenant, run, &rows, note).map_err(|fault| {
+            ApiError::new(
+                ServerCode::STORED_RECORD_UNREADABLE,
+                format!(
+                    "step {}: {} (verify the run)",
+                    fault.step_index, fault.detail
+                ),
+            )
+        })
+    }
+
+    /// The inclusion proof of the record at `step` of a closed run.
+    ///
+    /// # Errors
+    /// `run_not_found`, `run_not_closed`, `record_not_found`; store failures.
+    pub fn prove(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        step: u64,
+    ) -> Result<cairn_ledger::proof::InclusionProof, ApiError> {
+        self.run_info(caller, run)?;
+        let store = &self.config.store;
+        let note = store.checkpoint(&caller.tenant, run)?.ok_or_else(|| {
+            ApiError::new(
+                ServerCode::RUN_NOT_CLOSED,
+                format!("run `{run}` has no signed checkpoint yet: proofs need a closed run"),
+            )
+        })?;
+        let record = store
+            .record(&caller.tenant, run, step)?
+            .ok_or_else(|| {
+                ApiError::new(
+                    ServerCode::RECORD_NOT_FOUND,
+                    format!("run `{run}` has no step {step}"),
+                )
+                .at("path.step")
+            })?
+            .map_err(|fault| ApiError::new(ServerCode::STORED_RECORD_UNREADABLE, fault.detail))?;
+        let digests = store.digests(&caller.tenant, run)?;
+        cairn_ledger::proof::build_proof(record, &digests, note)
+            .map_err(|e| ApiError::from_error(&e))
+    }
+
+    /// Creates a token in the caller's tenant.
+    ///
+    /// # Errors
+    /// The token file's failures.
+    pub fn create_token(
+        &self,
+        caller: &Caller,
+        role: Role,
+        label: Option<String>,
+    ) -> Result<crate::tokens::NewToken, ApiError> {
+        let now = self.config.clock.now();
+        let made = self.config.tokens.editor().create(
+            caller.tenant.clone(),
+            role,
+            label,
+            jiff::Timestamp::from_microsecond(now.unix_micros()).unwrap_or_default(),
+        );
+        made.map_err(|e| ApiError::from_error(&e))
+    }
+
+    /// The caller's tenant's tokens.
+    ///
+    /// # Errors
+    /// The token file's failures.
+    pub fn list_tokens(&self, caller: &Caller) -> Result<Vec<TokenEntry>, ApiError> {
+        let all = self.config.tokens.editor().list();
+        let all = all.map_err(|e| ApiError::from_error(&e))?;
+        Ok(all
+            .into_iter()
+            .filter(|t| t.tenant == caller.tenant)
+            .collect())
+    }
+
+    /// Revokes a token of the caller's tenant.
+    ///
+    /// # Errors
+    /// `token_not_found` (also for another tenant's token); the token file's failures.
+    pub fn revoke_token(&self, caller: &Caller, id: &str) -> Result<TokenEntry, ApiError> {
+        let now = self.config.clock.now();
+        let revoked = self.config.tokens.editor().revoke(
+            id,
+            Some(&caller.tenant),
+            jiff::Timestamp::from_microsecond(now.unix_micros()).unwrap_or_default(),
+        );
+        revoked.map_err(|e| ApiError::from_error(&e).at("path.id"))
+    }
+
+    /// The runs this replica holds open.
+    #[must_use]
+    pub fn live_runs(&self) -> usize {
+        self.lock_live().len()
+    }
+}
+
+/// Who a run acts for, as the records and the gate see it: the token's role and id.
+fn principal(caller: &Caller) -> String {
+    format!("{}:{}", caller.role.as_str(), caller.token_id)
+}

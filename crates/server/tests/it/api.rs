@@ -1,0 +1,274 @@
+//! A run through the API: decisions as the library gives them, outcomes, an unknown side
+//! effect blocking its capability until a person reconciles it, a closed run that verifies,
+//! exports and proves; and the error shape for bad input.
+
+use cairn_server::tokens::Role;
+
+use crate::{Harness, code};
+
+#[test]
+fn a_run_is_decided_recorded_closed_and_verified_through_the_api() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let investigator = service.token("acme", Role::Investigator);
+    let run = service.open(&agent, "session-1");
+    assert!(run.ends_with(".session-1"), "{run}");
+
+    let read = service.step(
+        &agent,
+        &run,
+        r#"{"tool": "files.read", "arguments": {"path": "a.txt"}}"#,
+    );
+    assert_eq!(read.status, 200);
+    let read = read.json();
+    assert_eq!(read["decision"], "allow");
+    assert_eq!(read["step"], 0);
+    assert_eq!(read["rule_ids"], serde_json::json!(["read-ok"]));
+    assert!(
+        read["policy_set_version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("sha256:"))
+    );
+    let outcome = service.call(
+        "POST",
+        &format!("/v1/runs/{run}/steps/0/outcome"),
+        Some(&agent),
+        Some(r#"{"status": "applied", "result": {"bytes": 12}}"#),
+    );
+    assert_eq!(outcome.status, 200);
+
+    let p0 = service.step(
+        &agent,
+        &run,
+        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p0"}}"#,
+    );
+    let p0 = p0.json();
+    assert_eq!(p0["decision"], "deny");
+    assert_eq!(p0["rule_ids"], serde_json::json!(["no-p0"]));
+    assert_eq!(p0["step"], 1);
+    // A denied call has no permit: reporting an outcome for it is refused.
+    let late = service.call(
+        "POST",
+        &format!("/v1/runs/{run}/steps/1/outcome"),
+        Some(&agent),
+        Some(r#"{"status": "applied", "result": null}"#),
+    );
+    assert_eq!(
+        (late.status, code(&late).as_str()),
+        (404, "outcome_not_awaited")
+    );
+
+    // A ticket write times out: its outcome is unknown, and the retry is denied until a
+    // person reconciles it.
+    let write = service.step(
+        &agent,
+        &run,
+        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
+    );
+    let step = write.json()["step"].as_u64().expect("step");
+    let unknown = service.call(
+        "POST",
+        &format!("/v1/runs/{run}/steps/{step}/outcome"),
+        Some(&agent),
+        Some(r#"{"status": "unknown", "error": "timed out after 30 s"}"#),
+    );
+    let key = unknown.json()["idempotency_key"]
+        .as_str()
+        .expect("an idempotency key")
+        .to_owned();
+    let retry = service.step(
+        &agent,
+        &run,
+        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
+    );
+    let retry = retry.json();
+    assert_eq!(retry["decision"], "deny");
+    assert_eq!(retry["reason"], "unresolved_side_effect");
+    // The agent cannot reconcile its own unknown effect; a person can.
+    let body = format!(r#"{{"key": "{key}", "outcome": "applied", "evidence": "ticket:T-1"}}"#);
+    let by_agent = service.call(
+        "POST",
+        &format!("/v1/runs/{run}/reconcile"),
+        Some(&agent),
+        Some(&body),
+    );
+    assert_eq!(
+        (by_agent.status, code(&by_agent).as_str()),
+        (403, "role_forbidden")
+    );
+    let by_person = service.call(
+        "POST",
+        &format!("/v1/runs/{run}/reconcile"),
+        Some(&investigator),
+        Some(&body),
+    );
+    assert_eq!(
+        by_person.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&by_person.body)
+    );
+    let after = service.step(
+        &agent,
+        &run,
+        r#"{"tool": "tickets.create", "arguments": {"title": "t2", "priority": "p2"}}"#,
+    );
+    assert_eq!(after.json()["decision"], "allow");
+
+    let closed = service.call(
+        "POST",
+        &format!("/v1/runs/{run}/terminate"),
+        Some(&agent),
+        Some(r#"{"reason": "completed"}"#),
+    );
+    assert_eq!(closed.status, 200);
+    assert!(
+        closed.json()["checkpoint"]
+            .as_str()
+            .is_some_and(|n| n.contains("cairn.test"))
+    );
+    let again = service.step(
+        &agent,
+        &run,
+        r#"{"tool": "files.read", "arguments": {"path": "b"}}"#,
+    );
+    assert_eq!(
+        (again.status, code(&again).as_str()),
+        (409, "run_terminated")
+    );
+
+    let verified = service.call(
+        "GET",
+        &format!("/v1/runs/{run}/verify"),
+        Some(&investigator),
+        None,
+    );
+    assert_eq!(verified.json()["intact"], true, "{:?}", verified.json());
+    let bundle = service.call(
+        "GET",
+        &format!("/v1/runs/{run}/bundle"),
+        Some(&investigator),
+        None,
+    );
+    let text = String::from_utf8(bundle.body).expect("utf-8");
+    let parsed = cairn_ledger::bundle::parse_bundle(&text).expect("a bundle");
+    assert!(parsed.checkpoint_note.is_some());
+    let report = cairn_ledger::verify::verify_run(
+        &parsed.tenant_id,
+        &parsed.run_id,
+        &parsed.rows,
+        parsed.checkpoint_note.as_deref(),
+        &cairn_ledger::keys::TrustedKeys::new(vec![service.key.verifier_key()]),
+        cairn_ledger::verify::CheckpointPolicy::Required,
+    );
+    assert!(report.is_intact(), "{report:?}");
+    let proof = service.call(
+        "GET",
+        &format!("/v1/runs/{run}/steps/1/proof"),
+        Some(&investigator),
+        None,
+    );
+    let proof: cairn_ledger::proof::InclusionProof =
+        serde_json::from_slice(&proof.body).expect("a proof");
+    cairn_ledger::proof::verify_proof(
+        &proof,
+        None,
+        &cairn_ledger::keys::TrustedKeys::new(vec![service.key.verifier_key()]),
+    )
+    .expect("the proof verifies");
+}
+
+#[test]
+fn the_unix_socket_answers_as_the_tcp_listener_does() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let answer = cairn_server::client::send_blocking(
+        &service.unix,
+        "POST",
+        "/v1/runs",
+        Some(&agent),
+        Some(br#"{"name": "over-the-socket"}"#.to_vec()),
+        std::time::Duration::from_secs(20),
+    )
+    .expect("answered");
+    assert_eq!(answer.status, 201);
+    let run = answer.json()["run_id"].as_str().expect("run").to_owned();
+    assert_eq!(
+        service
+            .call("GET", &format!("/v1/runs/{run}"), Some(&agent), None)
+            .status,
+        200
+    );
+}
+
+#[test]
+fn bad_input_gets_one_error_shape_naming_the_field() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "s");
+
+    let missing = service.call("POST", "/v1/runs", None, Some(r#"{"name": "x"}"#));
+    assert_eq!(
+        (missing.status, code(&missing).as_str()),
+        (401, "token_missing")
+    );
+    let forged = service.call(
+        "POST",
+        "/v1/runs",
+        Some("cairn_0_0"),
+        Some(r#"{"name": "x"}"#),
+    );
+    assert_eq!(
+        (forged.status, code(&forged).as_str()),
+        (401, "token_invalid")
+    );
+
+    let wrong_type = service.step(&agent, &run, r#"{"tool": 7, "arguments": {}}"#);
+    assert_eq!(wrong_type.status, 400);
+    assert_eq!(wrong_type.json()["error"]["field"], "body.tool");
+    let bad_label = service.step(&agent, &run, r#"{"tool": "", "arguments": {}}"#);
+    assert_eq!(bad_label.json()["error"]["field"], "body.tool");
+    let not_json = service.step(&agent, &run, "{");
+    assert_eq!(
+        (not_json.status, code(&not_json).as_str()),
+        (400, "body_invalid")
+    );
+    let bad_step = service.call(
+        "POST",
+        &format!("/v1/runs/{run}/steps/x/outcome"),
+        Some(&agent),
+        Some(r#"{"status": "applied", "result": 1}"#),
+    );
+    assert_eq!(bad_step.json()["error"]["field"], "path.step");
+    let bad_query = service.call("GET", "/v1/runs?older_than=soon", Some(&agent), None);
+    assert_eq!(bad_query.json()["error"]["field"], "query.older_than");
+
+    let big = format!(
+        r#"{{"tool": "files.read", "arguments": {{"path": "{}"}}}}"#,
+        "a".repeat(70 << 10)
+    );
+    let too_large = service.step(&agent, &run, &big);
+    assert_eq!(
+        (too_large.status, code(&too_large).as_str()),
+        (413, "body_too_large")
+    );
+    // Nothing of the refused requests was recorded.
+    assert_eq!(service.records("acme", &run), 0);
+}
+
+#[test]
+fn arguments_that_are_not_strict_json_are_denied_and_recorded_as_sent() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "s");
+    // A duplicate key: the gate never judges a different reading of the bytes.
+    let answer = service.step(
+        &agent,
+        &run,
+        r#"{"tool": "files.read", "arguments": {"path": "a", "path": "b"}, "durability": "sync"}"#,
+    );
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.json()["decision"], "deny");
+    assert_eq!(answer.json()["reason"], "args_unreadable");
+    assert_eq!(service.records("acme", &run), 1);
+}

@@ -1,0 +1,65 @@
+//! Group commit: a batched record is committed by the service within its window with no
+//! further request, at once when a request asks for `sync`, and before the service stops.
+
+use std::time::{Duration, Instant};
+
+use cairn_runtime::Durability;
+use cairn_server::tokens::Role;
+
+use crate::Harness;
+
+const STEP: &str = r#"{"tool": "files.read", "arguments": {"path": "a"}}"#;
+
+#[test]
+fn a_batched_record_is_committed_within_the_window_without_another_request() {
+    let service = Harness::start_with(Durability::Batch {
+        max_records: 1_000,
+        max_delay: Duration::from_millis(50),
+    });
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "b");
+    assert_eq!(service.step(&agent, &run, STEP).json()["decision"], "allow");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while service.records("acme", &run) == 0 {
+        assert!(Instant::now() < deadline, "the group commit never came");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn sync_asked_for_is_committed_before_the_answer() {
+    let service = Harness::start_with(Durability::Batch {
+        max_records: 1_000,
+        max_delay: Duration::from_secs(3_600),
+    });
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "s");
+    service.step(&agent, &run, STEP);
+    assert_eq!(
+        service.records("acme", &run),
+        0,
+        "batched: not yet committed"
+    );
+    service.step(
+        &agent,
+        &run,
+        r#"{"tool": "files.read", "arguments": {"path": "a"}, "durability": "sync"}"#,
+    );
+    assert_eq!(service.records("acme", &run), 2);
+}
+
+#[test]
+fn stopping_the_service_commits_every_waiting_record() {
+    let mut service = Harness::start_with(Durability::Batch {
+        max_records: 1_000,
+        max_delay: Duration::from_secs(3_600),
+    });
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "stop");
+    for _ in 0..5 {
+        assert_eq!(service.step(&agent, &run, STEP).json()["decision"], "allow");
+    }
+    assert_eq!(service.records("acme", &run), 0);
+    service.stop();
+    assert_eq!(service.records("acme", &run), 5);
+}

@@ -1,0 +1,235 @@
+//! The service, tried from outside: a real listener on loopback and a Unix socket, a real
+//! SQLite store, real tokens, and HTTP requests through the crate's own client.
+
+#![allow(
+    missing_docs,
+    clippy::expect_used,
+    clippy::unwrap_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "test code: a failed expectation is the test failing"
+)]
+
+mod api;
+mod durability;
+mod openapi;
+mod tenants;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cairn_core::SystemClock;
+use cairn_ledger::Store;
+use cairn_ledger::keys::{SigningKey, TrustedKeys};
+use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
+use cairn_runtime::Durability;
+use cairn_server::client::{Answer, Endpoint, send_blocking};
+use cairn_server::tokens::{Role, TokenBook, TokenFileEditor};
+use cairn_server::{Listen, Server, Service, ServiceConfig};
+use cairn_store_sqlite::{OpenMode, SqliteStore};
+
+/// Reading files is allowed; writing tickets too, except with `priority` `p0`; the rest is
+/// denied by default.
+pub const POLICY: &str = r#"
+@id("read-ok") permit(principal, action == Action::"files.read", resource);
+@id("tickets-ok") permit(principal, action == Action::"tickets.create", resource);
+@id("no-p0") forbid(principal, action == Action::"tickets.create", resource) when { context.args has priority && context.args.priority == "p0" };
+"#;
+
+/// The tools the policy speaks of.
+pub const TOOLS: &str = r#"{"tools": {
+  "files.read": {"args": {"path": "String"}},
+  "tickets.create": {"args": {"title": "String", "priority": "String"}}
+}}"#;
+
+/// One running service and its tokens.
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pub store: Arc<dyn Store>,
+    pub tcp: Endpoint,
+    pub unix: Endpoint,
+    pub key: SigningKey,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Harness {
+    pub fn start() -> Self {
+        Self::start_with(Durability::DEFAULT_BATCH)
+    }
+
+    pub fn start_with(durability: Durability) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store: Arc<dyn Store> = Arc::new(
+            SqliteStore::open(dir.path().join("cairn.db"), OpenMode::CreateIfMissing)
+                .expect("store"),
+        );
+        let catalog = ToolCatalog::from_json("tools.json", TOOLS).expect("catalog");
+        let gate =
+            PolicyGate::load(&[PolicySource::new("policy.cedar", POLICY)], &catalog).expect("gate");
+        let key = SigningKey::generate(&mut rand_core::OsRng, "cairn.test").expect("key");
+        let trusted = TrustedKeys::new(vec![key.verifier_key()]);
+        let tokens = dir.path().join("tokens.json");
+        let config = ServiceConfig {
+            store: Arc::clone(&store),
+            gate: Arc::new(gate),
+            signing_key: key.clone(),
+            trusted,
+            tokens: TokenBook::load(&tokens).expect("tokens"),
+            durability,
+            content_retention: None,
+            clock: Arc::new(SystemClock),
+            max_body_bytes: 64 << 10,
+        };
+        let socket = dir.path().join("cairn.sock");
+        let listens = [
+            Listen::Tcp("127.0.0.1:0".parse().expect("addr")),
+            Listen::Unix(socket.clone()),
+        ];
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .stack_size(cairn_policy::limits::STACK_BYTES)
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_stack_size(cairn_policy::limits::STACK_BYTES)
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                runtime.block_on(async move {
+                    let server = Server::bind(&listens, 0o660).await.expect("bind");
+                    ready_tx.send(server.addresses()).expect("ready");
+                    let service = Arc::new(Service::new(config));
+                    server
+                        .run(service, async {
+                            let _ = stop_rx.await;
+                        })
+                        .await
+                        .expect("served");
+                });
+            })
+            .expect("thread");
+        let addresses = ready_rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the service came up");
+        let tcp = match &addresses[0] {
+            Listen::Tcp(addr) => Endpoint::Tcp(addr.to_string()),
+            Listen::Unix(_) => panic!("the TCP listener comes first"),
+        };
+        Self {
+            dir,
+            store,
+            tcp,
+            unix: Endpoint::Unix(socket),
+            key,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the service and waits until it has drained.
+    pub fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            thread.join().expect("the service thread ended cleanly");
+        }
+    }
+
+    pub fn tokens_path(&self) -> PathBuf {
+        self.dir.path().join("tokens.json")
+    }
+
+    /// A new token of `tenant` with `role`.
+    pub fn token(&self, tenant: &str, role: Role) -> String {
+        TokenFileEditor::new(self.tokens_path())
+            .create(
+                tenant.parse().expect("tenant"),
+                role,
+                None,
+                jiff::Timestamp::now(),
+            )
+            .expect("token")
+            .token
+    }
+
+    /// Waits until a running service has re-read the token file.
+    pub fn tokens_reloaded(&self) {
+        std::thread::sleep(cairn_server::tokens::RELOAD_EVERY + Duration::from_millis(100));
+    }
+
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&str>,
+    ) -> Answer {
+        send_blocking(
+            &self.tcp,
+            method,
+            path,
+            token,
+            body.map(|b| b.as_bytes().to_vec()),
+            Duration::from_secs(20),
+        )
+        .expect("the service answered")
+    }
+
+    /// Opens a run named `name` with an agent `token`; its stored id.
+    pub fn open(&self, token: &str, name: &str) -> String {
+        let answer = self.call(
+            "POST",
+            "/v1/runs",
+            Some(token),
+            Some(&format!(r#"{{"name": "{name}"}}"#)),
+        );
+        assert_eq!(
+            answer.status,
+            201,
+            "{}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        answer.json()["run_id"].as_str().expect("run id").to_owned()
+    }
+
+    /// Admits one step; the answer's JSON.
+    pub fn step(&self, token: &str, run: &str, body: &str) -> Answer {
+        self.call(
+            "POST",
+            &format!("/v1/runs/{run}/steps"),
+            Some(token),
+            Some(body),
+        )
+    }
+
+    /// The records the store holds for `run` of `tenant`.
+    pub fn records(&self, tenant: &str, run: &str) -> usize {
+        self.store
+            .rows(&tenant.parse().expect("tenant"), &run.parse().expect("run"))
+            .expect("rows")
+            .len()
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// `answer`'s error code.
+pub fn code(answer: &Answer) -> String {
+    answer.json()["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}

@@ -1,0 +1,275 @@
+//! Every endpoint tried with a token of another tenant, of another agent and of a lower role:
+//! nothing is read or written across, and a hidden run answers exactly as a missing one.
+
+use cairn_server::tokens::Role;
+
+use crate::{Harness, code};
+
+/// Every endpoint that names a run: method, path (with `{run}`), body.
+const RUN_ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
+    ("GET", "/v1/runs/{run}", None),
+    (
+        "POST",
+        "/v1/runs/{run}/steps",
+        Some(r#"{"tool": "files.read", "arguments": {"path": "a"}}"#),
+    ),
+    (
+        "POST",
+        "/v1/runs/{run}/steps/0/outcome",
+        Some(r#"{"status": "applied", "result": 1}"#),
+    ),
+    (
+        "POST",
+        "/v1/runs/{run}/observations",
+        Some(r#"{"observation": {"user": "hi"}}"#),
+    ),
+    (
+        "POST",
+        "/v1/runs/{run}/terminate",
+        Some(r#"{"reason": "cancelled"}"#),
+    ),
+    (
+        "POST",
+        "/v1/runs/{run}/reconcile",
+        Some(r#"{"key": "x:0", "outcome": "applied", "evidence": "e"}"#),
+    ),
+    ("GET", "/v1/runs/{run}/verify", None),
+    ("GET", "/v1/runs/{run}/bundle", None),
+    ("GET", "/v1/runs/{run}/steps/0/proof", None),
+];
+
+/// Which roles an endpoint admits at all (whatever the run).
+fn admits(method: &str, path: &str, role: Role) -> bool {
+    let people = matches!(role, Role::Investigator | Role::Admin);
+    match (method, path) {
+        ("GET", "/v1/runs/{run}") => true,
+        ("POST", "/v1/runs/{run}/reconcile")
+        | (
+            "GET",
+            "/v1/runs/{run}/verify" | "/v1/runs/{run}/bundle" | "/v1/runs/{run}/steps/0/proof",
+        ) => people,
+        _ => role == Role::Agent,
+    }
+}
+
+#[test]
+fn no_token_reads_or_writes_another_tenants_or_agents_runs() {
+    let service = Harness::start();
+    let owner = service.token("acme", Role::Agent);
+    let run = service.open(&owner, "private");
+    let admitted = service.step(
+        &owner,
+        &run,
+        r#"{"tool": "files.read", "arguments": {"path": "a"}, "durability": "sync"}"#,
+    );
+    assert_eq!(admitted.json()["decision"], "allow");
+    let before = service.records("acme", &run);
+
+    let strangers = [
+        (
+            "another agent of the tenant",
+            service.token("acme", Role::Agent),
+            Role::Agent,
+        ),
+        (
+            "an agent of another tenant",
+            service.token("umbrella", Role::Agent),
+            Role::Agent,
+        ),
+        (
+            "an investigator of another tenant",
+            service.token("umbrella", Role::Investigator),
+            Role::Investigator,
+        ),
+        (
+            "an admin of another tenant",
+            service.token("umbrella", Role::Admin),
+            Role::Admin,
+        ),
+    ];
+    service.tokens_reloaded();
+    let mut tried = 0;
+    for (who, token, role) in &strangers {
+        for (method, template, body) in RUN_ENDPOINTS {
+            let real = service.call(method, &template.replace("{run}", &run), Some(token), *body);
+            let missing = service.call(
+                method,
+                &template.replace("{run}", "0123456789ab.never-opened"),
+                Some(token),
+                *body,
+            );
+            tried += 1;
+            assert!(
+                !(200..300).contains(&real.status),
+                "{who}: {method} {template} got {} {}",
+                real.status,
+                String::from_utf8_lossy(&real.body)
+            );
+            let expected = if admits(method, template, *role) {
+                (404, "run_not_found")
+            } else {
+                (403, "role_forbidden")
+            };
+            assert_eq!(
+                (real.status, code(&real).as_str()),
+                expected,
+                "{who}: {method} {template}"
+            );
+            // Indistinguishable from a run that does not exist.
+            assert_eq!(
+                (
+                    real.status,
+                    code(&real),
+                    real.json()["error"]["field"].clone()
+                ),
+                (
+                    missing.status,
+                    code(&missing),
+                    missing.json()["error"]["field"].clone()
+                ),
+                "{who}: {method} {template}"
+            );
+        }
+        // Listing shows none of it.
+        let listed = service.call("GET", "/v1/runs", Some(token), None);
+        if listed.status == 200 {
+            assert_eq!(
+                listed.json(),
+                serde_json::json!([]),
+                "{who} lists nothing of acme's"
+            );
+        }
+    }
+    assert_eq!(tried, strangers.len() * RUN_ENDPOINTS.len());
+    assert_eq!(
+        service.records("acme", &run),
+        before,
+        "nothing was written across"
+    );
+    // The owner still sees its run; its tenant's investigator sees it too.
+    assert_eq!(
+        service
+            .call("GET", &format!("/v1/runs/{run}"), Some(&owner), None)
+            .status,
+        200
+    );
+    let investigator = service.token("acme", Role::Investigator);
+    service.tokens_reloaded();
+    let listed = service.call("GET", "/v1/runs", Some(&investigator), None);
+    assert_eq!(listed.json()[0]["run_id"], run.as_str());
+}
+
+#[test]
+fn a_lower_role_is_refused_every_endpoint_above_it() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let investigator = service.token("acme", Role::Investigator);
+    let admin = service.token("acme", Role::Admin);
+    let run = service.open(&agent, "r");
+    let before = service.records("acme", &run);
+    for (method, template, body) in RUN_ENDPOINTS {
+        let path = template.replace("{run}", &run);
+        for (token, role) in [
+            (&agent, Role::Agent),
+            (&investigator, Role::Investigator),
+            (&admin, Role::Admin),
+        ] {
+            if !admits(method, template, role) {
+                let answer = service.call(method, &path, Some(token), *body);
+                assert_eq!(
+                    (answer.status, code(&answer).as_str()),
+                    (403, "role_forbidden"),
+                    "{role:?}: {method} {template}"
+                );
+            }
+        }
+    }
+    // People neither open runs nor admit calls in them.
+    for token in [&investigator, &admin] {
+        let open = service.call("POST", "/v1/runs", Some(token), Some(r#"{"name": "x"}"#));
+        assert_eq!(code(&open), "role_forbidden");
+    }
+    // Only an admin manages tokens.
+    for token in [&agent, &investigator] {
+        assert_eq!(
+            code(&service.call("GET", "/v1/tokens", Some(token), None)),
+            "role_forbidden"
+        );
+        let made = service.call(
+            "POST",
+            "/v1/tokens",
+            Some(token),
+            Some(r#"{"role": "admin"}"#),
+        );
+        assert_eq!(code(&made), "role_forbidden");
+    }
+    assert_eq!(service.records("acme", &run), before);
+}
+
+#[test]
+fn an_admin_manages_only_its_own_tenants_tokens() {
+    let service = Harness::start();
+    let acme_admin = service.token("acme", Role::Admin);
+    let umbrella_admin = service.token("umbrella", Role::Admin);
+    service.tokens_reloaded();
+    let made = service.call(
+        "POST",
+        "/v1/tokens",
+        Some(&acme_admin),
+        Some(r#"{"role": "agent", "label": "ci"}"#),
+    );
+    assert_eq!(made.status, 201);
+    let made = made.json();
+    let id = made["entry"]["id"].as_str().expect("id").to_owned();
+    let token = made["token"].as_str().expect("token").to_owned();
+    assert!(
+        !std::fs::read_to_string(service.tokens_path())
+            .expect("file")
+            .contains(&token[20..])
+    );
+
+    let listed = service
+        .call("GET", "/v1/tokens", Some(&umbrella_admin), None)
+        .json();
+    assert!(
+        listed
+            .as_array()
+            .expect("list")
+            .iter()
+            .all(|t| t["tenant"] == "umbrella"),
+        "{listed}"
+    );
+    assert!(
+        !listed.to_string().contains("sha256:"),
+        "digests are never listed"
+    );
+    let revoke = service.call(
+        "POST",
+        &format!("/v1/tokens/{id}/revoke"),
+        Some(&umbrella_admin),
+        None,
+    );
+    assert_eq!(
+        (revoke.status, code(&revoke).as_str()),
+        (404, "token_not_found")
+    );
+
+    service.tokens_reloaded();
+    assert_eq!(
+        service.call("GET", "/v1/runs", Some(&token), None).status,
+        200
+    );
+    let revoked = service.call(
+        "POST",
+        &format!("/v1/tokens/{id}/revoke"),
+        Some(&acme_admin),
+        None,
+    );
+    assert_eq!(revoked.status, 200);
+    service.tokens_reloaded();
+    let refused = service.call("GET", "/v1/runs", Some(&token), None);
+    assert_eq!(
+        (refused.status, code(&refused).as_str()),
+        (401, "token_invalid")
+    );
+}
