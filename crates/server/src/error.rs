@@ -43,6 +43,8 @@ cairn_core::error_codes! {
         PARAMETER_INVALID = Invalid("parameter_invalid");
         /// No admitted call waits for its outcome at that step.
         OUTCOME_NOT_AWAITED = NotFound("outcome_not_awaited");
+        /// The key names no side effect of the run that waits for reconciliation.
+        EFFECT_NOT_UNRESOLVED = Conflict("side_effect_not_unresolved");
         /// The run has no record at that step.
         RECORD_NOT_FOUND = NotFound("record_not_found");
         /// The run has no signed checkpoint yet (proofs need a closed run).

@@ -159,8 +159,9 @@ impl Service {
     /// # Errors
     /// `invalid_id` when the result is not a run id.
     pub fn agent_run_id(caller: &Caller, name: &str) -> Result<RunId, ApiError> {
-        RunId::new(format!("{}.{name}", caller.token_id))
-            .map_err(|e| ApiError::from(e).at("body.name"))
+        let invalid = |e: cairn_core::CoreError| ApiError::from(e).at("body.name");
+        RunId::new(name).map_err(invalid)?;
+        RunId::new(format!("{}.{name}", caller.token_id)).map_err(invalid)
     }
 
     /// Whether `caller` may see `run` at all: its tenant's runs for an investigator or an
@@ -457,6 +458,13 @@ impl Service {
         evidence: &str,
     ) -> Result<cairn_runtime::Receipt, ApiError> {
         self.with_executor(caller, run, |executor, _| {
+            if !executor.unresolved().contains(key) {
+                return Err(ApiError::new(
+                    ServerCode::EFFECT_NOT_UNRESOLVED,
+                    format!("`{key}` is not a side effect of `{run}` waiting for reconciliation"),
+                )
+                .at("body.key"));
+            }
             let receipt = executor.reconcile(key, outcome, evidence)?;
             executor.recorder().flush()?;
             Ok(receipt)

@@ -10,6 +10,7 @@ use cairn_core::{LaneId, TaskId};
 use cairn_ledger::record::{Label, TerminationReason, ToolRef};
 use cairn_ledger::store::RunInfo;
 use cairn_runtime::ToolCall;
+use cairn_runtime::reconcile::ObservedOutcome;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::{IntoParams, ToSchema};
@@ -64,10 +65,16 @@ impl From<&RunInfo> for RunView {
 #[serde(deny_unknown_fields)]
 pub struct OpenRunRequest {
     /// The run's name; it is stored as `<token id>.<name>`.
-    #[schema(example = "session-1")]
+    #[schema(
+        example = "session-1",
+        pattern = "^[A-Za-z0-9._:@-]+$",
+        min_length = 1,
+        max_length = 115
+    )]
     pub name: String,
     /// The task it executes (default `task-<run id>`).
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._:@-]+$", min_length = 1, max_length = 128)]
     pub task: Option<String>,
 }
 
@@ -97,12 +104,14 @@ pub(super) async fn open_run(
 /// Filters of the run list.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only runs without a terminal record.
     #[serde(default)]
     pub unterminated: Option<bool>,
-    /// Only runs idle for longer than this (`90s`, `15m`, `2h`, `3d`).
+    /// Only runs idle for longer than this (`90s`, `15m`, `2h`, `3d`, `1d12h`).
     #[serde(default)]
+    #[param(pattern = "^(?=.)([0-9]{1,6}d)?([0-9]{1,6}h)?([0-9]{1,6}m)?([0-9]{1,6}s)?$")]
     pub older_than: Option<String>,
 }
 
@@ -161,10 +170,20 @@ pub(super) async fn get_run(
 #[serde(deny_unknown_fields)]
 pub struct StepRequestBody {
     /// The tool's name.
-    #[schema(example = "Bash")]
+    #[schema(
+        example = "Bash",
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+        min_length = 1,
+        max_length = 64
+    )]
     pub tool: String,
     /// The tool's version (default `1`).
     #[serde(default)]
+    #[schema(
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+        min_length = 1,
+        max_length = 64
+    )]
     pub version: Option<String>,
     /// The arguments exactly as the agent submitted them: their bytes are what the record
     /// digests and what the policy judges.
@@ -172,6 +191,7 @@ pub struct StepRequestBody {
     pub arguments: Box<RawValue>,
     /// The lane the call is made in (default: the active one, when lanes are configured).
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._:@-]+$", min_length = 1, max_length = 128)]
     pub lane: Option<String>,
     /// What the model was shown since the last step, recorded before the call.
     #[serde(default)]
@@ -273,30 +293,34 @@ pub(super) async fn admit_step(
 
 /// How an admitted call ended.
 #[derive(Debug, Deserialize, ToSchema)]
-#[serde(tag = "status", rename_all = "snake_case", deny_unknown_fields)]
-pub enum OutcomeRequest {
-    /// It ran and returned `result`.
-    Applied {
-        /// What it returned (recorded by digest; what the model is shown next).
-        #[schema(value_type = Object)]
-        result: serde_json::Value,
-    },
+#[serde(deny_unknown_fields)]
+pub struct OutcomeRequest {
+    /// `applied`: it ran and returned `result`; `failed`: it ran and failed with `error`;
+    /// `not_executed`: it certainly did not take effect; `unknown`: it may have taken effect
+    /// (timeout, crash, lost connection) — the capability is then refused until a person
+    /// reconciles it.
+    pub status: OutcomeStatus,
+    /// What it returned (recorded by digest; what the model is shown next). Default `null`.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub result: Option<serde_json::Value>,
+    /// The error, for every status but `applied`.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeStatus {
+    /// It ran and returned a result.
+    Applied,
     /// It ran and failed.
-    Failed {
-        /// The error.
-        error: String,
-    },
+    Failed,
     /// It certainly did not take effect.
-    NotExecuted {
-        /// Why.
-        error: String,
-    },
-    /// It may have taken effect (timeout, crash, lost connection): the capability is refused
-    /// until a person reconciles it.
-    Unknown {
-        /// What happened.
-        error: String,
-    },
+    NotExecuted,
+    /// It may have taken effect.
+    Unknown,
 }
 
 /// What recording an outcome gave.
@@ -312,6 +336,7 @@ pub struct OutcomeResponse {
 /// Optional `?durability=sync`.
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct DurabilityQuery {
     /// `sync` commits before answering.
     #[serde(default)]
@@ -340,11 +365,14 @@ pub(super) async fn report_outcome(
     let caller = caller.with_role(AGENT, "report outcomes")?;
     let run = Service::run_id(&caller, path.get("run")?)?;
     let step = path.step("step")?;
-    let outcome = match body {
-        OutcomeRequest::Applied { result } => ReportedOutcome::Applied(result),
-        OutcomeRequest::Failed { error } => ReportedOutcome::Failed(error),
-        OutcomeRequest::NotExecuted { error } => ReportedOutcome::NotExecuted(error),
-        OutcomeRequest::Unknown { error } => ReportedOutcome::Unknown(error),
+    let error = body.error.unwrap_or_default();
+    let outcome = match body.status {
+        OutcomeStatus::Applied => {
+            ReportedOutcome::Applied(body.result.unwrap_or(serde_json::Value::Null))
+        }
+        OutcomeStatus::Failed => ReportedOutcome::Failed(error),
+        OutcomeStatus::NotExecuted => ReportedOutcome::NotExecuted(error),
+        OutcomeStatus::Unknown => ReportedOutcome::Unknown(error),
     };
     let sync = matches!(query.durability, Some(DurabilityAsk::Sync));
     let recorded = blocking(move || service.outcome(&caller, &run, step, outcome, sync)).await?;
@@ -399,11 +427,46 @@ pub(super) async fn observe(
 #[serde(deny_unknown_fields)]
 pub struct TerminateRequest {
     /// Why it ends.
-    #[schema(value_type = String, example = "completed")]
-    pub reason: TerminationReason,
+    pub reason: EndReason,
     /// A short label saying more.
     #[serde(default)]
+    #[schema(
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+        min_length = 1,
+        max_length = 64
+    )]
     pub detail: Option<String>,
+}
+
+/// Why a run ends (I-2).
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// The task finished.
+    Completed,
+    /// A budget ran out.
+    BudgetExhausted,
+    /// The gate refused what the run needed to continue.
+    PolicyDenied,
+    /// The agent failed.
+    Error,
+    /// The run exceeded its time limit.
+    Timeout,
+    /// A person or system cancelled it.
+    Cancelled,
+}
+
+impl From<EndReason> for TerminationReason {
+    fn from(reason: EndReason) -> Self {
+        match reason {
+            EndReason::Completed => Self::Completed,
+            EndReason::BudgetExhausted => Self::BudgetExhausted,
+            EndReason::PolicyDenied => Self::PolicyDenied,
+            EndReason::Error => Self::Error,
+            EndReason::Timeout => Self::Timeout,
+            EndReason::Cancelled => Self::Cancelled,
+        }
+    }
 }
 
 /// Where a record landed.
@@ -448,7 +511,8 @@ pub(super) async fn terminate(
         .as_deref()
         .map(|d| label(d, "body.detail"))
         .transpose()?;
-    let closed = blocking(move || service.terminate(&caller, &run, body.reason, detail)).await?;
+    let closed =
+        blocking(move || service.terminate(&caller, &run, body.reason.into(), detail)).await?;
     Ok(Json(TerminateResponse {
         terminal: ReceiptView {
             step: closed.terminal.step_index,
@@ -464,11 +528,25 @@ pub(super) async fn terminate(
 pub struct ReconcileRequest {
     /// The idempotency key the capability is blocked under (`<run id>:<step>`).
     pub key: String,
-    /// `applied` or `not_executed`, as observed in the external system.
-    #[schema(example = "applied")]
-    pub outcome: String,
+    /// What was observed in the external system.
+    pub outcome: ObservedOutcomeView,
     /// Where the observation can be checked (a ticket id, a log line).
+    #[schema(
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+        min_length = 1,
+        max_length = 64
+    )]
     pub evidence: String,
+}
+
+/// What a person observed of an unknown side effect.
+#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ObservedOutcomeView {
+    /// The effect happened.
+    Applied,
+    /// The effect did not happen.
+    NotExecuted,
 }
 
 /// Records the observed outcome of an unknown side effect and unblocks its capability
@@ -490,10 +568,10 @@ pub(super) async fn reconcile(
 ) -> Result<Json<ReceiptView>, ApiError> {
     let caller = caller.with_role(PEOPLE, "reconcile side effects")?;
     let run = Service::run_id(&caller, path.get("run")?)?;
-    let outcome = body
-        .outcome
-        .parse()
-        .map_err(|e: cairn_runtime::RuntimeError| ApiError::from(e).at("body.outcome"))?;
+    let outcome = match body.outcome {
+        ObservedOutcomeView::Applied => ObservedOutcome::Applied,
+        ObservedOutcomeView::NotExecuted => ObservedOutcome::NotExecuted,
+    };
     label(&body.evidence, "body.evidence")?;
     let receipt =
         blocking(move || service.reconcile(&caller, &run, &body.key, outcome, &body.evidence))

@@ -13,6 +13,7 @@
 mod api;
 mod durability;
 mod openapi;
+mod schemathesis;
 mod tenants;
 
 use std::path::PathBuf;

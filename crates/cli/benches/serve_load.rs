@@ -1,0 +1,299 @@
+//! `cairn serve` under load (issue 20, acceptance 5): admitted steps per second and their
+//! latency, measured with `wrk` (Debian's package) on loopback against the real `cairn serve`
+//! process, beside a same-run baseline of the same generator against the same server's
+//! trivial endpoint (`/healthz`), so both figures see the same machine.
+//!
+//! Each request is `POST /v1/runs/{run}/steps`: authenticate the agent token, read the body,
+//! decide with the Cedar gate, seal the intent record (RFC 8785, SHA-256, chained) and append
+//! it — with `--durability batch` (the service's default) to the store's group commit. The
+//! requests go round-robin over as many runs as connections, so runs are written side by side
+//! as a fleet of agents would.
+//!
+//! Stores: the SQLite file of the service folder; PostgreSQL too when
+//! `CAIRN_TEST_DATABASE_URL` names a server (a schema of its own, dropped after).
+//! Targets with SQLite: at least 20,000 admitted steps/s and p99 at most 5 ms.
+//!
+//! Run: `cargo bench -p cairn-cli --bench serve_load` (`CAIRN_BENCH_SECONDS` changes the 10 s
+//! of each measurement, `CAIRN_BENCH_CONNECTIONS` the 32 connections).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "benchmark code"
+)]
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn cairn() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    command
+        .env_remove("CAIRN_STORE")
+        .env_remove("CAIRN_KEYS")
+        .env_remove("CAIRN_DATA")
+        .env_remove("CAIRN_LOG");
+    command
+}
+
+/// A running `cairn serve`, stopped (SIGTERM, drained) when dropped.
+struct Served {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(data: &Path, store: Option<&str>, init: bool) -> Served {
+    let ready = data.with_extension("ready");
+    let _ = std::fs::remove_file(&ready);
+    let mut command = cairn();
+    if init {
+        command.arg("serve").arg("--init");
+    } else {
+        command.arg("serve");
+    }
+    command
+        .arg("--data")
+        .arg(data)
+        .args(["--listen", "127.0.0.1:0", "--ready-file"])
+        .arg(&ready)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    if let Some(store) = store {
+        command.args(["--store", store]);
+    }
+    let child = command.spawn().expect("cairn serve starts");
+    let started = Instant::now();
+    while !ready.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "cairn serve never got ready"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = std::fs::read_to_string(&ready)
+        .expect("ready file")
+        .lines()
+        .next()
+        .expect("an address")
+        .to_owned();
+    Served { child, url }
+}
+
+fn post(url: &str, path: &str, token: &str, body: &str) -> serde_json::Value {
+    let output = Command::new("curl")
+        .args(["-sS", "-X", "POST", "-H"])
+        .arg(format!("Authorization: Bearer {token}"))
+        .args(["-d", body])
+        .arg(format!("{url}{path}"))
+        .output()
+        .expect("curl runs");
+    serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null)
+}
+
+/// One `wrk` measurement.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    requests_per_s: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: u64,
+}
+
+const REPORT: &str = r#"
+done = function(summary, latency, requests)
+  local errors = summary.errors.connect + summary.errors.read + summary.errors.write
+    + summary.errors.status + summary.errors.timeout
+  io.write(string.format("CAIRN %f %f %f %d\n", summary.requests / (summary.duration / 1e6),
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, errors))
+end
+"#;
+
+fn wrk(script: &Path, url: &str, seconds: u64, connections: u64) -> Load {
+    let output = Command::new("wrk")
+        .args([
+            "-t",
+            "1",
+            "-c",
+            &connections.to_string(),
+            "-d",
+            &format!("{seconds}s"),
+        ])
+        .arg("-s")
+        .arg(script)
+        .arg(url)
+        .output()
+        .expect("wrk runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("CAIRN "))
+        .unwrap_or_else(|| panic!("wrk said: {text}"));
+    let fields: Vec<f64> = line.split(' ').map(|f| f.parse().unwrap()).collect();
+    Load {
+        requests_per_s: fields[0],
+        p50_ms: fields[1],
+        p99_ms: fields[2],
+        errors: fields[3] as u64,
+    }
+}
+
+fn measure(label: &str, data: &Path, store: Option<&str>, seconds: u64, connections: u64) {
+    let served = serve(data, store, label == "sqlite");
+    let token = {
+        let output = cairn()
+            .args([
+                "tokens", "create", "--json", "--tenant", "bench", "--role", "agent", "--data",
+            ])
+            .arg(data)
+            .output()
+            .expect("tokens create");
+        let made: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+        made["token"].as_str().expect("token").to_owned()
+    };
+    let runs: Vec<String> = (0..connections)
+        .map(|i| {
+            let opened = post(
+                &served.url,
+                "/v1/runs",
+                &token,
+                &format!(r#"{{"name": "{label}-{i}-{}"}}"#, std::process::id()),
+            );
+            opened["run_id"].as_str().expect("a run").to_owned()
+        })
+        .collect();
+    let runs_lua: Vec<String> = runs.iter().map(|r| format!("\"{r}\"")).collect();
+    let steps = data.join(format!("steps-{label}.lua"));
+    std::fs::write(
+        &steps,
+        format!(
+            r#"
+local runs = {{{}}}
+local i = 0
+wrk.method = "POST"
+wrk.headers["Authorization"] = "Bearer {token}"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{{"tool": "Read", "arguments": {{"file_path": "/src/main.rs"}}}}'
+request = function()
+  i = i + 1
+  return wrk.format(nil, "/v1/runs/" .. runs[(i % #runs) + 1] .. "/steps")
+end
+response = function(status, headers, body)
+  if status ~= 200 or not string.find(body, '"decision":"allow"', 1, true) then
+    io.stderr:write("unexpected answer " .. status .. ": " .. body .. "\n")
+  end
+end
+{REPORT}"#,
+            runs_lua.join(", ")
+        ),
+    )
+    .unwrap();
+    let health = data.join("health.lua");
+    std::fs::write(&health, REPORT).unwrap();
+    // Warm up both paths, then measure them alternately: baseline, steps, baseline, steps.
+    wrk(&health, &format!("{}/healthz", served.url), 1, connections);
+    wrk(&steps, &served.url, 1, connections);
+    let mut base = Vec::new();
+    let mut load = Vec::new();
+    for _ in 0..2 {
+        base.push(wrk(
+            &health,
+            &format!("{}/healthz", served.url),
+            seconds / 2,
+            connections,
+        ));
+        load.push(wrk(&steps, &served.url, seconds / 2, connections));
+    }
+    let mean =
+        |all: &[Load], f: fn(&Load) -> f64| all.iter().map(f).sum::<f64>() / all.len() as f64;
+    let base_rps = mean(&base, |l| l.requests_per_s);
+    let rps = mean(&load, |l| l.requests_per_s);
+    let p50 = mean(&load, |l| l.p50_ms);
+    let p99 = mean(&load, |l| l.p99_ms);
+    let errors: u64 = load.iter().chain(&base).map(|l| l.errors).sum();
+    drop(served);
+    // Every admitted step is in the store after the drain: count them.
+    let output = cairn()
+        .args(["runs", "list", "--json", "--tenant", "bench"])
+        .args(
+            store
+                .map(|s| vec!["--store".to_owned(), s.to_owned()])
+                .unwrap_or_else(|| {
+                    vec![
+                        "--store".to_owned(),
+                        data.join("cairn.db").display().to_string(),
+                    ]
+                }),
+        )
+        .output()
+        .expect("runs list");
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    let recorded: u64 = listed
+        .as_array()
+        .map(|runs| runs.iter().filter_map(|r| r["records"].as_u64()).sum())
+        .unwrap_or(0);
+    println!(
+        "{label:<10} admitted steps/s {rps:>9.0}   p50 {p50:>6.2} ms   p99 {p99:>6.2} ms   \
+         baseline /healthz {base_rps:>9.0}/s   ratio {:.2}   errors {errors}   records stored {recorded}",
+        rps / base_rps
+    );
+    if label == "sqlite" {
+        println!(
+            "           target: >= 20,000 steps/s ({}), p99 <= 5 ms ({})",
+            if rps >= 20_000.0 { "yes" } else { "no" },
+            if p99 <= 5.0 { "yes" } else { "no" }
+        );
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    if Command::new("wrk").arg("--version").output().is_err() {
+        println!("serve_load: skipped: no `wrk` (apt-get install wrk)");
+        return;
+    }
+    let seconds = env_number("CAIRN_BENCH_SECONDS", 10).max(2);
+    let connections = env_number("CAIRN_BENCH_CONNECTIONS", 32).max(1);
+    println!(
+        "cairn serve under wrk: {connections} connections, {seconds} s per store, batch durability"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("service");
+    measure("sqlite", &data, None, seconds, connections);
+    if let Ok(url) = std::env::var("CAIRN_TEST_DATABASE_URL") {
+        let schema = format!("cairn_bench_{}", std::process::id());
+        let psql = |sql: &str| {
+            Command::new("psql")
+                .arg(&url)
+                .args(["-q", "-c", sql])
+                .status()
+                .expect("psql")
+        };
+        psql(&format!("CREATE SCHEMA {schema}"));
+        let separator = if url.contains('?') { '&' } else { '?' };
+        let store = format!("{url}{separator}options=-csearch_path%3D{schema}");
+        measure("postgres", &data, Some(&store), seconds, connections);
+        psql(&format!("DROP SCHEMA {schema} CASCADE"));
+    }
+}

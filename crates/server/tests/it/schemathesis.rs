@@ -1,0 +1,69 @@
+//! Schemathesis (from PyPI) against the OpenAPI document the service serves, once per role:
+//! no answer is a 5xx, and every answer matches the document (`--checks all`). Skipped, and
+//! said so, when `st` is not installed, unless `CAIRN_REQUIRE_SCHEMATHESIS` is set (`.ci/run`
+//! installs it and sets it).
+
+use std::process::Command;
+
+use cairn_server::client::Endpoint;
+use cairn_server::tokens::Role;
+
+use crate::Harness;
+
+/// The examples schemathesis generates per operation and phase.
+const EXAMPLES: &str = "20";
+
+#[test]
+fn schemathesis_finds_no_server_error_and_no_answer_off_the_document() {
+    if Command::new("st").arg("--version").output().is_err() {
+        assert!(
+            std::env::var_os("CAIRN_REQUIRE_SCHEMATHESIS").is_none(),
+            "CAIRN_REQUIRE_SCHEMATHESIS is set but `st` (pip install schemathesis) is missing"
+        );
+        eprintln!("schemathesis: skipped: `st` is not installed (pip install schemathesis)");
+        return;
+    }
+    let service = Harness::start();
+    let Endpoint::Tcp(host) = &service.tcp else {
+        panic!("a TCP endpoint")
+    };
+    let url = format!("http://{host}/v1/openapi.json");
+    // A run with a step and its outcome, so that reads have something to find.
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "seeded");
+    service.step(
+        &agent,
+        &run,
+        r#"{"tool": "files.read", "arguments": {"path": "a"}}"#,
+    );
+    let mut generated = 0_u64;
+    for role in [Role::Agent, Role::Investigator, Role::Admin] {
+        let token = match role {
+            Role::Agent => agent.clone(),
+            other => service.token("acme", other),
+        };
+        let output = Command::new("st")
+            .current_dir(service.dir.path())
+            .args(["run", &url, "--checks", "all", "--max-examples", EXAMPLES])
+            .args(["--workers", "1", "--seed", "20261203", "--no-color"])
+            .arg("-H")
+            .arg(format!("Authorization: Bearer {token}"))
+            .output()
+            .expect("st runs");
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "schemathesis with a {role:?} token failed:\n{text}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let count = text
+            .lines()
+            .find_map(|line| line.trim().split_once(" generated"))
+            .and_then(|(n, _)| n.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no count of generated cases in:\n{text}"));
+        eprintln!("schemathesis, {role:?} token: {count} generated requests, no failure");
+        generated += count;
+    }
+    assert!(generated > 0);
+    eprintln!("schemathesis: {generated} generated requests in all");
+}
