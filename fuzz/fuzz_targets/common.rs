@@ -69,9 +69,11 @@ pub static HOOK: LazyLock<HookFixture> = LazyLock::new(|| {
         fault: None,
         gates: Arc::default(),
         binding: cairn_hooks::project::Binding {
+            fixed: None,
             explicit: Some(root.clone()),
             index: None,
         },
+        namespace: None,
     };
     HookFixture { root, env }
 });

@@ -168,6 +168,11 @@ pub struct ServeArgs {
     /// The largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     pub max_body: usize,
+    /// The folder the agents' relative paths are judged against in the hook events the
+    /// service answers (lane scopes, self-protection), when every agent works in a checkout
+    /// at the same place; default: the service's folder.
+    #[arg(long, value_name = "DIR")]
+    pub agents_root: Option<PathBuf>,
     /// Print the address(es) listened on to this file once ready (for scripts and tests).
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,

@@ -170,6 +170,7 @@ pub fn binding(host: Host, project: Option<PathBuf>) -> Binding {
         Host::Codex => None,
     });
     Binding {
+        fixed: None,
         explicit,
         index: session_index(),
     }

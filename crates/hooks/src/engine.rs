@@ -98,6 +98,19 @@ pub struct Environment {
     pub gates: Arc<cairn_runtime::project::GateCache>,
     /// How a call's project is found (the one the hook names, the session's, or `cwd`'s).
     pub binding: crate::project::Binding,
+    /// For a service answering many agents' hooks: the tenant every run is recorded under
+    /// (whatever the project's `hooks.json` says) and the prefix of the runs' ids (the agent
+    /// token's id), so that each agent's sessions are its own.
+    pub namespace: Option<Namespace>,
+}
+
+/// Whose calls a service answers (see [`Environment::namespace`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Namespace {
+    /// The tenant of every run.
+    pub tenant: TenantId,
+    /// The runs are named `<prefix>.<host>-<session>`.
+    pub run_prefix: String,
 }
 
 impl std::fmt::Debug for Environment {
@@ -246,7 +259,14 @@ impl<'a> Session<'a> {
         env: &'a Environment,
         config: HookConfig,
     ) -> Result<Self, HookError> {
-        let base = run_base(input.host, &input.session_id);
+        let base = match &env.namespace {
+            Some(namespace) => format!(
+                "{}.{}",
+                namespace.run_prefix,
+                run_base(input.host, &input.session_id)
+            ),
+            None => run_base(input.host, &input.session_id),
+        };
         let files = SessionFiles::lock(&project.sessions(), &base)?;
         let state = files.load(&input.session_id)?;
         Ok(Self {
@@ -313,6 +333,9 @@ impl<'a> Session<'a> {
 
     /// The tenant runs are recorded under.
     pub(crate) fn tenant(&self) -> Result<TenantId, HookError> {
+        if let Some(namespace) = &self.env.namespace {
+            return Ok(namespace.tenant.clone());
+        }
         Ok(TenantId::new(&self.config.tenant)?)
     }
 

@@ -72,7 +72,7 @@ pub mod session;
 mod tools;
 
 pub use answer::Answer;
-pub use engine::{Environment, KeptStores, StoreOpener, handle};
+pub use engine::{Environment, KeptStores, Namespace, StoreOpener, handle};
 pub use error::HookError;
 pub use gate::Fault;
 pub use host::{Host, run_base};

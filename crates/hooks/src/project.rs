@@ -19,6 +19,9 @@ use crate::error::HookError;
 /// changes directory).
 #[derive(Debug, Clone, Default)]
 pub struct Binding {
+    /// The project every call belongs to, whatever the call says (the service's folder, when
+    /// the hooks are answered by `cairn serve`).
+    pub fixed: Option<Project>,
     /// The project the hook command names.
     pub explicit: Option<PathBuf>,
     /// The folder of the session index (`$CAIRN_HOME/sessions`, by default under the user's
@@ -38,6 +41,9 @@ impl Binding {
         session_id: &str,
         cwd: Option<&Path>,
     ) -> Result<Option<Project>, HookError> {
+        if let Some(project) = &self.fixed {
+            return Ok(Some(project.clone()));
+        }
         if let Some(dir) = &self.explicit {
             return existing(dir, "named by the hook command").map(Some);
         }

@@ -49,6 +49,17 @@ impl Project {
         }
     }
 
+    /// The folder `dir` itself holding what a `.cairn/` folder holds — the service's folder
+    /// (`cairn serve --data DIR`) — with `root` the folder the agents' paths are judged
+    /// against (lane scopes, self-protection).
+    #[must_use]
+    pub fn folder(dir: &Path, root: &Path) -> Self {
+        Self {
+            root: root.to_path_buf(),
+            dir: dir.to_path_buf(),
+        }
+    }
+
     /// The nearest project at or above `start`, if any.
     #[must_use]
     pub fn find(start: &Path) -> Option<Self> {

@@ -57,6 +57,10 @@ cairn_core::error_codes! {
         METHOD_NOT_ALLOWED = Invalid("method_not_allowed");
         /// The service's own configuration (tokens, keys, policies) could not be read or written.
         SERVICE_CONFIG = Internal("service_config");
+        /// The service was started without a hooks engine.
+        HOOKS_UNAVAILABLE = NotFound("hooks_unavailable");
+        /// A hook host that is not `claude-code` or `codex`.
+        HOOK_HOST_UNKNOWN = NotFound("hook_host_unknown");
         /// The service is shutting down or the request's work could not be scheduled.
         SERVICE_UNAVAILABLE = Unavailable("service_unavailable");
         /// A bug: a task panicked.

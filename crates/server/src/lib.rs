@@ -37,6 +37,7 @@
 //!     content_retention: None,
 //!     clock: Arc::new(SystemClock),
 //!     max_body_bytes: 1 << 20,
+//!     hooks: None,
 //! });
 //!
 //! let runtime = tokio::runtime::Runtime::new()?;
@@ -74,4 +75,4 @@ pub mod tokens;
 pub use api::{ApiDoc, openapi_document, router};
 pub use error::{ApiError, ServerCode, status_of};
 pub use listen::{Listen, Server, termination_signal};
-pub use service::{Service, ServiceConfig};
+pub use service::{HookAnswerer, Service, ServiceConfig};

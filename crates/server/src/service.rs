@@ -39,6 +39,24 @@ pub struct ServiceConfig {
     pub clock: Arc<dyn Clock>,
     /// The largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// What answers the hosts' hook events (`/v1/hooks/{host}`), if anything.
+    pub hooks: Option<Arc<dyn HookAnswerer>>,
+}
+
+/// Answers a host's hook event for an agent, as `cairn hook` would locally. The service hands
+/// it the bytes and the caller; it knows the hosts' JSON, the service does not.
+pub trait HookAnswerer: Send + Sync {
+    /// The answer to the event `input` of `host` sent by `caller` (an agent): the JSON the
+    /// client prints and exits with.
+    ///
+    /// # Errors
+    /// `hook_host_unknown` for a host it does not answer.
+    fn answer(
+        &self,
+        caller: &Caller,
+        host: &str,
+        input: &[u8],
+    ) -> Result<serde_json::Value, ApiError>;
 }
 
 /// A run this replica writes: its executor and the calls admitted but not yet reported.

@@ -42,6 +42,7 @@ const DEFERRED_ENV: &[&str] = &[
     "CAIRN_FAULT",
     "CAIRN_HOOK_DEADLINE",
     "CAIRN_LOG",
+    "CAIRN_SERVER",
 ];
 
 fn main() -> ExitCode {

@@ -184,6 +184,12 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
     };
     let blocks = cairn_hooks::input::blocks_on_failure(&stdin);
     let host = host_of(args);
+    // With a service named, the call is the service's to answer: nothing is decided here.
+    if let Some(server) = std::env::var_os("CAIRN_SERVER") {
+        return emit(&through_service(
+            host, &stdin, &server, deadline, blocks, limit,
+        ));
+    }
     // The project is found once, here: the resident server is asked for it and the worker is
     // told it, so that both answer for the same project.
     let project = binding(args).project_of(host, &stdin);
@@ -213,6 +219,86 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
         start_server_if_configured(project);
     }
     emit(&answer)
+}
+
+/// The service's answer to the call (`CAIRN_SERVER`, `CAIRN_TOKEN`), or the failure of the
+/// exchange answered as the event's failure: a `PreToolUse` the service does not answer in
+/// time, or at all, is denied.
+fn through_service(
+    host: Host,
+    stdin: &[u8],
+    server: &std::ffi::OsStr,
+    deadline: Instant,
+    blocks: bool,
+    limit: Duration,
+) -> Answer {
+    use cairn_server::client::{ClientError, Endpoint, send_blocking};
+    let Some(endpoint) = server.to_str().and_then(|s| s.parse::<Endpoint>().ok()) else {
+        return failed(
+            blocks,
+            &format!(
+                "CAIRN_SERVER `{}` is not `unix:/path/to/cairn.sock` or `http://host:port`",
+                server.to_string_lossy()
+            ),
+            "service_endpoint_invalid",
+        );
+    };
+    let Some(token) = std::env::var("CAIRN_TOKEN").ok().filter(|t| !t.is_empty()) else {
+        return failed(
+            blocks,
+            "CAIRN_SERVER is set but CAIRN_TOKEN is not: the service answers agents with a token only",
+            "service_token_missing",
+        );
+    };
+    let path = format!("/v1/hooks/{}", host.as_str());
+    let sent = send_blocking(
+        &endpoint,
+        "POST",
+        &path,
+        Some(&token),
+        Some(stdin.to_vec()),
+        left(deadline),
+    );
+    let answer = match sent {
+        Ok(answer) => answer,
+        Err(ClientError::Timeout(_)) => return late(blocks, limit),
+        Err(error) => {
+            return failed(
+                blocks,
+                &error.to_string(),
+                cairn_core::ErrorCode::code(&error),
+            );
+        }
+    };
+    if answer.status != 200 {
+        let body = answer.json();
+        let error = body.get("error");
+        let field = |name: &str| error.and_then(|e| e.get(name)).and_then(|v| v.as_str());
+        let code = field("code").unwrap_or("service_error").to_owned();
+        let message = field("message").unwrap_or("no message");
+        return failed(
+            blocks,
+            &format!(
+                "the service at {endpoint} answered {}: {message}",
+                answer.status
+            ),
+            &code,
+        );
+    }
+    match serde_json::from_slice::<Answer>(&answer.body) {
+        // INVARIANT: the host sees exit 0 or 2 only.
+        Ok(answer) if answer.exit == 0 || answer.exit == cairn_hooks::answer::EXIT_BLOCK => answer,
+        Ok(answer) => failed(
+            blocks,
+            &format!("the service answered exit {}", answer.exit),
+            "service_answer_invalid",
+        ),
+        Err(e) => failed(
+            blocks,
+            &format!("the service's answer is unreadable: {e}"),
+            "service_answer_invalid",
+        ),
+    }
 }
 
 /// Why the worker gave no answer.
@@ -336,6 +422,7 @@ fn work(ctx: &Context, args: &HookArgs) -> u8 {
         fault: fault(),
         gates: Arc::default(),
         binding: binding(args),
+        namespace: None,
     };
     let decided = std::thread::Builder::new()
         .name("cairn-hook".to_owned())

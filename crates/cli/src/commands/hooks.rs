@@ -71,9 +71,11 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
         // The server answers for its own project only; the client sends it only the calls
         // whose project this is.
         binding: cairn_hooks::project::Binding {
+            fixed: None,
             explicit: Some(project.root().to_path_buf()),
             index: None,
         },
+        namespace: None,
     };
     let idle = crate::input::parse_duration("--idle", &args.idle)?;
     let idle = std::time::Duration::try_from(idle)

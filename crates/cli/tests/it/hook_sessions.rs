@@ -57,7 +57,23 @@ fn copy_tree(from: &Path, to: &Path, project: &Path) {
     }
 }
 
-fn run_step(case: &str, line: usize, step: &Value, project: &Path) {
+/// Where a step's hook calls are answered: locally, or by `cairn serve` (its socket, an
+/// agent token and the prefix of the runs that token opens).
+struct Service {
+    socket: PathBuf,
+    token: String,
+    prefix: String,
+}
+
+/// Runs one step: a hook call, or a person's command line (whose run ids are the token's,
+/// through a service).
+fn step_output(
+    case: &str,
+    line: usize,
+    step: &Value,
+    project: &Path,
+    service: Option<&Service>,
+) -> Output {
     let mut command = command_in(project);
     command.env_remove("CAIRN_FAULT");
     if let Some(env) = step.get("env").and_then(Value::as_object) {
@@ -65,12 +81,25 @@ fn run_step(case: &str, line: usize, step: &Value, project: &Path) {
             command.env(name, value.as_str().unwrap());
         }
     }
-    let out = if let Some(args) = step.get("cli") {
-        let args: Vec<&str> = args
+    if let Some(service) = service {
+        command
+            .env("CAIRN_SERVER", format!("unix:{}", service.socket.display()))
+            .env("CAIRN_TOKEN", &service.token);
+    }
+    if let Some(args) = step.get("cli") {
+        let args: Vec<String> = args
             .as_array()
             .unwrap()
             .iter()
-            .map(|a| a.as_str().unwrap())
+            .map(|a| {
+                let arg = a.as_str().unwrap();
+                match service {
+                    Some(service) if arg.starts_with("cc-") || arg.starts_with("codex-") => {
+                        format!("{}.{arg}", service.prefix)
+                    }
+                    _ => arg.to_owned(),
+                }
+            })
             .collect();
         Output::of(command.args(&args))
     } else {
@@ -81,7 +110,11 @@ fn run_step(case: &str, line: usize, step: &Value, project: &Path) {
             _ => panic!("{case}:{line}: a step needs `stdin`, `stdin_raw` or `cli`"),
         };
         common::hook(&mut command, host, &stdin)
-    };
+    }
+}
+
+fn run_step(case: &str, line: usize, step: &Value, project: &Path) -> Output {
+    let out = step_output(case, line, step, project, None);
     let expect = step.get("expect").cloned().unwrap_or(Value::Null);
     let context = || {
         format!(
@@ -125,46 +158,68 @@ fn run_step(case: &str, line: usize, step: &Value, project: &Path) {
             context()
         );
     }
+    out
+}
+
+/// Makes the case's project in `project`: `cairn init`, then the case's files.
+fn set_up(dir: &Path, project: &Path) {
+    let settings: Value = std::fs::read_to_string(dir.join("case.json"))
+        .map_or(Value::Null, |text| serde_json::from_str(&text).unwrap());
+    if settings.get("init").and_then(Value::as_bool) != Some(false) {
+        Output::of(command_in(project).args(["init", "--dir", project.to_str().unwrap()]))
+            .expect(0);
+    }
+    if dir.join("cairn").is_dir() {
+        std::fs::create_dir_all(project.join(".cairn")).unwrap();
+        copy_tree(&dir.join("cairn"), &project.join(".cairn"), project);
+    }
+    if dir.join("project").is_dir() {
+        copy_tree(&dir.join("project"), project, project);
+    }
+}
+
+/// The case's steps, with `${PROJECT}` replaced.
+fn steps_of(dir: &Path, project: &Path) -> Vec<(usize, Value)> {
+    let case = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let events = substitute(
+        &std::fs::read_to_string(dir.join("events.jsonl")).unwrap(),
+        project,
+    );
+    let steps: Vec<(usize, Value)> = events
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(i, line)| {
+            let step = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("{case}:{}: not JSON: {e}", i + 1));
+            (i + 1, step)
+        })
+        .collect();
+    assert!(!steps.is_empty(), "{case}: no steps");
+    steps
+}
+
+/// Replays the case locally, checking every expectation; the outputs, in order.
+fn run_case_in(dir: &Path, project: &Path) -> Vec<Output> {
+    let case = dir.file_name().unwrap().to_string_lossy().into_owned();
+    set_up(dir, project);
+    let outputs = steps_of(dir, project)
+        .iter()
+        .map(|(line, step)| run_step(&case, *line, step, project))
+        .collect();
+    if project.join(".cairn/cairn.db").exists() {
+        Output::of(command_in(project).args(["ledger", "verify", "--all"])).expect(0);
+    }
+    outputs
 }
 
 fn run_case(dir: &Path) {
-    let case = dir.file_name().unwrap().to_string_lossy().into_owned();
     let temp = tempfile::Builder::new()
         .prefix("cairn-hook-session-")
         .tempdir()
         .unwrap();
     let project = temp.path().canonicalize().unwrap();
-    let settings: Value = std::fs::read_to_string(dir.join("case.json"))
-        .map_or(Value::Null, |text| serde_json::from_str(&text).unwrap());
-    if settings.get("init").and_then(Value::as_bool) != Some(false) {
-        Output::of(command_in(&project).args(["init", "--dir", project.to_str().unwrap()]))
-            .expect(0);
-    }
-    if dir.join("cairn").is_dir() {
-        std::fs::create_dir_all(project.join(".cairn")).unwrap();
-        copy_tree(&dir.join("cairn"), &project.join(".cairn"), &project);
-    }
-    if dir.join("project").is_dir() {
-        copy_tree(&dir.join("project"), &project, &project);
-    }
-    let events = substitute(
-        &std::fs::read_to_string(dir.join("events.jsonl")).unwrap(),
-        &project,
-    );
-    let mut steps = 0;
-    for (i, line) in events.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let step: Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("{case}:{}: not JSON: {e}", i + 1));
-        run_step(&case, i + 1, &step, &project);
-        steps += 1;
-    }
-    assert!(steps > 0, "{case}: no steps");
-    if project.join(".cairn/cairn.db").exists() {
-        Output::of(command_in(&project).args(["ledger", "verify", "--all"])).expect(0);
-    }
+    run_case_in(dir, &project);
 }
 
 #[test]
@@ -233,4 +288,236 @@ fn parallel_calls_of_one_session_are_each_recorded_once() {
     let runs = Output::of(command_in(&project).args(["--json", "runs", "list"]));
     assert_eq!(runs.expect(0).json()[0]["records"], 8);
     Output::of(command_in(&project).args(["ledger", "verify", "--all"])).expect(0);
+}
+
+/// Fields of a record (or a listing) that differ between two replays of the same session:
+/// when it happened, and the digests and signatures that cover the run's name (an
+/// observation digests what the model was shown, which names the run; the answers that
+/// showed it are compared whole).
+const STAMPED: &[&str] = &[
+    "recorded_at",
+    "observation_digest",
+    "last_recorded_at",
+    "opened_at",
+    "digest",
+    "prev_digest",
+    "envelope_digest",
+    "evidence_ref",
+    "note",
+];
+
+/// `text` without what [`STAMPED`] names: each JSON document or line with those fields
+/// removed; other text with its digests and RFC 3339 times replaced by `…`.
+fn unstamped(text: &str) -> String {
+    fn strip(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                for key in STAMPED {
+                    map.remove(*key);
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    if let Ok(mut whole) = serde_json::from_str::<Value>(text) {
+        strip(&mut whole);
+        return whole.to_string();
+    }
+    text.lines()
+        .map(|line| match serde_json::from_str::<Value>(line) {
+            Ok(mut value) => {
+                strip(&mut value);
+                value.to_string()
+            }
+            Err(_) => plain_unstamped(line),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `line` with every `sha256:<64 hex>` digest and every `YYYY-MM-DDTHH:MM:SS[.frac]Z` time
+/// replaced by `…`.
+fn plain_unstamped(line: &str) -> String {
+    let bytes = line.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &line[i..];
+        if let Some(hex) = rest.strip_prefix("sha256:")
+            && hex.len() >= 64
+            && hex.as_bytes()[..64].iter().all(u8::is_ascii_hexdigit)
+        {
+            out.push('…');
+            i += 7 + 64;
+            continue;
+        }
+        let time = rest.as_bytes();
+        if time.len() >= 20
+            && time[..4].iter().all(u8::is_ascii_digit)
+            && time[4] == b'-'
+            && time[10] == b'T'
+            && time[13] == b':'
+        {
+            let end = time.iter().position(|&b| b == b'Z').unwrap_or(19);
+            out.push('…');
+            i += end + 1;
+            continue;
+        }
+        let c = rest.chars().next().unwrap();
+        out.push(c);
+        i += c.len_utf8();
+    }
+    out
+}
+
+/// `cairn serve` over the project's `.cairn/` folder, stopped when dropped.
+struct Served {
+    child: std::process::Child,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(project: &Path) -> (Served, Service) {
+    let data = project.join(".cairn");
+    let tenant = std::fs::read_to_string(data.join("hooks.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|config| config["tenant"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| "local".to_owned());
+    let made = Output::of(
+        command_in(project)
+            .args([
+                "--json", "tokens", "create", "--role", "agent", "--tenant", &tenant, "--data",
+            ])
+            .arg(&data),
+    );
+    let made: Value = serde_json::from_str(&made.stdout).unwrap();
+    let socket = project.join("cairn.sock");
+    let ready = project.join("serve.ready");
+    let child = command_in(project)
+        .args(["serve", "--data"])
+        .arg(&data)
+        .arg("--agents-root")
+        .arg(project)
+        .arg("--listen")
+        .arg(format!("unix:{}", socket.display()))
+        .arg("--ready-file")
+        .arg(&ready)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let served = Served { child };
+    let started = std::time::Instant::now();
+    while !ready.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "cairn serve did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let service = Service {
+        socket,
+        token: made["token"].as_str().unwrap().to_owned(),
+        prefix: made["entry"]["id"].as_str().unwrap().to_owned(),
+    };
+    (served, service)
+}
+
+/// The same recorded sessions through `cairn serve` (issue 20, acceptance 1): `cairn hook`
+/// with `CAIRN_SERVER` and an agent token forwards every event, and every answer — exit
+/// code, stdout, stderr — and every person's command's output is the local mode's, but for
+/// the runs' names (the token's id before them). The case runs locally first, then, in the
+/// same folder afresh, through the service (its folder is the project's `.cairn/`).
+#[test]
+fn recorded_hook_sessions_answer_the_same_through_the_service() {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(cases_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("events.jsonl").is_file())
+        .collect();
+    cases.sort();
+    let mut compared = 0;
+    for dir in &cases {
+        let case = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let settings: Value = std::fs::read_to_string(dir.join("case.json"))
+            .map_or(Value::Null, |text| serde_json::from_str(&text).unwrap());
+        if settings.get("init").and_then(Value::as_bool) == Some(false) {
+            // No project: nothing for a service to hold.
+            continue;
+        }
+        let temp = tempfile::Builder::new()
+            .prefix("cairn-hook-session-")
+            .tempdir()
+            .unwrap();
+        let project = temp.path().canonicalize().unwrap();
+        let local = run_case_in(dir, &project);
+        // Afresh, but with the same keys (the signing key and the decisions' HMAC key), so
+        // that signatures and keyed digests can be compared.
+        let keep = tempfile::tempdir().unwrap();
+        let cairn = project.join(".cairn");
+        std::fs::rename(cairn.join("keys"), keep.path().join("keys")).unwrap();
+        let hmac = cairn.join(cairn_runtime::decision_files::HMAC_KEY_FILE);
+        let kept_hmac = hmac.exists().then(|| std::fs::read(&hmac).unwrap());
+        for entry in std::fs::read_dir(&project).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).unwrap();
+            } else {
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+        std::fs::create_dir_all(&cairn).unwrap();
+        std::fs::rename(keep.path().join("keys"), cairn.join("keys")).unwrap();
+        if let Some(bytes) = kept_hmac {
+            std::fs::write(&hmac, bytes).unwrap();
+        }
+        set_up(dir, &project);
+        let (served, service) = serve(&project);
+        let normal = |text: &str| text.replace(&format!("{}.", service.prefix), "");
+        for ((line, step), local) in steps_of(dir, &project).iter().zip(&local) {
+            let through = step_output(&case, *line, step, &project, Some(&service));
+            let context = format!(
+                "{case}:{line}: {}\n--- local: exit {}\n{}\n{}\n--- through the service: exit {}\n{}\n{}",
+                local.args,
+                local.code,
+                local.stdout,
+                local.stderr,
+                through.code,
+                through.stdout,
+                through.stderr
+            );
+            assert_eq!(local.code, through.code, "{context}");
+            if step.get("cli").is_some() {
+                // A person's command prints records and times: what was recorded must be the
+                // same, not when, nor the digests that chain in the run's name.
+                assert_eq!(
+                    unstamped(&normal(&local.stdout)),
+                    unstamped(&normal(&through.stdout)),
+                    "{context}"
+                );
+                assert_eq!(
+                    unstamped(&normal(&local.stderr)),
+                    unstamped(&normal(&through.stderr)),
+                    "{context}"
+                );
+            } else {
+                assert_eq!(normal(&local.stdout), normal(&through.stdout), "{context}");
+                assert_eq!(normal(&local.stderr), normal(&through.stderr), "{context}");
+            }
+            compared += 1;
+        }
+        drop(served);
+        Output::of(command_in(&project).args(["ledger", "verify", "--all"])).expect(0);
+    }
+    assert!(compared > 50, "only {compared} steps compared");
 }

@@ -71,9 +71,11 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
         fault: None,
         gates: Arc::default(),
         binding: cairn_hooks::project::Binding {
+            fixed: None,
             explicit: Some(dir.path().to_path_buf()),
             index: None,
         },
+        namespace: None,
     };
     Fixture {
         dir,

@@ -6,6 +6,7 @@
 
 mod evidence;
 pub mod extract;
+mod hooks;
 mod runs;
 mod tokens;
 
@@ -42,6 +43,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         runs::observe, runs::terminate, runs::reconcile,
         evidence::verify_run, evidence::export_bundle, evidence::prove_step,
         tokens::create_token, tokens::list_tokens, tokens::revoke_token,
+        hooks::answer_hook,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&BearerAuth),
@@ -49,6 +51,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         (name = "runs", description = "Open runs, admit and record their steps, close them"),
         (name = "evidence", description = "Verify runs, export bundles, prove records"),
         (name = "tokens", description = "Tokens of the caller's tenant (admin)"),
+        (name = "hooks", description = "Claude Code and Codex hook events, for `cairn hook` as a thin client"),
         (name = "service", description = "Liveness, readiness and this document"),
     ),
 )]
@@ -109,6 +112,7 @@ pub fn router(service: Arc<Service>) -> Router {
             post(tokens::create_token).get(tokens::list_tokens),
         )
         .route("/v1/tokens/{id}/revoke", post(tokens::revoke_token))
+        .route("/v1/hooks/{host}", post(hooks::answer_hook))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limit))

@@ -82,6 +82,7 @@ impl Harness {
             content_retention: None,
             clock: Arc::new(SystemClock),
             max_body_bytes: 64 << 10,
+            hooks: None,
         };
         let socket = dir.path().join("cairn.sock");
         let listens = [

@@ -48,6 +48,9 @@ pub fn program_in(program: impl AsRef<std::ffi::OsStr>, dir: &Path) -> Command {
         .env_remove("CAIRN_HOOK_RESIDENT")
         .env_remove("CAIRN_HOOK_DEADLINE")
         .env_remove("CLAUDE_PROJECT_DIR")
+        .env_remove("CAIRN_SERVER")
+        .env_remove("CAIRN_TOKEN")
+        .env_remove("CAIRN_DATA")
         .env("CAIRN_HOME", dir.join(".cairn-home"))
         .stdin(Stdio::null());
     command

@@ -2,7 +2,8 @@
 //! until SIGTERM or SIGINT, then drained (requests in flight finish, every waiting record is
 //! committed).
 
-use std::path::Path;
+mod hooks;
+
 use std::sync::Arc;
 
 use cairn_core::SystemClock;
@@ -53,7 +54,7 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
             ),
         )
     })?;
-    let config = configure(ctx, &args.data, &args.durability, args.max_body)?;
+    let config = configure(ctx, args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // Cedar decides on these threads: they need the stack the policy limits are sized for.
@@ -99,12 +100,8 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
 }
 
 /// The service's configuration from its folder (and `--store` / `--keys` when given).
-fn configure(
-    ctx: &Context,
-    data: &Path,
-    durability: &str,
-    max_body_bytes: usize,
-) -> Result<ServiceConfig, Failure> {
+fn configure(ctx: &Context, args: &ServeArgs) -> Result<ServiceConfig, Failure> {
+    let data = args.data.as_path();
     let location = match &ctx.explicit_store {
         Some(text) => StoreLocation::parse(text)?,
         None => StoreLocation::File(data.join(STORE_FILE)),
@@ -114,6 +111,8 @@ fn configure(
         .explicit_keys
         .clone()
         .unwrap_or_else(|| data.join(KEYS_DIR));
+    let root = args.agents_root.as_deref().unwrap_or(data);
+    let hooks = hooks::ServiceHooks::new(data, root, keys.clone(), Arc::clone(&store));
     let keyring = Keyring::open(keys);
     let signing_key = keyring.active_signing_key()?;
     let trusted = keyring.trusted_keys()?;
@@ -129,9 +128,10 @@ fn configure(
         signing_key,
         trusted,
         tokens,
-        durability: durability.parse()?,
+        durability: args.durability.parse()?,
         content_retention: Some(jiff::SignedDuration::from_hours(24 * 7)),
         clock: Arc::new(SystemClock),
-        max_body_bytes,
+        max_body_bytes: args.max_body,
+        hooks: Some(Arc::new(hooks)),
     })
 }

@@ -1,0 +1,85 @@
+//! The hook events `cairn hook` forwards to the service (`CAIRN_SERVER`), answered by the
+//! same engine as locally (`cairn_hooks::handle`), with the service's folder as the project:
+//! its policies, lanes and `hooks.json`, its key, its store, and a session folder of its own.
+//! Every run is recorded under the agent token's tenant and named after its id.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cairn_core::SystemClock;
+use cairn_hooks::project::{Binding, Project};
+use cairn_hooks::{Environment, Host, Namespace, StoreOpener};
+use cairn_ledger::{Store, StoreError};
+use cairn_server::tokens::Caller;
+use cairn_server::{ApiError, HookAnswerer, ServerCode};
+
+/// The service's store, whatever path the engine names.
+struct ServiceStore(Arc<dyn Store>);
+
+impl StoreOpener for ServiceStore {
+    fn open(&self, _path: &Path) -> Result<Arc<dyn Store>, StoreError> {
+        Ok(Arc::clone(&self.0))
+    }
+
+    fn files(&self, _path: &Path) -> Vec<PathBuf> {
+        Vec::new()
+    }
+}
+
+/// The hooks engine over the service's folder.
+pub struct ServiceHooks {
+    project: Project,
+    keys: PathBuf,
+    stores: Arc<dyn StoreOpener>,
+    gates: Arc<cairn_runtime::project::GateCache>,
+}
+
+impl ServiceHooks {
+    /// Hooks answered over the folder `data`, the keys in `keys` and `store`, judging the
+    /// agents' paths against `root`.
+    pub fn new(data: &Path, root: &Path, keys: PathBuf, store: Arc<dyn Store>) -> Self {
+        Self {
+            project: Project::folder(data, root),
+            keys,
+            stores: Arc::new(ServiceStore(store)),
+            gates: Arc::default(),
+        }
+    }
+}
+
+impl HookAnswerer for ServiceHooks {
+    fn answer(
+        &self,
+        caller: &Caller,
+        host: &str,
+        input: &[u8],
+    ) -> Result<serde_json::Value, ApiError> {
+        let host: Host = host.parse().map_err(|_| {
+            ApiError::new(
+                ServerCode::HOOK_HOST_UNKNOWN,
+                format!("no hook host `{host}` (claude-code or codex)"),
+            )
+            .at("path.host")
+        })?;
+        let env = Environment {
+            clock: Arc::new(SystemClock),
+            stores: Arc::clone(&self.stores),
+            store_path: Some(PathBuf::from("service-store")),
+            keys_dir: Some(self.keys.clone()),
+            fault: None,
+            gates: Arc::clone(&self.gates),
+            binding: Binding {
+                fixed: Some(self.project.clone()),
+                explicit: None,
+                index: None,
+            },
+            namespace: Some(Namespace {
+                tenant: caller.tenant.clone(),
+                run_prefix: caller.token_id.clone(),
+            }),
+        };
+        let answer = cairn_hooks::handle(host, input, &env);
+        serde_json::to_value(&answer)
+            .map_err(|e| ApiError::new(ServerCode::INTERNAL, e.to_string()))
+    }
+}
