@@ -137,6 +137,9 @@ pub enum Command {
     /// Run Cairn as a service: it holds the policies, the signing key and the store of its
     /// folder, and agents reach it over HTTP (TCP or a Unix socket) with a token only.
     Serve(ServeArgs),
+    /// Say which set-up is in force here (local, service client, service host) and what it
+    /// protects against; exit 1 when a check fails.
+    Doctor(DoctorArgs),
     /// Create, list and revoke the service's tokens (each bound to one tenant and one role).
     #[command(subcommand)]
     Tokens(TokensCommand),
@@ -154,6 +157,9 @@ pub struct ServeArgs {
     /// key); existing files are kept.
     #[arg(long)]
     pub init: bool,
+    /// Create the folder as `--init` does, then exit without serving.
+    #[arg(long)]
+    pub init_only: bool,
     /// Where to listen: `unix:/run/cairn/cairn.sock` or `127.0.0.1:8470` (repeatable).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8470")]
     pub listen: Vec<String>,
@@ -176,6 +182,14 @@ pub struct ServeArgs {
     /// Print the address(es) listened on to this file once ready (for scripts and tests).
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,
+}
+
+/// `cairn doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Check this service folder (on the service's host) instead of this side's set-up.
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
 }
 
 /// `cairn tokens …`.

@@ -100,6 +100,16 @@ impl Answer {
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or(serde_json::Value::Null)
     }
+
+    /// The error's field `name` (`code`, `message`, `field`), for an error answer.
+    #[must_use]
+    pub fn error(&self, name: &str) -> Option<String> {
+        self.json()
+            .get("error")
+            .and_then(|error| error.get(name))
+            .and_then(|value| value.as_str())
+            .map(str::to_owned)
+    }
 }
 
 /// Sends one request and reads the whole answer within `deadline`.

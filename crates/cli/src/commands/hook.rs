@@ -271,11 +271,12 @@ fn through_service(
         }
     };
     if answer.status != 200 {
-        let body = answer.json();
-        let error = body.get("error");
-        let field = |name: &str| error.and_then(|e| e.get(name)).and_then(|v| v.as_str());
-        let code = field("code").unwrap_or("service_error").to_owned();
-        let message = field("message").unwrap_or("no message");
+        let code = answer
+            .error("code")
+            .unwrap_or_else(|| "service_error".to_owned());
+        let message = answer
+            .error("message")
+            .unwrap_or_else(|| "no message".to_owned());
         return failed(
             blocks,
             &format!(

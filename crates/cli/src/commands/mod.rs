@@ -4,6 +4,7 @@ mod continuity;
 mod cost;
 mod decisions;
 mod demo;
+mod doctor;
 mod eval;
 mod gc;
 pub mod hook;
@@ -52,5 +53,6 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::Store(cmd) => store::run(ctx, cmd),
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Tokens(cmd) => tokens::run(cmd),
+        Command::Doctor(args) => doctor::run(&args),
     }
 }

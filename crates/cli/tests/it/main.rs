@@ -18,6 +18,7 @@ mod canary;
 mod continuity;
 mod decisions;
 mod demo;
+mod deployment;
 mod eval;
 mod hook_client;
 mod hook_faults;

@@ -24,8 +24,25 @@ pub const TOKENS_FILE: &str = "tokens.json";
 
 /// Runs `cairn serve`.
 pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
-    if args.init {
-        super::init::scaffold_folder(args.data.clone())?;
+    if args.init || args.init_only {
+        let made = super::init::scaffold_folder(args.data.clone())?;
+        if args.init_only {
+            return Ok(Outcome::ok(
+                serde_json::json!({
+                    "data": made.project,
+                    "created": made.created,
+                    "kept": made.kept,
+                    "policy_set_version": made.policy_set_version,
+                    "signing_key": made.signing_key,
+                }),
+                format!(
+                    "service folder {} ready (observe-first policies, signing key {}); next: `cairn tokens create --data {} --tenant T --role agent`",
+                    made.project.display(),
+                    made.signing_key,
+                    made.project.display()
+                ),
+            ));
+        }
     }
     if !args.data.is_dir() {
         return Err(Failure::new(
@@ -64,7 +81,10 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
         .build()
         .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot start the runtime: {e}")))?;
     let service = Arc::new(Service::new(config));
-    runtime.block_on(async move {
+    // The service (its store among it) is dropped after the runtime: a PostgreSQL store's
+    // connections close with a runtime of their own, which cannot start inside this one.
+    let kept = Arc::clone(&service);
+    let served = runtime.block_on(async move {
         let server = Server::bind(&listens, socket_mode).await.map_err(|e| {
             Failure::new(
                 CliCode::IO,
@@ -96,7 +116,10 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
             serde_json::json!({"stopped": true, "listened": addresses}),
             "cairn serve stopped; every admitted record is committed".to_owned(),
         ))
-    })
+    });
+    drop(runtime);
+    drop(kept);
+    served
 }
 
 /// The service's configuration from its folder (and `--store` / `--keys` when given).
