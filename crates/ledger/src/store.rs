@@ -524,6 +524,14 @@ pub trait Store: Send + Sync {
     /// [`StoreError::RunTerminated`] after the terminal record.
     fn append(&self, commit: &Commit<'_>) -> Result<(), StoreError>;
 
+    /// Appends several commits — of several runs — each all-or-nothing as [`Store::append`],
+    /// answering one result per commit, in order. A store that can make them durable
+    /// together (one transaction, one sync to disk) should: a service's group commit calls
+    /// this for every run with records waiting. By default, one [`Store::append`] each.
+    fn append_group(&self, commits: &[Commit<'_>]) -> Vec<Result<(), StoreError>> {
+        commits.iter().map(|commit| self.append(commit)).collect()
+    }
+
     /// A run's summary, if it exists.
     ///
     /// # Errors

@@ -241,6 +241,12 @@ impl Executor {
         &self.unresolved
     }
 
+    /// The run's recorder, to read (its identity, what waits for a commit).
+    #[must_use]
+    pub const fn recorder_ref(&self) -> &Recorder {
+        &self.recorder
+    }
+
     /// The run's recorder (for boundaries, flushing, identity).
     pub fn recorder(&mut self) -> &mut Recorder {
         &mut self.recorder

@@ -71,4 +71,6 @@ pub use executor::{
     Admitted, Arguments, CallError, Denial, EffectOutcome, Executor, Gate, GateRequest,
     GateVerdict, Permit, UnreadableArguments,
 };
-pub use recorder::{ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall};
+pub use recorder::{
+    ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall, WaitingCopy,
+};

@@ -99,6 +99,27 @@ pub struct ToolCall<'a> {
     pub lane: Option<LaneId>,
 }
 
+/// What waited for a batch commit, copied out of its writer ([`Recorder::waiting_copy`]).
+#[derive(Debug, Clone)]
+pub struct WaitingCopy {
+    first: Digest,
+    records: Vec<SealedRecord>,
+    content: Vec<ContentItem>,
+}
+
+impl WaitingCopy {
+    /// The commit that makes it durable.
+    #[must_use]
+    pub fn commit(&self) -> Commit<'_> {
+        Commit {
+            records: &self.records,
+            content: &self.content,
+            checkpoint_note: None,
+            envelope: None,
+        }
+    }
+}
+
 /// Where a record landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Receipt {
@@ -373,24 +394,72 @@ impl Recorder {
         self.oldest_pending
     }
 
+    /// How many records wait for a batch commit.
+    #[must_use]
+    pub fn waiting_records(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Commits every waiting record.
     ///
     /// # Errors
     /// Store failures; the records stay waiting and a later flush retries them.
     pub fn flush(&mut self) -> Result<(), RuntimeError> {
-        if self.pending.is_empty() && self.pending_content.is_empty() {
-            return Ok(());
+        if let Some(commit) = self.waiting_commit() {
+            self.store.append(&commit)?;
+            self.waiting_committed();
         }
-        self.store.append(&Commit {
+        Ok(())
+    }
+
+    /// The commit that would make the waiting records durable, for a caller that commits
+    /// several writers' records together ([`Store::append_group`]) and then calls
+    /// [`Recorder::waiting_committed`]; `None` when nothing waits.
+    #[must_use]
+    pub fn waiting_commit(&self) -> Option<Commit<'_>> {
+        if self.pending.is_empty() && self.pending_content.is_empty() {
+            return None;
+        }
+        Some(Commit {
             records: &self.pending,
             content: &self.pending_content,
             checkpoint_note: None,
             envelope: None,
-        })?;
+        })
+    }
+
+    /// Notes that the commit [`Recorder::waiting_commit`] gave was made durable.
+    pub fn waiting_committed(&mut self) {
         self.pending.clear();
         self.pending_content.clear();
         self.oldest_pending = None;
-        Ok(())
+    }
+
+    /// A copy of what waits for a batch commit, for a caller that makes it durable without
+    /// holding this writer (more records may wait by then), and that no one else commits
+    /// meanwhile; then [`Recorder::committed_copy`].
+    #[must_use]
+    pub fn waiting_copy(&self) -> Option<WaitingCopy> {
+        let first = self.pending.first()?.record().digest;
+        Some(WaitingCopy {
+            first,
+            records: self.pending.clone(),
+            content: self.pending_content.clone(),
+        })
+    }
+
+    /// Notes that `copy` was made durable: its records and content stop waiting, and what
+    /// was appended since still waits. Nothing changes when the records waiting are no longer
+    /// the copy's.
+    pub fn committed_copy(&mut self, copy: &WaitingCopy) {
+        if self.pending.first().map(|r| r.record().digest) != Some(copy.first) {
+            return;
+        }
+        self.pending
+            .drain(..copy.records.len().min(self.pending.len()));
+        self.pending_content
+            .drain(..copy.content.len().min(self.pending_content.len()));
+        self.oldest_pending = (!self.pending.is_empty()).then(Instant::now);
     }
 
     /// Closes the run: writes the terminal record and the checkpoint signed by `key` over

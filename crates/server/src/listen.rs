@@ -162,7 +162,7 @@ impl Server {
         let _ = flusher.await;
         let drained = Arc::clone(&service);
         let _ = tokio::task::spawn_blocking(move || {
-            drained.flush_waiting(Duration::ZERO, true);
+            drained.flush_waiting(Duration::ZERO);
         })
         .await;
         for path in sockets {
@@ -188,7 +188,7 @@ async fn group_commit(service: Arc<Service>, stop: impl Future<Output = ()>) {
             _ = ticks.tick() => {
                 let service = Arc::clone(&service);
                 let _ = tokio::task::spawn_blocking(move || {
-                    service.flush_waiting(max_delay, false);
+                    service.flush_waiting(max_delay);
                 })
                 .await;
             }

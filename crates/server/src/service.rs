@@ -3,7 +3,7 @@
 //! and the group commit of their records.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use cairn_core::{Clock, Digest, RunId, TaskId, TenantId};
@@ -59,6 +59,9 @@ pub trait HookAnswerer: Send + Sync {
     ) -> Result<serde_json::Value, ApiError>;
 }
 
+/// The most records one run holds waiting for the group commit before it commits them itself.
+const MAX_WAITING_RECORDS: usize = 4_096;
+
 /// A run this replica writes: its executor and the calls admitted but not yet reported.
 struct LiveRun {
     /// `None` once the run is closed (a terminate consumed it).
@@ -66,12 +69,43 @@ struct LiveRun {
     permits: HashMap<u64, Permit>,
 }
 
+/// A live run and who may commit its records.
+struct Live {
+    /// Held by whoever may commit the run's records: the group commit while its copy of them
+    /// is made durable, and every operation but an admission decided at once (which never
+    /// commits). The group commit holds no run lock while it syncs, so requests go on.
+    committing: Mutex<()>,
+    run: Mutex<LiveRun>,
+}
+
+impl Live {
+    fn new(executor: Executor) -> Arc<Self> {
+        Arc::new(Self {
+            committing: Mutex::new(()),
+            run: Mutex::new(LiveRun {
+                executor: Some(executor),
+                permits: HashMap::new(),
+            }),
+        })
+    }
+
+    /// The run, for an operation that may commit: after any group commit of it in flight.
+    fn lock_to_commit(&self) -> (MutexGuard<'_, ()>, MutexGuard<'_, LiveRun>) {
+        let committing = self
+            .committing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let run = self.run.lock().unwrap_or_else(PoisonError::into_inner);
+        (committing, run)
+    }
+}
+
 type RunKey = (TenantId, RunId);
 
 /// The running service.
 pub struct Service {
     pub(crate) config: ServiceConfig,
-    live: Mutex<HashMap<RunKey, Arc<Mutex<LiveRun>>>>,
+    live: Mutex<HashMap<RunKey, Arc<Live>>>,
 }
 
 impl std::fmt::Debug for Service {
@@ -165,8 +199,18 @@ impl Service {
     }
 
     fn options(&self) -> RecorderOptions {
+        // Batched records are committed by the service's group commit (all runs together,
+        // see `flush_waiting`), never by the request that happens to cross the window; a run
+        // commits on its own only when this many records wait.
+        let durability = match self.config.durability {
+            Durability::Sync => Durability::Sync,
+            Durability::Batch { .. } => Durability::Batch {
+                max_records: MAX_WAITING_RECORDS,
+                max_delay: std::time::Duration::from_secs(3_600),
+            },
+        };
         RecorderOptions {
-            durability: self.config.durability,
+            durability,
             content_retention: self.config.content_retention,
         }
     }
@@ -227,13 +271,8 @@ impl Service {
             self.options(),
         )?;
         let executor = Executor::new(recorder, Arc::clone(&self.config.gate), principal(caller));
-        self.lock_live().insert(
-            (caller.tenant.clone(), run.clone()),
-            Arc::new(Mutex::new(LiveRun {
-                executor: Some(executor),
-                permits: HashMap::new(),
-            })),
-        );
+        self.lock_live()
+            .insert((caller.tenant.clone(), run.clone()), Live::new(executor));
         self.run_info(caller, &run)
     }
 
@@ -271,12 +310,41 @@ impl Service {
             .collect())
     }
 
-    fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<RunKey, Arc<Mutex<LiveRun>>>> {
+    fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<RunKey, Arc<Live>>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Decides and records one step without waiting for anything: when the service batches,
+    /// this replica holds the run, no one else holds it right now, and its batch has room, so
+    /// that no store call and no lock wait can happen. `None` otherwise: the caller runs
+    /// [`Service::admit`] where blocking is allowed.
+    ///
+    /// # Errors
+    /// As [`Service::admit`].
+    pub fn try_admit_now(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        request: &StepRequest<'_>,
+    ) -> Option<Result<StepDecision, ApiError>> {
+        if request.sync || matches!(self.config.durability, Durability::Sync) {
+            return None;
+        }
+        let live = self
+            .lock_live()
+            .get(&(caller.tenant.clone(), run.clone()))
+            .cloned()?;
+        let mut guard = live.run.try_lock().ok()?;
+        let LiveRun { executor, permits } = &mut *guard;
+        let executor = executor.as_mut()?;
+        if executor.recorder_ref().waiting_records() + 1 >= MAX_WAITING_RECORDS {
+            return None;
+        }
+        Some(admit_with(executor, permits, request))
+    }
+
     /// The live run, resumed from the store when this replica does not hold it yet.
-    fn live_run(&self, caller: &Caller, run: &RunId) -> Result<Arc<Mutex<LiveRun>>, ApiError> {
+    fn live_run(&self, caller: &Caller, run: &RunId) -> Result<Arc<Live>, ApiError> {
         let key = (caller.tenant.clone(), run.clone());
         if let Some(live) = self.lock_live().get(&key) {
             return Ok(Arc::clone(live));
@@ -302,10 +370,7 @@ impl Service {
             Arc::clone(&self.config.gate),
             principal(caller),
         );
-        let live = Arc::new(Mutex::new(LiveRun {
-            executor: Some(executor),
-            permits: HashMap::new(),
-        }));
+        let live = Live::new(executor);
         // Another request may have resumed it meanwhile: keep the first.
         Ok(Arc::clone(self.lock_live().entry(key).or_insert(live)))
     }
@@ -320,7 +385,7 @@ impl Service {
         work: impl FnOnce(&mut Executor, &mut HashMap<u64, Permit>) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
         let live = self.live_run(caller, run)?;
-        let mut guard = live.lock().unwrap_or_else(PoisonError::into_inner);
+        let (committing, mut guard) = live.lock_to_commit();
         let LiveRun { executor, permits } = &mut *guard;
         let Some(executor) = executor.as_mut() else {
             return Err(StoreError::RunTerminated { run: run.clone() }.into());
@@ -330,6 +395,7 @@ impl Service {
             && matches!(error.code(), "step_conflict" | "non_contiguous_step")
         {
             drop(guard);
+            drop(committing);
             self.lock_live()
                 .remove(&(caller.tenant.clone(), run.clone()));
         }
@@ -347,38 +413,7 @@ impl Service {
         request: &StepRequest<'_>,
     ) -> Result<StepDecision, ApiError> {
         self.with_executor(caller, run, |executor, permits| {
-            if let Some(observation) = request.observation {
-                executor.observe(observation)?;
-            }
-            let policy_set_version = executor.gate().policy_set_version();
-            let admitted = executor.admit(&request.call)?;
-            if request.sync {
-                executor.recorder().flush()?;
-            }
-            Ok(match admitted {
-                Admitted::Permitted(permit) => {
-                    let decision = StepDecision {
-                        step: permit.step_index(),
-                        digest: permit.digest(),
-                        allowed: true,
-                        rule_ids: permit.rule_ids().to_vec(),
-                        reason: None,
-                        detail: None,
-                        policy_set_version,
-                    };
-                    permits.insert(permit.step_index(), permit);
-                    decision
-                }
-                Admitted::Denied(denial) => StepDecision {
-                    step: denial.receipt.step_index,
-                    digest: denial.receipt.digest,
-                    allowed: false,
-                    rule_ids: denial.rule_ids,
-                    reason: Some(denial.reason),
-                    detail: denial.detail,
-                    policy_set_version,
-                },
-            })
+            admit_with(executor, permits, request)
         })
     }
 
@@ -450,17 +485,34 @@ impl Service {
         reason: TerminationReason,
         detail: Option<cairn_ledger::record::Label>,
     ) -> Result<cairn_runtime::ClosedRun, ApiError> {
-        let live = self.live_run(caller, run)?;
-        let mut guard = live.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(executor) = guard.executor.take() else {
-            return Err(StoreError::RunTerminated { run: run.clone() }.into());
-        };
-        // A failed close leaves the run open: resumed from the store on the next request.
-        let closed = executor.terminate(reason, detail, &self.config.signing_key);
-        drop(guard);
-        self.lock_live()
-            .remove(&(caller.tenant.clone(), run.clone()));
-        Ok(closed?)
+        // Another replica may have written the run since this one last did: the close is
+        // tried once more on the run as the store holds it.
+        for attempt in 0..2 {
+            let live = self.live_run(caller, run)?;
+            let (committing, mut guard) = live.lock_to_commit();
+            let Some(executor) = guard.executor.as_mut() else {
+                return Err(StoreError::RunTerminated { run: run.clone() }.into());
+            };
+            // What waits is committed first, on its own: a close that fails must not take
+            // admitted steps with it.
+            executor.recorder().flush()?;
+            let Some(executor) = guard.executor.take() else {
+                return Err(StoreError::RunTerminated { run: run.clone() }.into());
+            };
+            let closed = executor.terminate(reason, detail.clone(), &self.config.signing_key);
+            drop(guard);
+            drop(committing);
+            // Closed or not, this replica lets go of the run: a retry resumes it from the store.
+            self.lock_live()
+                .remove(&(caller.tenant.clone(), run.clone()));
+            match closed {
+                Err(RuntimeError::Store(
+                    StoreError::Conflict { .. } | StoreError::NonContiguous { .. },
+                )) if attempt == 0 => {}
+                other => return Ok(other?),
+            }
+        }
+        Err(StoreError::RunTerminated { run: run.clone() }.into())
     }
 
     /// Records the observed outcome of an unknown side effect (a person's act).
@@ -496,7 +548,7 @@ impl Service {
             .get(&(tenant.clone(), run.clone()))
             .cloned();
         if let Some(live) = live {
-            let mut guard = live.lock().unwrap_or_else(PoisonError::into_inner);
+            let (_committing, mut guard) = live.lock_to_commit();
             if let Some(executor) = guard.executor.as_mut() {
                 executor.recorder().flush()?;
             }
@@ -504,38 +556,69 @@ impl Service {
         Ok(())
     }
 
-    /// Commits every live run whose records waited at least `older_than` (zero: all); logs
-    /// what fails (the records stay waiting and the next pass retries them). Runs another
-    /// request holds are left to that request, unless `wait` (at shutdown).
-    pub fn flush_waiting(&self, older_than: std::time::Duration, wait: bool) {
-        let lives: Vec<Arc<Mutex<LiveRun>>> = self.lock_live().values().cloned().collect();
+    /// Commits, together (one [`Store::append_group`]: one transaction and one sync to disk
+    /// where the store can), the waiting records of every live run whose oldest waited at
+    /// least `older_than` (zero: all); logs what fails (those records stay waiting and the
+    /// next pass retries them).
+    pub fn flush_waiting(&self, older_than: std::time::Duration) {
+        let lives: Vec<Arc<Live>> = self.lock_live().values().cloned().collect();
         let now = Instant::now();
-        for live in lives {
-            let mut guard = if wait {
-                live.lock().unwrap_or_else(PoisonError::into_inner)
+        // Each run's waiting records are copied under its lock for a moment; the commit
+        // itself holds only the runs' commit locks, so their requests go on meanwhile.
+        let mut due = Vec::new();
+        for live in &lives {
+            let committing = if older_than.is_zero() {
+                live.committing
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
             } else {
-                match live.try_lock() {
+                match live.committing.try_lock() {
                     Ok(guard) => guard,
                     Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+                    // Another operation commits this run now: its records go with it.
                     Err(std::sync::TryLockError::WouldBlock) => continue,
                 }
             };
-            let Some(executor) = guard.executor.as_mut() else {
-                continue;
+            let copy = {
+                let guard = live.run.lock().unwrap_or_else(PoisonError::into_inner);
+                guard.executor.as_ref().and_then(|e| {
+                    let recorder = e.recorder_ref();
+                    let since = recorder.waiting_since()?;
+                    if now.saturating_duration_since(since) < older_than {
+                        return None;
+                    }
+                    recorder.waiting_copy()
+                })
             };
-            let due = executor
-                .recorder()
-                .waiting_since()
-                .is_some_and(|since| now.saturating_duration_since(since) >= older_than);
-            if due && let Err(error) = executor.recorder().flush() {
-                let run = executor.recorder().run_id().to_string();
-                tracing::error!(%run, code = cairn_core::ErrorCode::code(&error), %error, "group commit failed; retrying");
+            if let Some(copy) = copy {
+                due.push((live, committing, copy));
             }
+        }
+        if due.is_empty() {
+            return;
+        }
+        let results = {
+            let commits: Vec<_> = due.iter().map(|(_, _, copy)| copy.commit()).collect();
+            self.config.store.append_group(&commits)
+        };
+        for ((live, committing, copy), result) in due.into_iter().zip(results) {
+            let mut guard = live.run.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(executor) = guard.executor.as_mut() {
+                match result {
+                    Ok(()) => executor.recorder().committed_copy(&copy),
+                    Err(error) => {
+                        let run = executor.recorder_ref().run_id().to_string();
+                        tracing::error!(%run, code = cairn_core::ErrorCode::code(&error), %error, "group commit failed; retrying");
+                    }
+                }
+            }
+            drop(guard);
+            drop(committing);
         }
     }
 
     fn flush_all(&self) {
-        self.flush_waiting(std::time::Duration::ZERO, false);
+        self.flush_waiting(std::time::Duration::ZERO);
     }
 
     /// Whether the store answers (`/readyz`).
@@ -682,4 +765,44 @@ impl Service {
 /// Who a run acts for, as the records and the gate see it: the token's role and id.
 fn principal(caller: &Caller) -> String {
     format!("{}:{}", caller.role.as_str(), caller.token_id)
+}
+
+/// Decides and records one step on `executor`, keeping the permit of an allowed call.
+fn admit_with(
+    executor: &mut Executor,
+    permits: &mut HashMap<u64, Permit>,
+    request: &StepRequest<'_>,
+) -> Result<StepDecision, ApiError> {
+    if let Some(observation) = request.observation {
+        executor.observe(observation)?;
+    }
+    let policy_set_version = executor.gate().policy_set_version();
+    let admitted = executor.admit(&request.call)?;
+    if request.sync {
+        executor.recorder().flush()?;
+    }
+    Ok(match admitted {
+        Admitted::Permitted(permit) => {
+            let decision = StepDecision {
+                step: permit.step_index(),
+                digest: permit.digest(),
+                allowed: true,
+                rule_ids: permit.rule_ids().to_vec(),
+                reason: None,
+                detail: None,
+                policy_set_version,
+            };
+            permits.insert(permit.step_index(), permit);
+            decision
+        }
+        Admitted::Denied(denial) => StepDecision {
+            step: denial.receipt.step_index,
+            digest: denial.receipt.digest,
+            allowed: false,
+            rule_ids: denial.rule_ids,
+            reason: Some(denial.reason),
+            detail: denial.detail,
+            policy_set_version,
+        },
+    })
 }

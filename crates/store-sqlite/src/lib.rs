@@ -81,6 +81,170 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
+/// Appends `commit` inside the transaction (or savepoint) `tx`: checks the run exists, is open
+/// and continues at its next step, then writes the records, the content, the run's head and
+/// frontier, the envelope and the checkpoint.
+fn append_in(tx: &Connection, commit: &Commit<'_>) -> Result<(), StoreError> {
+    let Some(first) = commit.records.first().map(SealedRecord::record) else {
+        return Ok(());
+    };
+    let (tenant, run) = (first.tenant_id.as_str(), first.run_id.as_str());
+    // Statements on the path of every commit are prepared once per connection.
+    let exists: bool = tx
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM runs WHERE tenant_id = ?1 AND run_id = ?2)")
+        .and_then(|mut stmt| stmt.query_row(params![tenant, run], |row| row.get(0)))
+        .map_err(backend)?;
+    if !exists {
+        return Err(StoreError::RunNotFound {
+            run: first.run_id.clone(),
+        });
+    }
+    let last: Option<(i64, String)> = tx
+        .prepare_cached(
+            "SELECT step_index, kind FROM records WHERE tenant_id = ?1 AND run_id = ?2
+                 ORDER BY step_index DESC LIMIT 1",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row(params![tenant, run], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+        })
+        .map_err(backend)?;
+    if last
+        .as_ref()
+        .is_some_and(|(_, kind)| kind == RecordKind::Terminal.as_str())
+    {
+        return Err(StoreError::RunTerminated {
+            run: first.run_id.clone(),
+        });
+    }
+    let next = last.map_or(0, |(step, _)| u64::try_from(step).unwrap_or(0) + 1);
+    commit.check_continues(next)?;
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO records (tenant_id, run_id, step_index, kind, task_id, tool_name,
+                         args_size, decision, termination_reason, recorded_at_us, digest, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            )
+            .map_err(backend)?;
+        for sealed in commit.records {
+            let (record, body) = (sealed.record(), sealed.json());
+            let columns = IndexColumns::of(record);
+            insert
+                .execute(params![
+                    tenant,
+                    run,
+                    as_i64(record.step_index),
+                    columns.kind,
+                    columns.task_id,
+                    columns.tool_name,
+                    columns.args_size,
+                    columns.decision,
+                    columns.termination_reason,
+                    columns.recorded_at_us,
+                    columns.digest,
+                    body,
+                ])
+                .map_err(|e| match e.sqlite_error_code() {
+                    Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::Conflict {
+                        run: record.run_id.clone(),
+                        step: record.step_index,
+                    },
+                    _ => backend(e),
+                })?;
+        }
+        let mut put = tx
+            .prepare_cached(
+                "INSERT INTO content (digest, bytes, size, stored_at_us, expires_at_us)
+                     VALUES (?1, ?2, ?3, ?4, ?5)
+                     ON CONFLICT (digest) DO UPDATE
+                       SET expires_at_us = MAX(expires_at_us, excluded.expires_at_us)",
+            )
+            .map_err(backend)?;
+        for item in commit.content {
+            put.execute(params![
+                item.digest.to_string(),
+                item.bytes,
+                as_i64(item.bytes.len() as u64),
+                micros(item.stored_at),
+                micros(item.expires_at),
+            ])
+            .map_err(backend)?;
+        }
+    }
+    // The run's head and tree frontier move with its records, in this transaction.
+    let stored: Option<Vec<u8>> = tx
+        .prepare_cached("SELECT frontier FROM runs WHERE tenant_id = ?1 AND run_id = ?2")
+        .and_then(|mut stmt| stmt.query_row(params![tenant, run], |row| row.get(0)))
+        .map_err(backend)?;
+    let mut tree = match stored.as_deref().and_then(RootBuilder::from_frontier) {
+        Some(tree) if tree.len() == next => tree,
+        // No frontier yet (a run written before schema 3), or one that disagrees with
+        // the records: rebuilt from the records, which are authoritative.
+        _ => {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT digest FROM records WHERE tenant_id = ?1 AND run_id = ?2
+                         AND step_index < ?3 ORDER BY step_index",
+                )
+                .map_err(backend)?;
+            let mut tree = RootBuilder::new();
+            let rows = stmt
+                .query_map(params![tenant, run, as_i64(next)], |row| {
+                    parse_col::<Digest>(row.get_ref(0)?.as_str()?)
+                })
+                .map_err(backend)?;
+            for digest in rows {
+                tree.push(leaf_hash(digest.map_err(backend)?.as_bytes()));
+            }
+            tree
+        }
+    };
+    for sealed in commit.records {
+        tree.push(leaf_hash(sealed.record().digest.as_bytes()));
+    }
+    let head = commit
+        .records
+        .last()
+        .map(|sealed| sealed.record().digest.to_string());
+    tx.prepare_cached(
+        "UPDATE runs SET head_digest = ?3, frontier = ?4 WHERE tenant_id = ?1 AND run_id = ?2",
+    )
+    .and_then(|mut stmt| stmt.execute(params![tenant, run, head, tree.frontier()]))
+    .map_err(backend)?;
+    if let Some(envelope) = commit.envelope {
+        let step = next + commit.records.len() as u64 - 1;
+        tx.execute(
+            "INSERT INTO envelopes (tenant_id, run_id, envelope_id, step_index, supersedes, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                tenant,
+                run,
+                envelope.envelope_id,
+                as_i64(step),
+                envelope.supersedes,
+                envelope.body
+            ],
+        )
+        .map_err(|e| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::Backend(format!(
+                "envelope `{}` of run `{run}` was saved before",
+                envelope.envelope_id
+            )),
+            _ => backend(e),
+        })?;
+    }
+    if let Some(note) = commit.checkpoint_note {
+        let size = next + commit.records.len() as u64;
+        tx.execute(
+            "INSERT INTO checkpoints (tenant_id, run_id, tree_size, note) VALUES (?1, ?2, ?3, ?4)",
+            params![tenant, run, as_i64(size), note],
+        )
+        .map_err(backend)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn backend(e: rusqlite::Error) -> StoreError {
     match e.sqlite_error_code() {
         _ if is_corruption(&e) => StoreError::Corrupt(e.to_string()),
@@ -459,163 +623,55 @@ impl Store for SqliteStore {
     }
 
     fn append(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
-        let Some(first) = commit.records.first().map(SealedRecord::record) else {
+        if commit.records.is_empty() {
             return Ok(());
-        };
-        let (tenant, run) = (first.tenant_id.as_str(), first.run_id.as_str());
+        }
         let mut conn = self.conn();
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(backend)?;
-        // Statements on the path of every commit are prepared once per connection.
-        let exists: bool = tx
-            .prepare_cached(
-                "SELECT EXISTS (SELECT 1 FROM runs WHERE tenant_id = ?1 AND run_id = ?2)",
-            )
-            .and_then(|mut stmt| stmt.query_row(params![tenant, run], |row| row.get(0)))
-            .map_err(backend)?;
-        if !exists {
-            return Err(StoreError::RunNotFound {
-                run: first.run_id.clone(),
-            });
-        }
-        let last: Option<(i64, String)> = tx
-            .prepare_cached(
-                "SELECT step_index, kind FROM records WHERE tenant_id = ?1 AND run_id = ?2
-                 ORDER BY step_index DESC LIMIT 1",
-            )
-            .and_then(|mut stmt| {
-                stmt.query_row(params![tenant, run], |row| Ok((row.get(0)?, row.get(1)?)))
-                    .optional()
-            })
-            .map_err(backend)?;
-        if last
-            .as_ref()
-            .is_some_and(|(_, kind)| kind == RecordKind::Terminal.as_str())
-        {
-            return Err(StoreError::RunTerminated {
-                run: first.run_id.clone(),
-            });
-        }
-        let next = last.map_or(0, |(step, _)| u64::try_from(step).unwrap_or(0) + 1);
-        commit.check_continues(next)?;
-        {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO records (tenant_id, run_id, step_index, kind, task_id, tool_name,
-                         args_size, decision, termination_reason, recorded_at_us, digest, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                )
-                .map_err(backend)?;
-            for sealed in commit.records {
-                let (record, body) = (sealed.record(), sealed.json());
-                let columns = IndexColumns::of(record);
-                insert
-                    .execute(params![
-                        tenant,
-                        run,
-                        as_i64(record.step_index),
-                        columns.kind,
-                        columns.task_id,
-                        columns.tool_name,
-                        columns.args_size,
-                        columns.decision,
-                        columns.termination_reason,
-                        columns.recorded_at_us,
-                        columns.digest,
-                        body,
-                    ])
-                    .map_err(|e| match e.sqlite_error_code() {
-                        Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::Conflict {
-                            run: record.run_id.clone(),
-                            step: record.step_index,
-                        },
-                        _ => backend(e),
-                    })?;
-            }
-            let mut put = tx
-                .prepare_cached(
-                    "INSERT INTO content (digest, bytes, size, stored_at_us, expires_at_us)
-                     VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT (digest) DO UPDATE
-                       SET expires_at_us = MAX(expires_at_us, excluded.expires_at_us)",
-                )
-                .map_err(backend)?;
-            for item in commit.content {
-                put.execute(params![
-                    item.digest.to_string(),
-                    item.bytes,
-                    as_i64(item.bytes.len() as u64),
-                    micros(item.stored_at),
-                    micros(item.expires_at),
-                ])
-                .map_err(backend)?;
-            }
-        }
-        // The run's head and tree frontier move with its records, in this transaction.
-        let stored: Option<Vec<u8>> = tx
-            .prepare_cached("SELECT frontier FROM runs WHERE tenant_id = ?1 AND run_id = ?2")
-            .and_then(|mut stmt| stmt.query_row(params![tenant, run], |row| row.get(0)))
-            .map_err(backend)?;
-        let mut tree = match stored.as_deref().and_then(RootBuilder::from_frontier) {
-            Some(tree) if tree.len() == next => tree,
-            // No frontier yet (a run written before schema 3), or one that disagrees with
-            // the records: rebuilt from the records, which are authoritative.
-            _ => {
-                let mut stmt = tx
-                    .prepare_cached(
-                        "SELECT digest FROM records WHERE tenant_id = ?1 AND run_id = ?2
-                         AND step_index < ?3 ORDER BY step_index",
-                    )
-                    .map_err(backend)?;
-                let mut tree = RootBuilder::new();
-                let rows = stmt
-                    .query_map(params![tenant, run, as_i64(next)], |row| {
-                        parse_col::<Digest>(row.get_ref(0)?.as_str()?)
-                    })
-                    .map_err(backend)?;
-                for digest in rows {
-                    tree.push(leaf_hash(digest.map_err(backend)?.as_bytes()));
-                }
-                tree
-            }
-        };
-        for sealed in commit.records {
-            tree.push(leaf_hash(sealed.record().digest.as_bytes()));
-        }
-        let head = commit
-            .records
-            .last()
-            .map(|sealed| sealed.record().digest.to_string());
-        tx.prepare_cached(
-            "UPDATE runs SET head_digest = ?3, frontier = ?4 WHERE tenant_id = ?1 AND run_id = ?2",
-        )
-        .and_then(|mut stmt| stmt.execute(params![tenant, run, head, tree.frontier()]))
-        .map_err(backend)?;
-        if let Some(envelope) = commit.envelope {
-            let step = next + commit.records.len() as u64 - 1;
-            tx.execute(
-                "INSERT INTO envelopes (tenant_id, run_id, envelope_id, step_index, supersedes, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![tenant, run, envelope.envelope_id, as_i64(step), envelope.supersedes, envelope.body],
-            )
-            .map_err(|e| match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::Backend(format!(
-                    "envelope `{}` of run `{run}` was saved before",
-                    envelope.envelope_id
-                )),
-                _ => backend(e),
-            })?;
-        }
-        if let Some(note) = commit.checkpoint_note {
-            let size = next + commit.records.len() as u64;
-            tx.execute(
-                "INSERT INTO checkpoints (tenant_id, run_id, tree_size, note) VALUES (?1, ?2, ?3, ?4)",
-                params![tenant, run, as_i64(size), note],
-            )
-            .map_err(backend)?;
-        }
+        append_in(&tx, commit)?;
         tx.commit().map_err(backend)
+    }
+
+    fn append_group(&self, commits: &[Commit<'_>]) -> Vec<Result<(), StoreError>> {
+        // One transaction, one sync to disk, for every commit; each commit inside a savepoint
+        // of its own, so that one that fails (a step taken, a run closed) leaves the others.
+        let mut conn = self.conn();
+        let all_failed = |error: StoreError| {
+            let text = error.to_string();
+            let mut results = vec![Err(error)];
+            results.extend(
+                commits
+                    .iter()
+                    .skip(1)
+                    .map(|_| Err(StoreError::Backend(text.clone()))),
+            );
+            results
+        };
+        let mut tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        {
+            Ok(tx) => tx,
+            Err(e) => return all_failed(backend(e)),
+        };
+        let mut results = Vec::with_capacity(commits.len());
+        for commit in commits {
+            let result = tx
+                .savepoint()
+                .map_err(backend)
+                .and_then(|mut savepoint| match append_in(&savepoint, commit) {
+                    Ok(()) => savepoint.commit().map_err(backend),
+                    Err(e) => {
+                        let _ = savepoint.rollback();
+                        Err(e)
+                    }
+                });
+            results.push(result);
+        }
+        match tx.commit() {
+            Ok(()) => results,
+            Err(e) => all_failed(backend(e)),
+        }
     }
 
     fn run(&self, tenant: &TenantId, run: &RunId) -> Result<Option<RunInfo>, StoreError> {

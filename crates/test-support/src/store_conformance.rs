@@ -86,7 +86,8 @@ macro_rules! store_conformance {
             cost_rolls_up_calls_denials_and_argument_bytes,
             runs_are_listed_by_filter_and_found_across_tenants,
             envelopes_are_saved_with_their_boundary_record,
-            the_resume_point_is_kept_with_the_run_and_agrees_with_the_records
+            the_resume_point_is_kept_with_the_run_and_agrees_with_the_records,
+            a_group_of_commits_lands_together_and_a_failing_one_alone_is_refused
         );
     };
     (@cases $harness:expr; $($case:ident),+) => {
@@ -754,4 +755,50 @@ pub fn the_resume_point_is_kept_with_the_run_and_agrees_with_the_records<H: Harn
         harness.every_run_keeps_a_frontier(&store),
         "the append restored the kept frontier"
     );
+}
+
+/// A group commit of several runs: every commit that continues its run lands; one that does
+/// not (a step already taken) is refused alone, and the others are durable all the same.
+pub fn a_group_of_commits_lands_together_and_a_failing_one_alone_is_refused<H: Harness>(
+    harness: &H,
+) {
+    let store = harness.fresh();
+    let tenant: TenantId = "acme".parse().unwrap();
+    let runs: Vec<RunId> = (0..3)
+        .map(|i| format!("group-{i}").parse().unwrap())
+        .collect();
+    for run in &runs {
+        open_run(&store, &tenant, run, 0);
+    }
+    // Run 1 already has its step 0: the group's step 0 for it conflicts.
+    let taken = step_of(&tenant, &runs[1], 0, None, "earlier");
+    append(&store, std::slice::from_ref(&taken)).unwrap();
+    let batches: Vec<Vec<SealedRecord>> = runs
+        .iter()
+        .map(|run| {
+            let first = step_of(&tenant, run, 0, None, "read");
+            let second = step_of(&tenant, run, 1, Some(first.digest), "write");
+            sealed(&[first, second])
+        })
+        .collect();
+    let commits: Vec<Commit<'_>> = batches
+        .iter()
+        .map(|records| Commit {
+            records,
+            ..Commit::default()
+        })
+        .collect();
+    let results = store.append_group(&commits);
+    assert_eq!(results.len(), 3);
+    assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+    assert!(
+        matches!(results[1], Err(StoreError::Conflict { .. })),
+        "{results:?}"
+    );
+    for i in [0, 2] {
+        let stored = records_of(&store, &tenant, &runs[i]);
+        assert_eq!(stored.len(), 2, "run {i}");
+        assert_eq!(stored[1].digest, batches[i][1].record().digest);
+    }
+    assert_eq!(records_of(&store, &tenant, &runs[1]), vec![taken]);
 }

@@ -185,3 +185,141 @@ fn store_copy_moves_a_laptop_ledger_into_postgres_verified() {
         "{report}"
     );
 }
+
+/// `cairn serve` on a port of its own, over `data` and the store `url`; stopped when dropped.
+struct Replica {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Replica {
+    fn start(dir: &Path, data: &Path, store: &str, name: &str, durability: &str) -> Self {
+        let ready = dir.join(format!("{name}.ready"));
+        let child = command_in(dir)
+            .env("CAIRN_STORE", store)
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--durability",
+                durability,
+                "--data",
+            ])
+            .arg(data)
+            .arg("--ready-file")
+            .arg(&ready)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while !ready.exists() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "replica {name} did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let url = std::fs::read_to_string(&ready).unwrap().trim().to_owned();
+        Self { child, url }
+    }
+
+    fn call(&self, method: &str, path: &str, token: &str, body: Option<&str>) -> serde_json::Value {
+        let endpoint: cairn_server::client::Endpoint = self.url.parse().unwrap();
+        let answer = cairn_server::client::send_blocking(
+            &endpoint,
+            method,
+            path,
+            Some(token),
+            body.map(|b| b.as_bytes().to_vec()),
+            std::time::Duration::from_secs(30),
+        )
+        .unwrap();
+        assert!(
+            (200..300).contains(&answer.status),
+            "{method} {path} on {}: {} {}",
+            self.url,
+            answer.status,
+            String::from_utf8_lossy(&answer.body)
+        );
+        answer.json()
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// Two `cairn serve` replicas in front of one PostgreSQL database (issue 20): one run written
+/// through both, step after step — each replica resumes from what the other committed — and
+/// closed through the second; both see the same ledger, and it verifies.
+#[test]
+fn two_service_replicas_share_one_postgres_database() {
+    let Some(schemas) = Schemas::new() else {
+        return;
+    };
+    let url = schemas.url();
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let data = dir.join("service");
+    Output::of(
+        command_in(dir)
+            .args(["serve", "--init-only", "--data"])
+            .arg(&data),
+    )
+    .expect(OK);
+    let token = |role: &str| {
+        let made = Output::of(
+            command_in(dir)
+                .args([
+                    "--json", "tokens", "create", "--tenant", "acme", "--role", role, "--data",
+                ])
+                .arg(&data),
+        );
+        made.expect(OK).json()["token"].as_str().unwrap().to_owned()
+    };
+    let (agent, investigator) = (token("agent"), token("investigator"));
+    // `sync`: every record is committed before its answer, so that a replica resuming the
+    // run finds every step the other admitted.
+    let a = Replica::start(dir, &data, &url, "a", "sync");
+    let b = Replica::start(dir, &data, &url, "b", "sync");
+    let run = a.call("POST", "/v1/runs", &agent, Some(r#"{"name": "shared"}"#))["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let steps = format!("/v1/runs/{run}/steps");
+    for i in 0..10 {
+        let replica = if i % 2 == 0 { &a } else { &b };
+        let body = format!(r#"{{"tool": "Read", "arguments": {{"file_path": "/src/{i}.rs"}}}}"#);
+        let decided = replica.call("POST", &steps, &agent, Some(&body));
+        assert_eq!(decided["decision"], "allow", "{decided}");
+    }
+    let closed = b.call(
+        "POST",
+        &format!("/v1/runs/{run}/terminate"),
+        &agent,
+        Some(r#"{"reason": "completed"}"#),
+    );
+    assert!(closed["checkpoint"].as_str().is_some());
+    for replica in [&a, &b] {
+        let verified = replica.call(
+            "GET",
+            &format!("/v1/runs/{run}/verify"),
+            &investigator,
+            None,
+        );
+        assert_eq!(verified["intact"], true, "{verified}");
+        assert_eq!(verified["report"]["records"], 11, "{verified}");
+    }
+    // The one database holds it, as the CLI reads it.
+    let listed = cairn(dir, &url, &["--json", "runs", "list"])
+        .expect(OK)
+        .json();
+    assert_eq!(listed[0]["records"], 11);
+    assert_eq!(listed[0]["run_id"], run.as_str());
+}

@@ -267,19 +267,41 @@ pub(super) async fn admit_step(
         .map(|l| LaneId::new(l).map_err(|e| ApiError::from(e).at("body.lane")))
         .transpose()?;
     let sync = matches!(body.durability, Some(DurabilityAsk::Sync));
-    let decision = blocking(move || {
-        let request = StepRequest {
-            call: ToolCall {
-                tool,
-                args: body.arguments.get().as_bytes(),
-                lane,
-            },
-            observation: body.observation.as_ref(),
-            sync,
-        };
-        service.admit(&caller, &run, &request)
-    })
-    .await?;
+    let request = StepRequest {
+        call: ToolCall {
+            tool,
+            args: body.arguments.get().as_bytes(),
+            lane,
+        },
+        observation: body.observation.as_ref(),
+        sync,
+    };
+    // A batched step of a run this replica holds touches no store: deciding and sealing it is
+    // a few microseconds of computation, done here rather than handed to a blocking thread
+    // (the two thread switches cost more than the work). Anything that may wait goes to the
+    // blocking pool.
+    let decision = match service.try_admit_now(&caller, &run, &request) {
+        Some(decided) => decided?,
+        None => {
+            let StepRequest {
+                call: ToolCall { tool, lane, .. },
+                ..
+            } = request;
+            blocking(move || {
+                let request = StepRequest {
+                    call: ToolCall {
+                        tool,
+                        args: body.arguments.get().as_bytes(),
+                        lane,
+                    },
+                    observation: body.observation.as_ref(),
+                    sync,
+                };
+                service.admit(&caller, &run, &request)
+            })
+            .await?
+        }
+    };
     Ok(Json(StepResponse {
         decision: if decision.allowed { "allow" } else { "deny" }.to_owned(),
         step: decision.step,
