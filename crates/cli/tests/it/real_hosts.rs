@@ -75,6 +75,8 @@ struct Play<'a> {
     server: ModelServer,
     /// How many requests the server had logged when the latest host step began.
     mark: usize,
+    /// `cairn serve`, when the hooks go through it.
+    service: Option<Served>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -437,7 +439,77 @@ fn write_files(root: &Path, files: &serde_json::Map<String, Value>) {
 }
 
 /// Plays the scenario `file` in `host`.
+/// `cairn serve` over the project's `.cairn/`, stopped (drained) when dropped.
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `cairn serve` over `project`'s `.cairn/` (its policies, lanes, key and store) on a
+/// socket in `root`, with an agent token of the tenant the project's `hooks.json` names.
+fn serve(play: &Play<'_>, root: &Path) -> (Served, (String, String, String)) {
+    let project = &play.run.project;
+    let data = project.join(".cairn");
+    let tenant = std::fs::read_to_string(data.join("hooks.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|config| config["tenant"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| "local".to_owned());
+    let data_arg = data.to_str().unwrap();
+    let made = play
+        .cairn(&[
+            "--json", "tokens", "create", "--role", "agent", "--tenant", &tenant, "--data",
+            data_arg,
+        ])
+        .expect(0)
+        .json();
+    let socket = root.join("cairn.sock");
+    let ready = root.join("serve.ready");
+    let child = command_in(project)
+        .args(["serve", "--data", data_arg, "--agents-root"])
+        .arg(project)
+        .arg("--listen")
+        .arg(format!("unix:{}", socket.display()))
+        .arg("--ready-file")
+        .arg(&ready)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let served = Served(child);
+    let started = Instant::now();
+    while !ready.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "cairn serve did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let service = (
+        format!("unix:{}", socket.display()),
+        made["token"].as_str().unwrap().to_owned(),
+        made["entry"]["id"].as_str().unwrap().to_owned(),
+    );
+    (served, service)
+}
+
 fn play(installed: &Installed, file: &Path, scenario: &Value, host: Host) {
+    play_in(installed, file, scenario, host, false);
+}
+
+fn play_in(
+    installed: &Installed,
+    file: &Path,
+    scenario: &Value,
+    host: Host,
+    through_service: bool,
+) {
     let name = file.file_stem().unwrap().to_string_lossy().into_owned();
     let dir = tempfile::Builder::new()
         .prefix(&format!("cairn-host-{name}-"))
@@ -466,6 +538,7 @@ fn play(installed: &Installed, file: &Path, scenario: &Value, host: Host) {
         run,
         server,
         mark: 0,
+        service: None,
         _dir: dir,
     };
     // As the quickstart goes: `hooks install` scaffolds `.cairn/` in a fresh project.
@@ -484,6 +557,11 @@ fn play(installed: &Installed, file: &Path, scenario: &Value, host: Host) {
     }
     if let Some(files) = scenario.get("project").and_then(Value::as_object) {
         write_files(&project, files);
+    }
+    if through_service {
+        let (served, service) = serve(&play, &root);
+        play.service = Some(served);
+        play.run.service = Some(service);
     }
     for (i, step) in scenario["steps"].as_array().unwrap().iter().enumerate() {
         play.step(i + 1, step);
@@ -570,4 +648,39 @@ fn partial_matching_and_subsequences_follow_their_rules() {
     let records = [json!({"k": 1}), json!({"k": 2}), json!({"k": 3})];
     assert!(includes(&[json!({"k": 1}), json!({"k": 3})], &records));
     assert!(!includes(&[json!({"k": 3}), json!({"k": 1})], &records));
+}
+
+/// The scenarios a service answers as the local hooks do: the same hosts' sessions with
+/// `CAIRN_SERVER` and an agent token, the same checks (issue 20, acceptance 6).
+const THROUGH_THE_SERVICE: [&str; 4] = ["01-", "02-", "04-", "05-"];
+
+#[test]
+fn scenarios_in_claude_code_through_the_service() {
+    let Some(installed) = hosts_or_skip("real_hosts through cairn serve") else {
+        return;
+    };
+    let mut played = 0;
+    for file in scenario_files() {
+        let name = file.file_stem().unwrap().to_string_lossy().into_owned();
+        if !THROUGH_THE_SERVICE
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+        {
+            continue;
+        }
+        let scenario: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let hosts = strings(scenario.get("hosts"));
+        if !hosts.is_empty() && !hosts.iter().any(|h| h == Host::ClaudeCode.name()) {
+            continue;
+        }
+        let started = Instant::now();
+        play_in(&installed, &file, &scenario, Host::ClaudeCode, true);
+        eprintln!(
+            "{name} in claude-code through cairn serve: ok ({:.1?})",
+            started.elapsed()
+        );
+        played += 1;
+    }
+    assert_eq!(played, THROUGH_THE_SERVICE.len(), "scenarios played");
 }

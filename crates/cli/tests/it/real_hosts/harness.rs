@@ -169,6 +169,9 @@ pub struct HostRun {
     port: u16,
     /// The host's session id once known.
     pub session: Option<String>,
+    /// When the hooks go through `cairn serve`: its address (`CAIRN_SERVER`), the agent
+    /// token (`CAIRN_TOKEN`) and the token's id, which prefixes the runs.
+    pub service: Option<(String, String, String)>,
 }
 
 /// What one host invocation did.
@@ -195,6 +198,7 @@ impl HostRun {
             cairn_home: dir.join("cairn-home"),
             port,
             session: None,
+            service: None,
         };
         if host == Host::Codex {
             let codex_home = run.home.join(".codex");
@@ -251,6 +255,11 @@ trust_level = "trusted"
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some((server, token, _)) = &self.service {
+            command
+                .env("CAIRN_SERVER", server)
+                .env("CAIRN_TOKEN", token);
+        }
         match self.host {
             Host::ClaudeCode => {
                 command
@@ -352,9 +361,13 @@ trust_level = "trusted"
     /// The Cairn run the session writes first.
     pub fn run_id(&self) -> String {
         let session = self.session.clone().unwrap_or_default();
-        match self.host {
+        let base = match self.host {
             Host::ClaudeCode => format!("cc-{session}"),
             Host::Codex => format!("codex-{session}"),
+        };
+        match &self.service {
+            Some((_, _, prefix)) => format!("{prefix}.{base}"),
+            None => base,
         }
     }
 }
