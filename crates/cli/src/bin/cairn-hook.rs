@@ -11,7 +11,8 @@
 //!
 //! - any other arguments than the host and `--project DIR` (`--deadline`, `--store`, `--help`,
 //!   …), or an environment that changes how a call is answered (`CAIRN_STORE`, `CAIRN_KEYS`,
-//!   `CAIRN_FAULT`, `CAIRN_HOOK_DEADLINE`, `CAIRN_HOOK_RESIDENT`, `CAIRN_LOG`): `cairn hook`
+//!   `CAIRN_FAULT`, `CAIRN_HOOK_DEADLINE`, `CAIRN_HOOK_RESIDENT`, `CAIRN_LOG`, `CAIRN_SERVER`):
+//!   `cairn hook`
 //!   replaces this process (exec) before anything is read;
 //! - a call whose project has no server answering (the first call of a session, a server
 //!   turned off): `cairn hook` is started with the input already read, and its answer and

@@ -38,6 +38,17 @@ fn cases_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/hook_sessions")
 }
 
+/// Every recorded session's folder, in name order.
+fn cases() -> Vec<PathBuf> {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(cases_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("events.jsonl").is_file())
+        .collect();
+    cases.sort();
+    cases
+}
+
 /// Replaces `${PROJECT}` with the project's path.
 fn substitute(text: &str, project: &Path) -> String {
     text.replace("${PROJECT}", project.to_str().unwrap())
@@ -224,12 +235,7 @@ fn run_case(dir: &Path) {
 
 #[test]
 fn recorded_hook_sessions_replay_with_their_expected_answers() {
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(cases_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("events.jsonl").is_file())
-        .collect();
-    cases.sort();
+    let cases = cases();
     assert!(
         cases.len() >= 6,
         "expected the recorded sessions, found {cases:?}"
@@ -440,12 +446,7 @@ fn serve(project: &Path) -> (Served, Service) {
 /// same folder afresh, through the service (its folder is the project's `.cairn/`).
 #[test]
 fn recorded_hook_sessions_answer_the_same_through_the_service() {
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(cases_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("events.jsonl").is_file())
-        .collect();
-    cases.sort();
+    let cases = cases();
     let mut compared = 0;
     for dir in &cases {
         let case = dir.file_name().unwrap().to_string_lossy().into_owned();

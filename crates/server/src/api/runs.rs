@@ -267,15 +267,7 @@ pub(super) async fn admit_step(
         .map(|l| LaneId::new(l).map_err(|e| ApiError::from(e).at("body.lane")))
         .transpose()?;
     let sync = matches!(body.durability, Some(DurabilityAsk::Sync));
-    let request = StepRequest {
-        call: ToolCall {
-            tool,
-            args: body.arguments.get().as_bytes(),
-            lane,
-        },
-        observation: body.observation.as_ref(),
-        sync,
-    };
+    let request = step_request(&body, tool, lane, sync);
     // A batched step of a run this replica holds touches no store: deciding and sealing it is
     // a few microseconds of computation, done here rather than handed to a blocking thread
     // (the two thread switches cost more than the work). Anything that may wait goes to the
@@ -287,19 +279,8 @@ pub(super) async fn admit_step(
                 call: ToolCall { tool, lane, .. },
                 ..
             } = request;
-            blocking(move || {
-                let request = StepRequest {
-                    call: ToolCall {
-                        tool,
-                        args: body.arguments.get().as_bytes(),
-                        lane,
-                    },
-                    observation: body.observation.as_ref(),
-                    sync,
-                };
-                service.admit(&caller, &run, &request)
-            })
-            .await?
+            blocking(move || service.admit(&caller, &run, &step_request(&body, tool, lane, sync)))
+                .await?
         }
     };
     Ok(Json(StepResponse {
@@ -311,6 +292,24 @@ pub(super) async fn admit_step(
         reason: decision.reason.map(str::to_owned),
         detail: decision.detail,
     }))
+}
+
+/// The step `body` asks for, with its tool and lane read.
+fn step_request(
+    body: &StepRequestBody,
+    tool: ToolRef,
+    lane: Option<LaneId>,
+    sync: bool,
+) -> StepRequest<'_> {
+    StepRequest {
+        call: ToolCall {
+            tool,
+            args: body.arguments.get().as_bytes(),
+            lane,
+        },
+        observation: body.observation.as_ref(),
+        sync,
+    }
 }
 
 /// How an admitted call ended.

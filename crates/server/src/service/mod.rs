@@ -1,6 +1,10 @@
 //! The service's state and its operations, each synchronous (the handlers run them on tokio's
-//! blocking pool): the live runs with their executors, the permits waiting for an outcome,
-//! and the group commit of their records.
+//! blocking pool, or at once when they cannot wait): the live runs with their executors, the
+//! permits waiting for an outcome, and the group commit of their records. The evidence an
+//! investigator reads is in `evidence`, the tenant's tokens in `tokens`.
+
+mod evidence;
+mod tokens;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -17,7 +21,7 @@ use cairn_runtime::{
 };
 
 use crate::error::{ApiError, ServerCode};
-use crate::tokens::{Caller, Role, TokenBook, TokenEntry};
+use crate::tokens::{Caller, Role, TokenBook};
 
 /// Everything `cairn serve` holds: the authority the agents reach only through it.
 pub struct ServiceConfig {
@@ -619,140 +623,6 @@ impl Service {
 
     fn flush_all(&self) {
         self.flush_waiting(std::time::Duration::ZERO);
-    }
-
-    /// Whether the store answers (`/readyz`).
-    ///
-    /// # Errors
-    /// The store's failure.
-    pub fn ready(&self) -> Result<(), ApiError> {
-        let tenant = TenantId::new("cairn-readiness")?;
-        let run = RunId::new("probe")?;
-        self.config.store.run(&tenant, &run)?;
-        Ok(())
-    }
-
-    /// Verifies a stored run against the service's trusted keys.
-    ///
-    /// # Errors
-    /// `run_not_found`; store failures.
-    pub fn verify(
-        &self,
-        caller: &Caller,
-        run: &RunId,
-    ) -> Result<cairn_ledger::verify::RunReport, ApiError> {
-        self.run_info(caller, run)?;
-        let store = &self.config.store;
-        let rows = store.rows(&caller.tenant, run)?;
-        let note = store.checkpoint(&caller.tenant, run)?;
-        Ok(cairn_ledger::verify::verify_run(
-            &caller.tenant,
-            run,
-            &rows,
-            note.as_deref(),
-            &self.config.trusted,
-            cairn_ledger::verify::CheckpointPolicy::WhenTerminated,
-        ))
-    }
-
-    /// A run's evidence bundle (JSON lines).
-    ///
-    /// # Errors
-    /// `run_not_found`; `stored_record_unreadable`; store failures.
-    pub fn bundle(&self, caller: &Caller, run: &RunId) -> Result<String, ApiError> {
-        self.run_info(caller, run)?;
-        let store = &self.config.store;
-        let rows = store.rows(&caller.tenant, run)?;
-        let note = store.checkpoint(&caller.tenant, run)?;
-        cairn_ledger::bundle::write_bundle(&caller.tenant, run, &rows, note).map_err(|fault| {
-            ApiError::new(
-                ServerCode::STORED_RECORD_UNREADABLE,
-                format!(
-                    "step {}: {} (verify the run)",
-                    fault.step_index, fault.detail
-                ),
-            )
-        })
-    }
-
-    /// The inclusion proof of the record at `step` of a closed run.
-    ///
-    /// # Errors
-    /// `run_not_found`, `run_not_closed`, `record_not_found`; store failures.
-    pub fn prove(
-        &self,
-        caller: &Caller,
-        run: &RunId,
-        step: u64,
-    ) -> Result<cairn_ledger::proof::InclusionProof, ApiError> {
-        self.run_info(caller, run)?;
-        let store = &self.config.store;
-        let note = store.checkpoint(&caller.tenant, run)?.ok_or_else(|| {
-            ApiError::new(
-                ServerCode::RUN_NOT_CLOSED,
-                format!("run `{run}` has no signed checkpoint yet: proofs need a closed run"),
-            )
-        })?;
-        let record = store
-            .record(&caller.tenant, run, step)?
-            .ok_or_else(|| {
-                ApiError::new(
-                    ServerCode::RECORD_NOT_FOUND,
-                    format!("run `{run}` has no step {step}"),
-                )
-                .at("path.step")
-            })?
-            .map_err(|fault| ApiError::new(ServerCode::STORED_RECORD_UNREADABLE, fault.detail))?;
-        let digests = store.digests(&caller.tenant, run)?;
-        cairn_ledger::proof::build_proof(record, &digests, note)
-            .map_err(|e| ApiError::from_error(&e))
-    }
-
-    /// Creates a token in the caller's tenant.
-    ///
-    /// # Errors
-    /// The token file's failures.
-    pub fn create_token(
-        &self,
-        caller: &Caller,
-        role: Role,
-        label: Option<String>,
-    ) -> Result<crate::tokens::NewToken, ApiError> {
-        let now = self.config.clock.now();
-        let made = self.config.tokens.editor().create(
-            caller.tenant.clone(),
-            role,
-            label,
-            jiff::Timestamp::from_microsecond(now.unix_micros()).unwrap_or_default(),
-        );
-        made.map_err(|e| ApiError::from_error(&e))
-    }
-
-    /// The caller's tenant's tokens.
-    ///
-    /// # Errors
-    /// The token file's failures.
-    pub fn list_tokens(&self, caller: &Caller) -> Result<Vec<TokenEntry>, ApiError> {
-        let all = self.config.tokens.editor().list();
-        let all = all.map_err(|e| ApiError::from_error(&e))?;
-        Ok(all
-            .into_iter()
-            .filter(|t| t.tenant == caller.tenant)
-            .collect())
-    }
-
-    /// Revokes a token of the caller's tenant.
-    ///
-    /// # Errors
-    /// `token_not_found` (also for another tenant's token); the token file's failures.
-    pub fn revoke_token(&self, caller: &Caller, id: &str) -> Result<TokenEntry, ApiError> {
-        let now = self.config.clock.now();
-        let revoked = self.config.tokens.editor().revoke(
-            id,
-            Some(&caller.tenant),
-            jiff::Timestamp::from_microsecond(now.unix_micros()).unwrap_or_default(),
-        );
-        revoked.map_err(|e| ApiError::from_error(&e).at("path.id"))
     }
 
     /// The runs this replica holds open.

@@ -1,0 +1,97 @@
+//! What an investigator reads of a run: its verification, its bundle, a record's proof; and
+//! whether the store answers at all.
+
+use cairn_core::{RunId, TenantId};
+
+use super::Service;
+use crate::error::{ApiError, ServerCode};
+use crate::tokens::Caller;
+
+impl Service {
+    /// Whether the store answers (`/readyz`).
+    ///
+    /// # Errors
+    /// The store's failure.
+    pub fn ready(&self) -> Result<(), ApiError> {
+        let tenant = TenantId::new("cairn-readiness")?;
+        let run = RunId::new("probe")?;
+        self.config.store.run(&tenant, &run)?;
+        Ok(())
+    }
+
+    /// Verifies a stored run against the service's trusted keys.
+    ///
+    /// # Errors
+    /// `run_not_found`; store failures.
+    pub fn verify(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+    ) -> Result<cairn_ledger::verify::RunReport, ApiError> {
+        self.run_info(caller, run)?;
+        let store = &self.config.store;
+        let rows = store.rows(&caller.tenant, run)?;
+        let note = store.checkpoint(&caller.tenant, run)?;
+        Ok(cairn_ledger::verify::verify_run(
+            &caller.tenant,
+            run,
+            &rows,
+            note.as_deref(),
+            &self.config.trusted,
+            cairn_ledger::verify::CheckpointPolicy::WhenTerminated,
+        ))
+    }
+
+    /// A run's evidence bundle (JSON lines).
+    ///
+    /// # Errors
+    /// `run_not_found`; `stored_record_unreadable`; store failures.
+    pub fn bundle(&self, caller: &Caller, run: &RunId) -> Result<String, ApiError> {
+        self.run_info(caller, run)?;
+        let store = &self.config.store;
+        let rows = store.rows(&caller.tenant, run)?;
+        let note = store.checkpoint(&caller.tenant, run)?;
+        cairn_ledger::bundle::write_bundle(&caller.tenant, run, &rows, note).map_err(|fault| {
+            ApiError::new(
+                ServerCode::STORED_RECORD_UNREADABLE,
+                format!(
+                    "step {}: {} (verify the run)",
+                    fault.step_index, fault.detail
+                ),
+            )
+        })
+    }
+
+    /// The inclusion proof of the record at `step` of a closed run.
+    ///
+    /// # Errors
+    /// `run_not_found`, `run_not_closed`, `record_not_found`; store failures.
+    pub fn prove(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        step: u64,
+    ) -> Result<cairn_ledger::proof::InclusionProof, ApiError> {
+        self.run_info(caller, run)?;
+        let store = &self.config.store;
+        let note = store.checkpoint(&caller.tenant, run)?.ok_or_else(|| {
+            ApiError::new(
+                ServerCode::RUN_NOT_CLOSED,
+                format!("run `{run}` has no signed checkpoint yet: proofs need a closed run"),
+            )
+        })?;
+        let record = store
+            .record(&caller.tenant, run, step)?
+            .ok_or_else(|| {
+                ApiError::new(
+                    ServerCode::RECORD_NOT_FOUND,
+                    format!("run `{run}` has no step {step}"),
+                )
+                .at("path.step")
+            })?
+            .map_err(|fault| ApiError::new(ServerCode::STORED_RECORD_UNREADABLE, fault.detail))?;
+        let digests = store.digests(&caller.tenant, run)?;
+        cairn_ledger::proof::build_proof(record, &digests, note)
+            .map_err(|e| ApiError::from_error(&e))
+    }
+}
