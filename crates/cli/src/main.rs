@@ -89,9 +89,14 @@ fn usage_error(error: &clap::Error) -> u8 {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CAIRN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    // `CAIRN_LOG_FORMAT=json`: one JSON object per line, for a log pipeline.
+    if std::env::var("CAIRN_LOG_FORMAT").is_ok_and(|f| f == "json") {
+        let _ = logs.json().try_init();
+    } else {
+        let _ = logs.try_init();
+    }
 }

@@ -108,6 +108,12 @@ pub struct WaitingCopy {
 }
 
 impl WaitingCopy {
+    /// How many records it holds.
+    #[must_use]
+    pub fn records(&self) -> usize {
+        self.records.len()
+    }
+
     /// The commit that makes it durable.
     #[must_use]
     pub fn commit(&self) -> Commit<'_> {

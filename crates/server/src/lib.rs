@@ -69,6 +69,7 @@ pub mod api;
 pub mod client;
 pub mod error;
 pub mod listen;
+pub mod metrics;
 pub mod service;
 pub mod tokens;
 

@@ -36,5 +36,6 @@ mod postgres;
 mod proof;
 mod real_hosts;
 mod reconcile;
+mod service_logs;
 mod store;
 mod tamper;

@@ -38,7 +38,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     paths(
-        health, ready, openapi_json,
+        health, ready, openapi_json, metrics,
         runs::open_run, runs::list_runs, runs::get_run, runs::admit_step, runs::report_outcome,
         runs::observe, runs::terminate, runs::reconcile,
         evidence::verify_run, evidence::export_bundle, evidence::prove_step,
@@ -91,6 +91,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/healthz", get(health))
         .route("/readyz", get(ready))
         .route("/v1/openapi.json", get(openapi_json))
+        .route("/metrics", get(metrics))
         .route("/v1/runs", post(runs::open_run).get(runs::list_runs))
         .route("/v1/runs/{run}", get(runs::get_run))
         .route("/v1/runs/{run}/steps", post(runs::admit_step))
@@ -115,8 +116,63 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v1/hooks/{host}", post(hooks::answer_hook))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&service),
+            observe_request,
+        ))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(service)
+}
+
+/// Counts, times and logs every request: its route's template, method and status, the
+/// caller's token id and tenant when it authenticated — never its body, its token or a query.
+async fn observe_request(
+    axum::extract::State(service): axum::extract::State<Arc<Service>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let started = std::time::Instant::now();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = request.method().as_str().to_owned();
+    let response = next.run(request).await;
+    let elapsed = started.elapsed();
+    let labels = crate::metrics::RequestLabels {
+        route,
+        method,
+        status: response.status().as_u16(),
+    };
+    let metrics = service.metrics();
+    metrics.requests.get_or_create(&labels).inc();
+    metrics
+        .request_seconds
+        .get_or_create(&labels)
+        .observe(elapsed.as_secs_f64());
+    tracing::debug!(
+        method = %labels.method,
+        route = %labels.route,
+        status = labels.status,
+        micros = u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX),
+        "request"
+    );
+    response
+}
+
+/// The service's metrics, for Prometheus (OpenMetrics text). They name tenants, routes and
+/// rules, never a run, a token or an argument; serve them where only the operators scrape.
+#[utoipa::path(get, path = "/metrics", tag = "service",
+    responses((status = 200, description = "The metrics", body = String, content_type = "application/openmetrics-text")))]
+async fn metrics(axum::extract::State(service): axum::extract::State<Arc<Service>>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        service.metrics().encode(),
+    )
+        .into_response()
 }
 
 async fn not_found() -> ApiError {

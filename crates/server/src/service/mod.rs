@@ -109,6 +109,7 @@ type RunKey = (TenantId, RunId);
 /// The running service.
 pub struct Service {
     pub(crate) config: ServiceConfig,
+    metrics: crate::metrics::Metrics,
     live: Mutex<HashMap<RunKey, Arc<Live>>>,
 }
 
@@ -178,8 +179,15 @@ impl Service {
     pub fn new(config: ServiceConfig) -> Self {
         Self {
             config,
+            metrics: crate::metrics::Metrics::default(),
             live: Mutex::default(),
         }
+    }
+
+    /// What the service counts.
+    #[must_use]
+    pub const fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.metrics
     }
 
     /// The largest body accepted.
@@ -344,7 +352,7 @@ impl Service {
         if executor.recorder_ref().waiting_records() + 1 >= MAX_WAITING_RECORDS {
             return None;
         }
-        Some(admit_with(executor, permits, request))
+        Some(self.counted(caller, || admit_with(executor, permits, request)))
     }
 
     /// The live run, resumed from the store when this replica does not hold it yet.
@@ -417,8 +425,36 @@ impl Service {
         request: &StepRequest<'_>,
     ) -> Result<StepDecision, ApiError> {
         self.with_executor(caller, run, |executor, permits| {
-            admit_with(executor, permits, request)
+            self.counted(caller, || admit_with(executor, permits, request))
         })
+    }
+
+    /// Runs `admit`, counting its decision and timing it.
+    fn counted(
+        &self,
+        caller: &Caller,
+        admit: impl FnOnce() -> Result<StepDecision, ApiError>,
+    ) -> Result<StepDecision, ApiError> {
+        let started = Instant::now();
+        let decided = admit();
+        self.metrics
+            .admit_seconds
+            .observe(started.elapsed().as_secs_f64());
+        if let Ok(decision) = &decided {
+            self.metrics
+                .decisions
+                .get_or_create(&crate::metrics::DecisionLabels {
+                    tenant: caller.tenant.to_string(),
+                    decision: if decision.allowed { "allow" } else { "deny" }.to_owned(),
+                    rule: decision
+                        .rule_ids
+                        .first()
+                        .cloned()
+                        .unwrap_or_else(|| "none".to_owned()),
+                })
+                .inc();
+        }
+        decided
     }
 
     /// Records how the call admitted at `step` ended.
@@ -598,18 +634,32 @@ impl Service {
                 due.push((live, committing, copy));
             }
         }
+        self.metrics
+            .live_runs
+            .set(i64::try_from(lives.len()).unwrap_or(i64::MAX));
+        let waiting: usize = due.iter().map(|(_, _, copy)| copy.records()).sum();
+        self.metrics
+            .waiting_records
+            .set(i64::try_from(waiting).unwrap_or(i64::MAX));
         if due.is_empty() {
             return;
         }
+        let started = Instant::now();
         let results = {
             let commits: Vec<_> = due.iter().map(|(_, _, copy)| copy.commit()).collect();
             self.config.store.append_group(&commits)
         };
+        self.metrics
+            .commit_seconds
+            .observe(started.elapsed().as_secs_f64());
         for ((live, committing, copy), result) in due.into_iter().zip(results) {
             let mut guard = live.run.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(executor) = guard.executor.as_mut() {
                 match result {
-                    Ok(()) => executor.recorder().committed_copy(&copy),
+                    Ok(()) => {
+                        executor.recorder().committed_copy(&copy);
+                        self.metrics.committed_records.inc_by(copy.records() as u64);
+                    }
                     Err(error) => {
                         let run = executor.recorder_ref().run_id().to_string();
                         tracing::error!(%run, code = cairn_core::ErrorCode::code(&error), %error, "group commit failed; retrying");

@@ -272,3 +272,41 @@ fn arguments_that_are_not_strict_json_are_denied_and_recorded_as_sent() {
     assert_eq!(answer.json()["reason"], "args_unreadable");
     assert_eq!(service.records("acme", &run), 1);
 }
+
+#[test]
+fn metrics_count_requests_and_decisions_and_name_no_run_or_token() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "counted");
+    service.step(
+        &agent,
+        &run,
+        r#"{"tool": "files.read", "arguments": {"path": "a"}}"#,
+    );
+    service.step(
+        &agent,
+        &run,
+        r#"{"tool": "files.delete", "arguments": {"path": "a"}}"#,
+    );
+    let scraped = service.call("GET", "/metrics", None, None);
+    assert_eq!(scraped.status, 200);
+    let text = String::from_utf8(scraped.body).expect("utf-8");
+    assert!(
+        text.contains(r#"cairn_decisions_total{tenant="acme",decision="allow",rule="read-ok"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"cairn_decisions_total{tenant="acme",decision="deny",rule="none"} 1"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"cairn_http_requests_total{route="/v1/runs/{run}/steps",method="POST",status="200"} 2"#),
+        "{text}"
+    );
+    assert!(
+        text.contains("cairn_admit_duration_seconds_count 2"),
+        "{text}"
+    );
+    assert!(!text.contains(&run), "no run id in the metrics");
+    assert!(!text.contains(&agent[..20]), "no token in the metrics");
+}

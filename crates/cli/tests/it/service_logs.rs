@@ -1,0 +1,164 @@
+//! What `cairn serve` logs (issue 20): one JSON object per line with `CAIRN_LOG_FORMAT=json`,
+//! and never an argument, an observation, a summary or a token — even at the most verbose
+//! level. Canaries are sent in each and looked for in everything the service wrote.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use cairn_server::client::{Endpoint, send_blocking};
+use serde_json::Value;
+
+use crate::common::{Output, command_in};
+
+const CANARY: &str = "CANARY7f3e";
+
+fn send(endpoint: &Endpoint, method: &str, path: &str, token: &str, body: &str) -> Value {
+    send_blocking(
+        endpoint,
+        method,
+        path,
+        Some(token),
+        Some(body.as_bytes().to_vec()),
+        Duration::from_secs(20),
+    )
+    .unwrap()
+    .json()
+}
+
+fn run_service_and_collect_logs(dir: &Path, level: &str) -> (String, String) {
+    let data = dir.join("service");
+    Output::of(
+        command_in(dir)
+            .args(["serve", "--init-only", "--data"])
+            .arg(&data),
+    )
+    .expect(0);
+    let made = Output::of(
+        command_in(dir)
+            .args([
+                "--json", "tokens", "create", "--tenant", "acme", "--role", "agent", "--data",
+            ])
+            .arg(&data),
+    );
+    let token = made.expect(0).json()["token"].as_str().unwrap().to_owned();
+    let socket = dir.join("cairn.sock");
+    let ready = dir.join("ready");
+    let log = std::fs::File::create(dir.join("serve.log")).unwrap();
+    let mut child = command_in(dir)
+        .env("CAIRN_LOG", level)
+        .env("CAIRN_LOG_FORMAT", "json")
+        .args(["serve", "--data"])
+        .arg(&data)
+        .arg("--listen")
+        .arg(format!("unix:{}", socket.display()))
+        .arg("--ready-file")
+        .arg(&ready)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !ready.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the service did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let endpoint = Endpoint::Unix(socket);
+    let opened = send(
+        &endpoint,
+        "POST",
+        "/v1/runs",
+        &token,
+        r#"{"name": "logged"}"#,
+    );
+    let run = opened["run_id"].as_str().unwrap().to_owned();
+    let steps = format!("/v1/runs/{run}/steps");
+    send(
+        &endpoint,
+        "POST",
+        &steps,
+        &token,
+        &format!(
+            r#"{{"tool": "Read", "arguments": {{"file_path": "/{CANARY}/args"}}, "observation": {{"user": "{CANARY} observation"}}}}"#
+        ),
+    );
+    // Refused inputs carry the canary too (a message may quote a value; it is not logged).
+    send(
+        &endpoint,
+        "POST",
+        &steps,
+        &token,
+        &format!(r#"{{"tool": "Read", "arguments": {{}}, "lane": "{CANARY} lane"}}"#),
+    );
+    send(
+        &endpoint,
+        "POST",
+        &steps,
+        &token,
+        &format!(r#"{{"tool": ["{CANARY}"]}}"#),
+    );
+    send(
+        &endpoint,
+        "POST",
+        "/v1/runs",
+        &format!("cairn_{CANARY}_forged"),
+        "{}",
+    );
+    // A hook session with a compaction summary.
+    let event = |name: &str, extra: &str| {
+        format!(
+            r#"{{"session_id": "s-logs", "transcript_path": "/t", "cwd": "{}", "hook_event_name": "{name}"{extra}}}"#,
+            dir.display()
+        )
+    };
+    for body in [
+        event(
+            "PreToolUse",
+            &format!(
+                r#", "tool_name": "Bash", "tool_input": {{"command": "echo {CANARY}"}}, "tool_use_id": "t1""#
+            ),
+        ),
+        event(
+            "PreCompact",
+            r#", "trigger": "manual", "custom_instructions": """#,
+        ),
+        event(
+            "PostCompact",
+            &format!(r#", "trigger": "manual", "compact_summary": "The {CANARY} summary.""#),
+        ),
+    ] {
+        send(&endpoint, "POST", "/v1/hooks/claude-code", &token, &body);
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    (
+        std::fs::read_to_string(dir.join("serve.log")).unwrap(),
+        token,
+    )
+}
+
+#[test]
+fn the_service_logs_json_lines_without_arguments_observations_summaries_or_tokens() {
+    for level in ["debug", "trace"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (logs, token) = run_service_and_collect_logs(dir.path(), level);
+        assert!(
+            logs.lines().count() > 3,
+            "{level}: the service logged:\n{logs}"
+        );
+        for line in logs.lines() {
+            assert!(
+                serde_json::from_str::<Value>(line).is_ok(),
+                "{level}: not a JSON line: {line}"
+            );
+        }
+        assert!(!logs.contains(CANARY), "{level}: a canary leaked:\n{logs}");
+        let secret = token.rsplit('_').next().unwrap();
+        assert!(!logs.contains(secret), "{level}: the token leaked");
+    }
+}
