@@ -179,6 +179,10 @@ pub struct ServeArgs {
     /// at the same place; default: the service's folder.
     #[arg(long, value_name = "DIR")]
     pub agents_root: Option<PathBuf>,
+    /// Export traces to this OTLP/HTTP endpoint (`http://collector:4318/v1/traces`): a span
+    /// per admitted step and per boundary, never an argument.
+    #[arg(long, env = "CAIRN_OTLP_TRACES", value_name = "URL")]
+    pub otlp_traces: Option<String>,
     /// Print the address(es) listened on to this file once ready (for scripts and tests).
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,

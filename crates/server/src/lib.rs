@@ -38,6 +38,7 @@
 //!     clock: Arc::new(SystemClock),
 //!     max_body_bytes: 1 << 20,
 //!     hooks: None,
+//!     traces: cairn_server::traces::Traces::none(),
 //! });
 //!
 //! let runtime = tokio::runtime::Runtime::new()?;
@@ -72,6 +73,7 @@ pub mod listen;
 pub mod metrics;
 pub mod service;
 pub mod tokens;
+pub mod traces;
 
 pub use api::{ApiDoc, openapi_document, router};
 pub use error::{ApiError, ServerCode, status_of};

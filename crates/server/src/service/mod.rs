@@ -45,6 +45,8 @@ pub struct ServiceConfig {
     pub max_body_bytes: usize,
     /// What answers the hosts' hook events (`/v1/hooks/{host}`), if anything.
     pub hooks: Option<Arc<dyn HookAnswerer>>,
+    /// Where spans go (nowhere by default).
+    pub traces: crate::traces::Traces,
 }
 
 /// Answers a host's hook event for an agent, as `cairn hook` would locally. The service hands
@@ -70,7 +72,13 @@ const MAX_WAITING_RECORDS: usize = 4_096;
 struct LiveRun {
     /// `None` once the run is closed (a terminate consumed it).
     executor: Option<Executor>,
-    permits: HashMap<u64, Permit>,
+    permits: HashMap<u64, Waiting>,
+}
+
+/// An admitted call waiting for its outcome: its permit, and its span when traced.
+struct Waiting {
+    permit: Permit,
+    span: Option<crate::traces::ToolSpan>,
 }
 
 /// A live run and who may commit its records.
@@ -352,7 +360,8 @@ impl Service {
         if executor.recorder_ref().waiting_records() + 1 >= MAX_WAITING_RECORDS {
             return None;
         }
-        Some(self.counted(caller, || admit_with(executor, permits, request)))
+        let traces = &self.config.traces;
+        Some(self.counted(caller, || admit_with(executor, permits, traces, request)))
     }
 
     /// The live run, resumed from the store when this replica does not hold it yet.
@@ -394,7 +403,7 @@ impl Service {
         &self,
         caller: &Caller,
         run: &RunId,
-        work: impl FnOnce(&mut Executor, &mut HashMap<u64, Permit>) -> Result<T, ApiError>,
+        work: impl FnOnce(&mut Executor, &mut HashMap<u64, Waiting>) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
         let live = self.live_run(caller, run)?;
         let (committing, mut guard) = live.lock_to_commit();
@@ -425,7 +434,8 @@ impl Service {
         request: &StepRequest<'_>,
     ) -> Result<StepDecision, ApiError> {
         self.with_executor(caller, run, |executor, permits| {
-            self.counted(caller, || admit_with(executor, permits, request))
+            let traces = &self.config.traces;
+            self.counted(caller, || admit_with(executor, permits, traces, request))
         })
     }
 
@@ -470,13 +480,23 @@ impl Service {
         sync: bool,
     ) -> Result<OutcomeRecorded, ApiError> {
         self.with_executor(caller, run, |executor, permits| {
-            let permit = permits.remove(&step).ok_or_else(|| {
+            let Waiting { permit, span } = permits.remove(&step).ok_or_else(|| {
                 ApiError::new(
                     ServerCode::OUTCOME_NOT_AWAITED,
                     format!("no admitted call waits for its outcome at step {step} of `{run}`"),
                 )
                 .at("path.step")
             })?;
+            let call_digest = permit.digest().to_string();
+            let ended = match &outcome {
+                ReportedOutcome::Applied(_) => "applied",
+                ReportedOutcome::Failed(_) => "failed",
+                ReportedOutcome::NotExecuted(_) => "not_executed",
+                ReportedOutcome::Unknown(_) => "unknown",
+            };
+            if let Some(span) = span {
+                span.end(ended);
+            }
             let effect = executor.execute_effect(permit, move || match outcome {
                 ReportedOutcome::Applied(value) => Ok(value),
                 ReportedOutcome::Failed(error) | ReportedOutcome::NotExecuted(error) => {
@@ -486,6 +506,17 @@ impl Service {
             })?;
             if sync {
                 executor.recorder().flush()?;
+            }
+            if matches!(effect, EffectOutcome::Unknown { .. }) {
+                self.config.traces.boundary(
+                    "side_effect_unknown",
+                    crate::traces::RecordRef {
+                        tenant: caller.tenant.as_str(),
+                        run: run.as_str(),
+                        step,
+                        digest: &call_digest,
+                    },
+                );
             }
             Ok(OutcomeRecorded {
                 observation_digest: executor.recorder().current_observation(),
@@ -549,7 +580,19 @@ impl Service {
                 Err(RuntimeError::Store(
                     StoreError::Conflict { .. } | StoreError::NonContiguous { .. },
                 )) if attempt == 0 => {}
-                other => return Ok(other?),
+                other => {
+                    let closed = other?;
+                    self.config.traces.boundary(
+                        "run_terminated",
+                        crate::traces::RecordRef {
+                            tenant: caller.tenant.as_str(),
+                            run: run.as_str(),
+                            step: closed.terminal.step_index,
+                            digest: &closed.terminal.digest.to_string(),
+                        },
+                    );
+                    return Ok(closed);
+                }
             }
         }
         Err(StoreError::RunTerminated { run: run.clone() }.into())
@@ -577,6 +620,15 @@ impl Service {
             }
             let receipt = executor.reconcile(key, outcome, evidence)?;
             executor.recorder().flush()?;
+            self.config.traces.boundary(
+                "reconciliation",
+                crate::traces::RecordRef {
+                    tenant: caller.tenant.as_str(),
+                    run: run.as_str(),
+                    step: receipt.step_index,
+                    digest: &receipt.digest.to_string(),
+                },
+            );
             Ok(receipt)
         })
     }
@@ -675,6 +727,11 @@ impl Service {
         self.flush_waiting(std::time::Duration::ZERO);
     }
 
+    /// Exports every span still waiting (at the service's exit, outside its runtime).
+    pub fn finish(&self) {
+        self.config.traces.shutdown();
+    }
+
     /// The runs this replica holds open.
     #[must_use]
     pub fn live_runs(&self) -> usize {
@@ -690,7 +747,8 @@ fn principal(caller: &Caller) -> String {
 /// Decides and records one step on `executor`, keeping the permit of an allowed call.
 fn admit_with(
     executor: &mut Executor,
-    permits: &mut HashMap<u64, Permit>,
+    permits: &mut HashMap<u64, Waiting>,
+    traces: &crate::traces::Traces,
     request: &StepRequest<'_>,
 ) -> Result<StepDecision, ApiError> {
     if let Some(observation) = request.observation {
@@ -712,7 +770,17 @@ fn admit_with(
                 detail: None,
                 policy_set_version,
             };
-            permits.insert(permit.step_index(), permit);
+            let span = traces.tool_span(
+                request.call.tool.name.as_str(),
+                crate::traces::RecordRef {
+                    tenant: executor.recorder_ref().tenant_id().as_str(),
+                    run: executor.recorder_ref().run_id().as_str(),
+                    step: decision.step,
+                    digest: &decision.digest.to_string(),
+                },
+                &decision.rule_ids,
+            );
+            permits.insert(permit.step_index(), Waiting { permit, span });
             decision
         }
         Admitted::Denied(denial) => StepDecision {

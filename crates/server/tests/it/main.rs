@@ -15,6 +15,7 @@ mod durability;
 mod openapi;
 mod schemathesis;
 mod tenants;
+mod traces;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -61,6 +62,10 @@ impl Harness {
     }
 
     pub fn start_with(durability: Durability) -> Self {
+        Self::start_traced(durability, cairn_server::traces::Traces::none())
+    }
+
+    pub fn start_traced(durability: Durability, traces: cairn_server::traces::Traces) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let store: Arc<dyn Store> = Arc::new(
             SqliteStore::open(dir.path().join("cairn.db"), OpenMode::CreateIfMissing)
@@ -83,6 +88,7 @@ impl Harness {
             clock: Arc::new(SystemClock),
             max_body_bytes: 64 << 10,
             hooks: None,
+            traces,
         };
         let socket = dir.path().join("cairn.sock");
         let listens = [

@@ -118,6 +118,8 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
         ))
     });
     drop(runtime);
+    // Every span waiting for export is sent before the process ends.
+    kept.finish();
     drop(kept);
     served
 }
@@ -156,5 +158,11 @@ fn configure(ctx: &Context, args: &ServeArgs) -> Result<ServiceConfig, Failure> 
         clock: Arc::new(SystemClock),
         max_body_bytes: args.max_body,
         hooks: Some(Arc::new(hooks)),
+        traces: match &args.otlp_traces {
+            Some(url) => cairn_server::traces::Traces::otlp(url).map_err(|reason| {
+                Failure::new(CliCode::USAGE, format!("`--otlp-traces`: {reason}"))
+            })?,
+            None => cairn_server::traces::Traces::none(),
+        },
     })
 }
