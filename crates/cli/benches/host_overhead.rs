@@ -10,7 +10,9 @@
 //!   itself at the session's first call);
 //! - Cairn with a resident server already running (`cairn hooks serve`);
 //! - Cairn with the server turned off (`"resident_server": false`: every event is answered by
-//!   a supervisor and a worker process).
+//!   a supervisor and a worker process);
+//! - Cairn through `cairn serve` (issue 20): the hooks forward every event to the service on a
+//!   Unix socket with an agent token, nothing decided on the agent's side.
 //!
 //! The figure per configuration is the time added per tool call (which fires `PreToolUse` and
 //! `PostToolUse`): each session's wall time minus the baseline session's of the same round,
@@ -54,15 +56,17 @@ enum Config {
     CairnDefault,
     CairnServing,
     CairnNoServer,
+    CairnService,
 }
 
 impl Config {
-    const ALL: [Self; 5] = [
+    const ALL: [Self; 6] = [
         Self::NoHooks,
         Self::NoOp,
         Self::CairnDefault,
         Self::CairnServing,
         Self::CairnNoServer,
+        Self::CairnService,
     ];
 
     const fn name(self) -> &'static str {
@@ -74,6 +78,9 @@ impl Config {
             }
             Self::CairnServing => "Cairn with its resident server already running",
             Self::CairnNoServer => "Cairn with the server off (`resident_server: false`)",
+            Self::CairnService => {
+                "Cairn through `cairn serve` (CAIRN_SERVER on a Unix socket, an agent token)"
+            }
         }
     }
 }
@@ -127,7 +134,10 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
             )
             .unwrap();
         }
-        Config::CairnDefault | Config::CairnServing | Config::CairnNoServer => {
+        Config::CairnDefault
+        | Config::CairnServing
+        | Config::CairnNoServer
+        | Config::CairnService => {
             cairn(&project, &["hooks", "install", "--claude-code"]);
             if config == Config::CairnNoServer {
                 std::fs::write(
@@ -157,6 +167,44 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
         }
     }
     let mut run = HostRun::new(Host::ClaudeCode, installed, &root, &project, server.port);
+    if config == Config::CairnService {
+        let data = project.join(".cairn");
+        let made = Command::new(cairn_binary())
+            .args([
+                "--json", "tokens", "create", "--tenant", "local", "--role", "agent", "--data",
+            ])
+            .arg(&data)
+            .output()
+            .unwrap();
+        let made: serde_json::Value = serde_json::from_slice(&made.stdout).unwrap();
+        let socket = root.join("cairn.sock");
+        let ready = root.join("serve.ready");
+        let child = Command::new(cairn_binary())
+            .args(["serve", "--data"])
+            .arg(&data)
+            .arg("--agents-root")
+            .arg(&project)
+            .arg("--listen")
+            .arg(format!("unix:{}", socket.display()))
+            .arg("--ready-file")
+            .arg(&ready)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !ready.exists() {
+            assert!(started.elapsed() < Duration::from_secs(10), "no service");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        serving = Some(child);
+        run.service = Some((
+            format!("unix:{}", socket.display()),
+            made["token"].as_str().unwrap().to_owned(),
+            made["entry"]["id"].as_str().unwrap().to_owned(),
+        ));
+    }
     let started = Instant::now();
     let child = run.spawn("Run the commands.", false);
     let out = run.finish(child);
@@ -169,7 +217,9 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
         out.stderr
     );
     if let Some(mut child) = serving {
-        let _ = child.kill();
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
         let _ = child.wait();
     }
     // An auto-started server sees its socket go with the folder and exits.
@@ -247,6 +297,11 @@ fn main() {
             }
         );
     }
+    println!(
+        "through the service: {:.1} ms per tool call over the baseline, {:.2}x the local default install's",
+        added(5),
+        added(5) / added(2)
+    );
     let ratio = added(2) / added(1);
     println!(
         "target: the default install adds at most 1.5x what the no-op hook adds: {} ({ratio:.2}x)",

@@ -189,6 +189,11 @@ fn a_lower_role_is_refused_every_endpoint_above_it() {
         let open = service.call("POST", "/v1/runs", Some(token), Some(r#"{"name": "x"}"#));
         assert_eq!(code(&open), "role_forbidden");
     }
+    // Hook events are an agent's: a person's token sends none.
+    for token in [&investigator, &admin] {
+        let hook = service.call("POST", "/v1/hooks/claude-code", Some(token), Some("{}"));
+        assert_eq!(code(&hook), "role_forbidden");
+    }
     // Only an admin manages tokens.
     for token in [&agent, &investigator] {
         assert_eq!(
