@@ -179,6 +179,13 @@ pub struct ServeArgs {
     /// at the same place; default: the service's folder.
     #[arg(long, value_name = "DIR")]
     pub agents_root: Option<PathBuf>,
+    /// Serve TLS on the TCP listeners with this certificate chain (PEM); clients then use
+    /// `https://` (and `CAIRN_SERVER_CA` for a private CA).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of `--tls-cert` (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Export traces to this OTLP/HTTP endpoint (`http://collector:4318/v1/traces`): a span
     /// per admitted step and per boundary, never an argument.
     #[arg(long, env = "CAIRN_OTLP_TRACES", value_name = "URL")]

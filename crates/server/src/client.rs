@@ -14,6 +14,14 @@ use hyper_util::rt::TokioIo;
 pub enum Endpoint {
     /// `host:port` over TCP.
     Tcp(String),
+    /// `host:port` over TLS (the certificate must name `host`), trusting the CA in `ca` (PEM),
+    /// else the system's roots.
+    Https {
+        /// `host:port`.
+        host: String,
+        /// The CA file (`CAIRN_SERVER_CA` when parsed).
+        ca: Option<PathBuf>,
+    },
     /// A Unix socket.
     Unix(PathBuf),
 }
@@ -22,7 +30,9 @@ pub enum Endpoint {
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The endpoint text is not one the client understands.
-    #[error("`{0}` is not a service address (`unix:/path/to/cairn.sock` or `http://host:port`)")]
+    #[error(
+        "`{0}` is not a service address (`unix:/path/to/cairn.sock`, `http://host:port` or `https://host[:port]`)"
+    )]
     Endpoint(String),
     /// No connection, a broken one, or a malformed answer.
     #[error("the service at {endpoint} did not answer: {reason}")]
@@ -71,6 +81,22 @@ impl std::str::FromStr for Endpoint {
             if !host.is_empty() && !host.contains('/') {
                 return Ok(Self::Tcp(host.to_owned()));
             }
+        } else if let Some(rest) = text.strip_prefix("https://") {
+            let host = rest.trim_end_matches('/');
+            if !host.is_empty() && !host.contains('/') {
+                let with_port = if host
+                    .rsplit_once(':')
+                    .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+                {
+                    host.to_owned()
+                } else {
+                    format!("{host}:443")
+                };
+                return Ok(Self::Https {
+                    host: with_port,
+                    ca: std::env::var_os("CAIRN_SERVER_CA").map(PathBuf::from),
+                });
+            }
         }
         Err(ClientError::Endpoint(text.to_owned()))
     }
@@ -80,6 +106,7 @@ impl std::fmt::Display for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Tcp(host) => write!(f, "http://{host}"),
+            Self::Https { host, .. } => write!(f, "https://{host}"),
             Self::Unix(path) => write!(f, "unix:{}", path.display()),
         }
     }
@@ -138,7 +165,7 @@ async fn exchange(
 ) -> Result<Answer, ClientError> {
     let transport = |reason: &dyn std::fmt::Display| transport(endpoint, reason);
     let host = match endpoint {
-        Endpoint::Tcp(host) => host.clone(),
+        Endpoint::Tcp(host) | Endpoint::Https { host, .. } => host.clone(),
         Endpoint::Unix(_) => "localhost".to_owned(),
     };
     let mut request = hyper::Request::builder()
@@ -164,6 +191,12 @@ async fn exchange(
         }
         Endpoint::Unix(path) => {
             let stream = tokio::net::UnixStream::connect(path)
+                .await
+                .map_err(|e| transport(&e))?;
+            round_trip(TokioIo::new(stream), request).await
+        }
+        Endpoint::Https { host, ca } => {
+            let stream = crate::tls::connect(host, ca.as_deref())
                 .await
                 .map_err(|e| transport(&e))?;
             round_trip(TokioIo::new(stream), request).await

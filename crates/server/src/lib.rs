@@ -72,6 +72,7 @@ pub mod error;
 pub mod listen;
 pub mod metrics;
 pub mod service;
+pub mod tls;
 pub mod tokens;
 pub mod traces;
 

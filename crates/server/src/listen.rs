@@ -56,6 +56,7 @@ impl std::fmt::Display for Listen {
 pub struct Server {
     tcp: Vec<TcpListener>,
     unix: Vec<(UnixListener, PathBuf)>,
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
 }
 
 impl Server {
@@ -93,7 +94,31 @@ impl Server {
                 }
             }
         }
-        Ok(Self { tcp, unix })
+        Ok(Self {
+            tcp,
+            unix,
+            tls: None,
+        })
+    }
+
+    /// Serves TLS with `config` on the TCP listeners (Unix sockets stay plain: their file
+    /// permissions are their guard).
+    #[must_use]
+    pub fn with_tls(mut self, config: std::sync::Arc<rustls::ServerConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// Where it listens, as a client's `CAIRN_SERVER` names it (`https://…` under TLS).
+    #[must_use]
+    pub fn urls(&self) -> Vec<String> {
+        self.addresses()
+            .iter()
+            .map(|listen| match (listen, &self.tls) {
+                (Listen::Tcp(addr), Some(_)) => format!("https://{addr}"),
+                (other, _) => other.to_string(),
+            })
+            .collect()
     }
 
     /// Where it listens, as clients name it (`http://127.0.0.1:PORT`, `unix:/path`).
@@ -127,11 +152,24 @@ impl Server {
         for listener in self.tcp {
             let app = app.clone();
             let stop = stopped(stop_rx.clone());
-            tasks.spawn(async move {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(stop)
-                    .await
-            });
+            match &self.tls {
+                Some(config) => {
+                    let listener =
+                        crate::tls::TlsListener::new(listener, std::sync::Arc::clone(config))?;
+                    tasks.spawn(async move {
+                        axum::serve(listener, app)
+                            .with_graceful_shutdown(stop)
+                            .await
+                    });
+                }
+                None => {
+                    tasks.spawn(async move {
+                        axum::serve(listener, app)
+                            .with_graceful_shutdown(stop)
+                            .await
+                    });
+                }
+            }
         }
         let mut sockets = Vec::new();
         for (listener, path) in self.unix {

@@ -135,7 +135,11 @@ fn service_client(server: &str, checks: &mut Vec<Check>) -> Findings {
             ),
             None => ("service on this host (socket owner unknown)", false),
         },
-        Endpoint::Tcp(_) => ("service over TCP (another host or container)", true),
+        Endpoint::Tcp(_) => (
+            "service over plain TCP (another host or container; the token crosses the network in clear: use https://)",
+            true,
+        ),
+        Endpoint::Https { .. } => ("service over TLS (another host or container)", true),
     };
     let mut protects = vec![
         "a tool call that is not decided: every call is decided and recorded by the service before it runs, and denied when the service cannot answer".to_owned(),

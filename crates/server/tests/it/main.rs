@@ -15,6 +15,7 @@ mod durability;
 mod openapi;
 mod schemathesis;
 mod tenants;
+mod tls;
 mod traces;
 
 use std::path::PathBuf;
@@ -66,6 +67,34 @@ impl Harness {
     }
 
     pub fn start_traced(durability: Durability, traces: cairn_server::traces::Traces) -> Self {
+        Self::start_full(durability, traces, None)
+    }
+
+    /// A service whose TCP listener serves TLS with `cert` and `key` (PEM); the harness's
+    /// calls go over `https://localhost`, trusting `cert`.
+    pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Self {
+        let config = cairn_server::tls::server_config(cert, key).expect("TLS config");
+        let mut harness = Self::start_full(
+            Durability::DEFAULT_BATCH,
+            cairn_server::traces::Traces::none(),
+            Some(config),
+        );
+        let Endpoint::Tcp(addr) = &harness.tcp else {
+            panic!("a TCP endpoint")
+        };
+        let port = addr.rsplit(':').next().expect("a port").to_owned();
+        harness.tcp = Endpoint::Https {
+            host: format!("localhost:{port}"),
+            ca: Some(cert.to_path_buf()),
+        };
+        harness
+    }
+
+    fn start_full(
+        durability: Durability,
+        traces: cairn_server::traces::Traces,
+        tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let store: Arc<dyn Store> = Arc::new(
             SqliteStore::open(dir.path().join("cairn.db"), OpenMode::CreateIfMissing)
@@ -108,6 +137,10 @@ impl Harness {
                     .expect("runtime");
                 runtime.block_on(async move {
                     let server = Server::bind(&listens, 0o660).await.expect("bind");
+                    let server = match tls {
+                        Some(config) => server.with_tls(config),
+                        None => server,
+                    };
                     ready_tx.send(server.addresses()).expect("ready");
                     let service = Arc::new(Service::new(config));
                     server

@@ -72,6 +72,17 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
         )
     })?;
     let config = configure(ctx, args)?;
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(cairn_server::tls::server_config(cert, key).map_err(
+            |reason| {
+                Failure::new(
+                    CliCode::USAGE,
+                    format!("`--tls-cert`/`--tls-key`: {reason}"),
+                )
+            },
+        )?),
+        _ => None,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // Cedar decides on these threads: they need the stack the policy limits are sized for.
@@ -91,7 +102,11 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
                 format!("cannot listen on {}: {e}", args.listen.join(", ")),
             )
         })?;
-        let addresses: Vec<String> = server.addresses().iter().map(ToString::to_string).collect();
+        let server = match tls {
+            Some(config) => server.with_tls(config),
+            None => server,
+        };
+        let addresses = server.urls();
         for address in &addresses {
             tracing::info!(%address, "cairn serve listening");
         }
