@@ -4,6 +4,7 @@
 //! the offending field), and runs the service's synchronous operation on the blocking pool.
 //! A run another tenant or another agent holds answers exactly as a run that does not exist.
 
+mod boundaries;
 mod evidence;
 pub mod extract;
 mod hooks;
@@ -40,7 +41,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
     paths(
         health, ready, openapi_json, metrics,
         runs::open_run, runs::list_runs, runs::get_run, runs::admit_step, runs::report_outcome,
-        runs::observe, runs::terminate, runs::reconcile,
+        runs::observe, runs::terminate, runs::reconcile, boundaries::compact, boundaries::rehydrate,
         evidence::verify_run, evidence::export_bundle, evidence::prove_step,
         tokens::create_token, tokens::list_tokens, tokens::revoke_token,
         hooks::answer_hook,
@@ -102,6 +103,8 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v1/runs/{run}/observations", post(runs::observe))
         .route("/v1/runs/{run}/terminate", post(runs::terminate))
         .route("/v1/runs/{run}/reconcile", post(runs::reconcile))
+        .route("/v1/runs/{run}/compact", post(boundaries::compact))
+        .route("/v1/runs/{run}/rehydrate", post(boundaries::rehydrate))
         .route("/v1/runs/{run}/verify", get(evidence::verify_run))
         .route("/v1/runs/{run}/bundle", get(evidence::export_bundle))
         .route(

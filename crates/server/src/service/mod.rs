@@ -598,6 +598,52 @@ impl Service {
         Err(StoreError::RunTerminated { run: run.clone() }.into())
     }
 
+    /// Records a compaction: the envelope from the durable state and `facts`, bound to
+    /// `summary`'s digest, with its `context_compaction` record.
+    ///
+    /// # Errors
+    /// `invalid_input` naming every finding when the facts make no valid envelope; store
+    /// failures.
+    pub fn compact(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        facts: &cairn_runtime::boundary::SessionFacts,
+        summary: &str,
+        trigger: &str,
+    ) -> Result<cairn_runtime::boundary::Compaction, ApiError> {
+        let done = self.with_executor(caller, run, |executor, _| {
+            Ok(executor.compact(facts, summary, trigger)?)
+        })?;
+        self.config.traces.boundary(
+            "context_compaction",
+            crate::traces::RecordRef {
+                tenant: caller.tenant.as_str(),
+                run: run.as_str(),
+                step: done.receipt.step_index,
+                digest: &done.receipt.digest.to_string(),
+            },
+        );
+        Ok(done)
+    }
+
+    /// Decides whether the run may resume after its last compaction; records the outcome.
+    ///
+    /// # Errors
+    /// `invalid_input` when no envelope was ever saved for the run; store failures.
+    pub fn rehydrate(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        facts: &cairn_runtime::boundary::SessionFacts,
+        summary: &str,
+    ) -> Result<cairn_continuity::ContinuityDecision, ApiError> {
+        let now = self.config.clock.now();
+        self.with_executor(caller, run, |executor, _| {
+            Ok(executor.rehydrate(facts, summary, now)?)
+        })
+    }
+
     /// Records the observed outcome of an unknown side effect (a person's act).
     ///
     /// # Errors

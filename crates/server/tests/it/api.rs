@@ -310,3 +310,104 @@ fn metrics_count_requests_and_decisions_and_name_no_run_or_token() {
     assert!(!text.contains(&run), "no run id in the metrics");
     assert!(!text.contains(&agent[..20]), "no token in the metrics");
 }
+
+#[test]
+fn a_compaction_and_its_rehydration_are_recorded_and_never_authorise() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let investigator = service.token("acme", Role::Investigator);
+    let run = service.open(&agent, "boundaries");
+    let write = service.step(
+        &agent,
+        &run,
+        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
+    );
+    let step = write.json()["step"].as_u64().unwrap();
+    let unknown = service.call(
+        "POST",
+        &format!("/v1/runs/{run}/steps/{step}/outcome"),
+        Some(&agent),
+        Some(r#"{"status": "unknown", "error": "timed out"}"#),
+    );
+    let key = unknown.json()["idempotency_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let summary = r#"{"summary": "The ticket was created; retry it to be sure.", "trigger": "auto", "facts": {"objective": "triage"}}"#;
+    let compacted = service.call(
+        "POST",
+        &format!("/v1/runs/{run}/compact"),
+        Some(&agent),
+        Some(summary),
+    );
+    assert_eq!(
+        compacted.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&compacted.body)
+    );
+    let compacted = compacted.json();
+    assert!(compacted["envelope_id"].as_str().is_some());
+    assert!(
+        compacted["summary_digest"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    let rehydrate = r#"{"summary": "The ticket was created; retry it to be sure.", "facts": {"objective": "triage"}}"#;
+    let blocked = service
+        .call(
+            "POST",
+            &format!("/v1/runs/{run}/rehydrate"),
+            Some(&agent),
+            Some(rehydrate),
+        )
+        .json();
+    assert_eq!(blocked["status"], "blocked_on_reconciliation", "{blocked}");
+    // The summary's claim changes nothing: the retry is still denied.
+    let retry = service.step(
+        &agent,
+        &run,
+        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
+    );
+    assert_eq!(retry.json()["reason"], "unresolved_side_effect");
+    service.call(
+        "POST",
+        &format!("/v1/runs/{run}/reconcile"),
+        Some(&investigator),
+        Some(&format!(
+            r#"{{"key": "{key}", "outcome": "applied", "evidence": "ticket:T-9"}}"#
+        )),
+    );
+    let after = service
+        .call(
+            "POST",
+            &format!("/v1/runs/{run}/rehydrate"),
+            Some(&agent),
+            Some(rehydrate),
+        )
+        .json();
+    assert_ne!(after["status"], "blocked_on_reconciliation", "{after}");
+    assert_eq!(after["authorized"], false, "{after}");
+    // Another summary than the one bound: refused.
+    let other = service
+        .call(
+            "POST",
+            &format!("/v1/runs/{run}/rehydrate"),
+            Some(&agent),
+            Some(r#"{"summary": "Nothing happened."}"#),
+        )
+        .json();
+    assert_eq!(other["reason"], "summary_digest_mismatch", "{other}");
+    // Every boundary is in the run's records.
+    let bundle = service.call(
+        "GET",
+        &format!("/v1/runs/{run}/bundle"),
+        Some(&investigator),
+        None,
+    );
+    let text = String::from_utf8(bundle.body).unwrap();
+    for event in ["context_compaction", "reconciliation"] {
+        assert!(text.contains(event), "{event} not recorded");
+    }
+}

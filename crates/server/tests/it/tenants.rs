@@ -33,6 +33,16 @@ const RUN_ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
         "/v1/runs/{run}/reconcile",
         Some(r#"{"key": "x:0", "outcome": "applied", "evidence": "e"}"#),
     ),
+    (
+        "POST",
+        "/v1/runs/{run}/compact",
+        Some(r#"{"summary": "s", "trigger": "auto"}"#),
+    ),
+    (
+        "POST",
+        "/v1/runs/{run}/rehydrate",
+        Some(r#"{"summary": "s"}"#),
+    ),
     ("GET", "/v1/runs/{run}/verify", None),
     ("GET", "/v1/runs/{run}/bundle", None),
     ("GET", "/v1/runs/{run}/steps/0/proof", None),
