@@ -508,15 +508,7 @@ impl Service {
                 executor.recorder().flush()?;
             }
             if matches!(effect, EffectOutcome::Unknown { .. }) {
-                self.config.traces.boundary(
-                    "side_effect_unknown",
-                    crate::traces::RecordRef {
-                        tenant: caller.tenant.as_str(),
-                        run: run.as_str(),
-                        step,
-                        digest: &call_digest,
-                    },
-                );
+                self.traced_boundary("side_effect_unknown", caller, run, step, &call_digest);
             }
             Ok(OutcomeRecorded {
                 observation_digest: executor.recorder().current_observation(),
@@ -582,14 +574,13 @@ impl Service {
                 )) if attempt == 0 => {}
                 other => {
                     let closed = other?;
-                    self.config.traces.boundary(
+                    let terminal = closed.terminal;
+                    self.traced_boundary(
                         "run_terminated",
-                        crate::traces::RecordRef {
-                            tenant: caller.tenant.as_str(),
-                            run: run.as_str(),
-                            step: closed.terminal.step_index,
-                            digest: &closed.terminal.digest.to_string(),
-                        },
+                        caller,
+                        run,
+                        terminal.step_index,
+                        &terminal.digest.to_string(),
                     );
                     return Ok(closed);
                 }
@@ -615,14 +606,13 @@ impl Service {
         let done = self.with_executor(caller, run, |executor, _| {
             Ok(executor.compact(facts, summary, trigger)?)
         })?;
-        self.config.traces.boundary(
+        let receipt = done.receipt;
+        self.traced_boundary(
             "context_compaction",
-            crate::traces::RecordRef {
-                tenant: caller.tenant.as_str(),
-                run: run.as_str(),
-                step: done.receipt.step_index,
-                digest: &done.receipt.digest.to_string(),
-            },
+            caller,
+            run,
+            receipt.step_index,
+            &receipt.digest.to_string(),
         );
         Ok(done)
     }
@@ -666,14 +656,12 @@ impl Service {
             }
             let receipt = executor.reconcile(key, outcome, evidence)?;
             executor.recorder().flush()?;
-            self.config.traces.boundary(
+            self.traced_boundary(
                 "reconciliation",
-                crate::traces::RecordRef {
-                    tenant: caller.tenant.as_str(),
-                    run: run.as_str(),
-                    step: receipt.step_index,
-                    digest: &receipt.digest.to_string(),
-                },
+                caller,
+                run,
+                receipt.step_index,
+                &receipt.digest.to_string(),
             );
             Ok(receipt)
         })
@@ -771,6 +759,19 @@ impl Service {
 
     fn flush_all(&self) {
         self.flush_waiting(std::time::Duration::ZERO);
+    }
+
+    /// A boundary span for the record at `step` (`digest`) of `run`.
+    fn traced_boundary(&self, event: &str, caller: &Caller, run: &RunId, step: u64, digest: &str) {
+        self.config.traces.boundary(
+            event,
+            crate::traces::RecordRef {
+                tenant: caller.tenant.as_str(),
+                run: run.as_str(),
+                step,
+                digest,
+            },
+        );
     }
 
     /// Exports every span still waiting (at the service's exit, outside its runtime).
