@@ -5,7 +5,7 @@
 //! on it, and how to damage it under the API) and invokes [`store_conformance!`] with an
 //! `Option` of its harness (`None` skips every case, for a store whose server is absent):
 //!
-//! ```ignore
+//! ```text
 //! cairn_test_support::store_conformance!(SqliteHarness::new());
 //! ```
 //!
