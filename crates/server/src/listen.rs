@@ -211,12 +211,20 @@ impl Server {
     }
 }
 
-/// Commits the records of batched runs that nothing else committed within the batch window.
+/// How long a live run may go unused before the service lets go of it (it is resumed from
+/// the store when used again).
+pub const IDLE_RUN: Duration = Duration::from_secs(600);
+
+/// Commits the records of batched runs that nothing else committed within the batch window,
+/// and lets go of the runs idle for [`IDLE_RUN`].
 async fn group_commit(service: Arc<Service>, stop: impl Future<Output = ()>) {
-    let Durability::Batch { max_delay, .. } = service.config.durability else {
-        return;
+    let batch = match service.config.durability {
+        Durability::Batch { max_delay, .. } => Some(max_delay),
+        Durability::Sync => None,
     };
-    let period = (max_delay / 2).max(Duration::from_millis(1));
+    let period = batch.map_or(Duration::from_secs(1), |delay| {
+        (delay / 2).max(Duration::from_millis(1))
+    });
     let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(stop);
@@ -226,7 +234,10 @@ async fn group_commit(service: Arc<Service>, stop: impl Future<Output = ()>) {
             _ = ticks.tick() => {
                 let service = Arc::clone(&service);
                 let _ = tokio::task::spawn_blocking(move || {
-                    service.flush_waiting(max_delay);
+                    if let Some(delay) = batch {
+                        service.flush_waiting(delay);
+                    }
+                    service.evict_idle(IDLE_RUN);
                 })
                 .await;
             }

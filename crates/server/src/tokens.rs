@@ -202,6 +202,15 @@ impl TokenFileEditor {
         label: Option<String>,
         now: jiff::Timestamp,
     ) -> Result<NewToken, TokenError> {
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.is_dir()
+        {
+            return Err(self.error(format!(
+                "the service folder `{}` does not exist: create it with `cairn serve --init-only --data {}`",
+                dir.display(),
+                dir.display()
+            )));
+        }
         let mut file = self.read()?;
         let mut id_bytes = [0_u8; 6];
         OsRng.fill_bytes(&mut id_bytes);

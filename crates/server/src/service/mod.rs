@@ -73,6 +73,8 @@ struct LiveRun {
     /// `None` once the run is closed (a terminate consumed it).
     executor: Option<Executor>,
     permits: HashMap<u64, Waiting>,
+    /// When a request last used it.
+    used: Instant,
 }
 
 /// An admitted call waiting for its outcome: its permit, and its span when traced.
@@ -97,6 +99,7 @@ impl Live {
             run: Mutex::new(LiveRun {
                 executor: Some(executor),
                 permits: HashMap::new(),
+                used: Instant::now(),
             }),
         })
     }
@@ -355,7 +358,12 @@ impl Service {
             .get(&(caller.tenant.clone(), run.clone()))
             .cloned()?;
         let mut guard = live.run.try_lock().ok()?;
-        let LiveRun { executor, permits } = &mut *guard;
+        let LiveRun {
+            executor,
+            permits,
+            used,
+        } = &mut *guard;
+        *used = Instant::now();
         let executor = executor.as_mut()?;
         if executor.recorder_ref().waiting_records() + 1 >= MAX_WAITING_RECORDS {
             return None;
@@ -407,7 +415,12 @@ impl Service {
     ) -> Result<T, ApiError> {
         let live = self.live_run(caller, run)?;
         let (committing, mut guard) = live.lock_to_commit();
-        let LiveRun { executor, permits } = &mut *guard;
+        let LiveRun {
+            executor,
+            permits,
+            used,
+        } = &mut *guard;
+        *used = Instant::now();
         let Some(executor) = executor.as_mut() else {
             return Err(StoreError::RunTerminated { run: run.clone() }.into());
         };
@@ -755,6 +768,24 @@ impl Service {
             drop(guard);
             drop(committing);
         }
+    }
+
+    /// Lets go of the runs no request used for `idle` that hold nothing: no record waits and
+    /// no admitted call waits for its outcome. A later request resumes such a run from the
+    /// store, so this only bounds the memory of a long-lived service.
+    pub fn evict_idle(&self, idle: std::time::Duration) {
+        let mut live = self.lock_live();
+        live.retain(|_, entry| {
+            let Ok(run) = entry.run.try_lock() else {
+                return true;
+            };
+            let holds = run
+                .executor
+                .as_ref()
+                .is_some_and(|e| e.recorder_ref().waiting_records() > 0)
+                || !run.permits.is_empty();
+            holds || run.used.elapsed() < idle
+        });
     }
 
     fn flush_all(&self) {

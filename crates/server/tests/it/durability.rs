@@ -63,3 +63,34 @@ fn stopping_the_service_commits_every_waiting_record() {
     service.stop();
     assert_eq!(service.records("acme", &run), 5);
 }
+
+#[test]
+fn an_idle_run_is_let_go_and_resumed_from_the_store_when_used_again() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let idle = service.open(&agent, "idle");
+    let waiting = service.open(&agent, "waiting");
+    service.step(&agent, &idle, STEP);
+    // An admitted call whose outcome is not reported yet keeps its run.
+    service.step(&agent, &waiting, STEP);
+    assert_eq!(service.service.live_runs(), 2);
+    service.service.flush_waiting(Duration::ZERO);
+    service.call(
+        "POST",
+        &format!("/v1/runs/{idle}/steps/0/outcome"),
+        Some(&agent),
+        Some(r#"{"status": "applied", "result": 1}"#),
+    );
+    service.service.flush_waiting(Duration::ZERO);
+    service.service.evict_idle(Duration::ZERO);
+    assert_eq!(
+        service.service.live_runs(),
+        1,
+        "the idle run is let go, the waiting one kept"
+    );
+    // Used again, it resumes where the store has it.
+    let next = service.step(&agent, &idle, STEP).json();
+    assert_eq!(next["decision"], "allow");
+    assert_eq!(next["step"], 1);
+    assert_eq!(service.service.live_runs(), 2);
+}

@@ -53,6 +53,7 @@ pub struct Harness {
     pub tcp: Endpoint,
     pub unix: Endpoint,
     pub key: SigningKey,
+    pub service: Arc<Service>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -124,6 +125,8 @@ impl Harness {
             Listen::Tcp("127.0.0.1:0".parse().expect("addr")),
             Listen::Unix(socket.clone()),
         ];
+        let service = Arc::new(Service::new(config));
+        let served = Arc::clone(&service);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -142,9 +145,8 @@ impl Harness {
                         None => server,
                     };
                     ready_tx.send(server.addresses()).expect("ready");
-                    let service = Arc::new(Service::new(config));
                     server
-                        .run(service, async {
+                        .run(served, async {
                             let _ = stop_rx.await;
                         })
                         .await
@@ -165,6 +167,7 @@ impl Harness {
             tcp,
             unix: Endpoint::Unix(socket),
             key,
+            service,
             stop: Some(stop_tx),
             thread: Some(thread),
         }
@@ -178,6 +181,8 @@ impl Harness {
         if let Some(thread) = self.thread.take() {
             thread.join().expect("the service thread ended cleanly");
         }
+        // As `cairn serve` does at its exit: every span still waiting is exported.
+        self.service.finish();
     }
 
     pub fn tokens_path(&self) -> PathBuf {
