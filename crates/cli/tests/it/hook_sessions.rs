@@ -378,63 +378,25 @@ fn plain_unstamped(line: &str) -> String {
     out
 }
 
-/// `cairn serve` over the project's `.cairn/` folder, stopped when dropped.
-struct Served {
-    child: std::process::Child,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(project: &Path) -> (Served, Service) {
+/// `cairn serve` over the project's `.cairn/` folder, and the agent it answers.
+fn serve(project: &Path) -> (common::Serving, Service) {
     let data = project.join(".cairn");
-    let tenant = std::fs::read_to_string(data.join("hooks.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .and_then(|config| config["tenant"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| "local".to_owned());
-    let made = Output::of(
-        command_in(project)
-            .args([
-                "--json", "tokens", "create", "--role", "agent", "--tenant", &tenant, "--data",
-            ])
-            .arg(&data),
-    );
-    let made: Value = serde_json::from_str(&made.stdout).unwrap();
+    let (token, prefix) = common::agent_token_for(project, &data);
     let socket = project.join("cairn.sock");
-    let ready = project.join("serve.ready");
-    let child = command_in(project)
+    let mut command = command_in(project);
+    command
         .args(["serve", "--data"])
         .arg(&data)
         .arg("--agents-root")
         .arg(project)
         .arg("--listen")
         .arg(format!("unix:{}", socket.display()))
-        .arg("--ready-file")
-        .arg(&ready)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let served = Served { child };
-    let started = std::time::Instant::now();
-    while !ready.exists() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "cairn serve did not start"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+        .stderr(Stdio::null());
+    let served = common::Serving::start(command, &project.join("serve.ready"));
     let service = Service {
         socket,
-        token: made["token"].as_str().unwrap().to_owned(),
-        prefix: made["entry"]["id"].as_str().unwrap().to_owned(),
+        token,
+        prefix,
     };
     (served, service)
 }

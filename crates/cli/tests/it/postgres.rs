@@ -188,14 +188,15 @@ fn store_copy_moves_a_laptop_ledger_into_postgres_verified() {
 
 /// `cairn serve` on a port of its own, over `data` and the store `url`; stopped when dropped.
 struct Replica {
-    child: std::process::Child,
+    /// Held for its lifetime: dropping it stops the replica.
+    _serving: common::Serving,
     url: String,
 }
 
 impl Replica {
     fn start(dir: &Path, data: &Path, store: &str, name: &str, durability: &str) -> Self {
-        let ready = dir.join(format!("{name}.ready"));
-        let child = command_in(dir)
+        let mut command = command_in(dir);
+        command
             .env("CAIRN_STORE", store)
             .args([
                 "serve",
@@ -206,22 +207,13 @@ impl Replica {
                 "--data",
             ])
             .arg(data)
-            .arg("--ready-file")
-            .arg(&ready)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = std::time::Instant::now();
-        while !ready.exists() {
-            assert!(
-                started.elapsed() < std::time::Duration::from_secs(30),
-                "replica {name} did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            .stderr(std::process::Stdio::null());
+        let serving = common::Serving::start(command, &dir.join(format!("{name}.ready")));
+        let url = serving.addresses[0].clone();
+        Self {
+            _serving: serving,
+            url,
         }
-        let url = std::fs::read_to_string(&ready).unwrap().trim().to_owned();
-        Self { child, url }
     }
 
     fn call(&self, method: &str, path: &str, token: &str, body: Option<&str>) -> serde_json::Value {
@@ -243,15 +235,6 @@ impl Replica {
             String::from_utf8_lossy(&answer.body)
         );
         answer.json()
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
     }
 }
 

@@ -76,7 +76,7 @@ struct Play<'a> {
     /// How many requests the server had logged when the latest host step began.
     mark: usize,
     /// `cairn serve`, when the hooks go through it.
-    service: Option<Served>,
+    service: Option<common::Serving>,
     _dir: Option<tempfile::TempDir>,
 }
 
@@ -439,64 +439,27 @@ fn write_files(root: &Path, files: &serde_json::Map<String, Value>) {
 }
 
 /// Plays the scenario `file` in `host`.
-/// `cairn serve` over the project's `.cairn/`, stopped (drained) when dropped.
-struct Served(std::process::Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts `cairn serve` over `project`'s `.cairn/` (its policies, lanes, key and store) on a
 /// socket in `root`, with an agent token of the tenant the project's `hooks.json` names.
-fn serve(play: &Play<'_>, root: &Path) -> (Served, (String, String, String)) {
+fn serve(play: &Play<'_>, root: &Path) -> (common::Serving, (String, String, String)) {
     let project = &play.run.project;
     let data = project.join(".cairn");
-    let tenant = std::fs::read_to_string(data.join("hooks.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .and_then(|config| config["tenant"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| "local".to_owned());
-    let data_arg = data.to_str().unwrap();
-    let made = play
-        .cairn(&[
-            "--json", "tokens", "create", "--role", "agent", "--tenant", &tenant, "--data",
-            data_arg,
-        ])
-        .expect(0)
-        .json();
+    let (token, prefix) = common::agent_token_for(project, &data);
     let socket = root.join("cairn.sock");
-    let ready = root.join("serve.ready");
-    let child = command_in(project)
-        .args(["serve", "--data", data_arg, "--agents-root"])
+    let mut command = command_in(project);
+    command
+        .args(["serve", "--data"])
+        .arg(&data)
+        .arg("--agents-root")
         .arg(project)
         .arg("--listen")
         .arg(format!("unix:{}", socket.display()))
-        .arg("--ready-file")
-        .arg(&ready)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let served = Served(child);
-    let started = Instant::now();
-    while !ready.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "cairn serve did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let service = (
-        format!("unix:{}", socket.display()),
-        made["token"].as_str().unwrap().to_owned(),
-        made["entry"]["id"].as_str().unwrap().to_owned(),
-    );
-    (served, service)
+        .stderr(std::process::Stdio::null());
+    let served = common::Serving::start(command, &root.join("serve.ready"));
+    (
+        served,
+        (format!("unix:{}", socket.display()), token, prefix),
+    )
 }
 
 fn play(installed: &Installed, file: &Path, scenario: &Value, host: Host) {

@@ -3,13 +3,12 @@
 //! level. Canaries are sent in each and looked for in everything the service wrote.
 
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cairn_server::client::{Endpoint, send_blocking};
 use serde_json::Value;
 
-use crate::common::{Output, command_in};
+use crate::common::{Output, Serving, command_in};
 
 const CANARY: &str = "CANARY7f3e";
 
@@ -43,29 +42,17 @@ fn run_service_and_collect_logs(dir: &Path, level: &str) -> (String, String) {
     );
     let token = made.expect(0).json()["token"].as_str().unwrap().to_owned();
     let socket = dir.join("cairn.sock");
-    let ready = dir.join("ready");
     let log = std::fs::File::create(dir.join("serve.log")).unwrap();
-    let mut child = command_in(dir)
+    let mut command = command_in(dir);
+    command
         .env("CAIRN_LOG", level)
         .env("CAIRN_LOG_FORMAT", "json")
         .args(["serve", "--data"])
         .arg(&data)
         .arg("--listen")
         .arg(format!("unix:{}", socket.display()))
-        .arg("--ready-file")
-        .arg(&ready)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !ready.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the service did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        .stderr(log);
+    let mut serving = Serving::start(command, &dir.join("ready"));
     let endpoint = Endpoint::Unix(socket);
     let opened = send(
         &endpoint,
@@ -132,10 +119,7 @@ fn run_service_and_collect_logs(dir: &Path, level: &str) -> (String, String) {
     ] {
         send(&endpoint, "POST", "/v1/hooks/claude-code", &token, &body);
     }
-    let _ = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
+    serving.stop();
     (
         std::fs::read_to_string(dir.join("serve.log")).unwrap(),
         token,

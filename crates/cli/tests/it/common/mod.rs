@@ -419,3 +419,78 @@ pub fn strings(value: Option<&Value>) -> Vec<String> {
         Some(other) => panic!("expected a string or an array of strings, got {other}"),
     }
 }
+
+/// A running `cairn serve`, stopped with SIGTERM (it drains) and waited for when dropped.
+pub struct Serving {
+    child: std::process::Child,
+    /// The addresses its ready file names (`unix:…`, `http://…`).
+    pub addresses: Vec<String>,
+}
+
+impl Serving {
+    /// Starts `command` — a `cairn serve …` without `--ready-file` — and waits until it
+    /// listens; its stdout is dropped and its stderr goes where `command` says (default:
+    /// nowhere).
+    pub fn start(mut command: Command, ready: &Path) -> Self {
+        let _ = std::fs::remove_file(ready);
+        let child = command
+            .arg("--ready-file")
+            .arg(ready)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while !ready.exists() {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "cairn serve did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let addresses = std::fs::read_to_string(ready)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        Self { child, addresses }
+    }
+
+    /// Stops it now (SIGTERM: it drains) and waits for it.
+    pub fn stop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_some() {
+            return;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// An agent token for the service folder `data` (run in `dir`), of the tenant its
+/// `hooks.json` names (else `local`, the hooks' default): the token and its id.
+pub fn agent_token_for(dir: &Path, data: &Path) -> (String, String) {
+    let tenant = std::fs::read_to_string(data.join("hooks.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .and_then(|config| config["tenant"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| "local".to_owned());
+    let made = Output::of(
+        command_in(dir)
+            .args([
+                "--json", "tokens", "create", "--role", "agent", "--tenant", &tenant, "--data",
+            ])
+            .arg(data),
+    );
+    let made = made.expect(0).json();
+    (
+        made["token"].as_str().unwrap().to_owned(),
+        made["entry"]["id"].as_str().unwrap().to_owned(),
+    )
+}
