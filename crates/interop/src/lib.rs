@@ -7,7 +7,8 @@
 //!   `PASSED | REVIEW_REQUIRED | BLOCKED`;
 //! - [`sort_keys`]: `json-sort-keys-utf8-v1`, the canonical form both formats digest;
 //! - [`py_json`]: JSON text read as Python's `json.loads` reads it, so that documents the
-//!   references accept or refuse are accepted or refused here too.
+//!   references accept or refuse are accepted or refused here too;
+//! - [`request`]: one check as a single document (a `--jsonl` line, a service request).
 //!
 //! Every report lists every finding of the deciding stage, each with a stable code. The JSON
 //! Schema checks run with the semantics of Python's `jsonschema` (a private module, with the
@@ -36,6 +37,7 @@
 
 mod lookup;
 pub mod py_json;
+pub mod request;
 pub mod rlc;
 mod schema;
 pub mod sort_keys;

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use cairn_core::CodedFinding;
 use cairn_interop::py_json::{self, PyJson};
+use cairn_interop::request::{RequestShapeError, RlcRequest, VceRequest};
 use cairn_interop::rlc::{RlcDecision, RlcValidator};
 use cairn_interop::vce::{VceDecision, VceValidator};
 use serde::Serialize;
@@ -141,13 +142,13 @@ pub fn run_vce(command: VceCommand, json: bool) -> Result<Outcome, Failure> {
     let validator =
         VceValidator::new().map_err(|e| Failure::new(CliCode::SCHEMA_COMPILE, e.to_string()))?;
     if jsonl {
-        return lines(|mut line| {
-            let envelope = line
-                .take_member("envelope")
-                .ok_or_else(|| line_shape("has no `envelope`"))?;
-            let restore = line.take_member("restore");
-            only_these_members(&line, &["envelope", "restore"])?;
-            Ok(vce_verdict(&validator, &envelope, restore.as_ref()))
+        return lines(|line| {
+            let request = VceRequest::from_document(line).map_err(|e| line_shape(&e))?;
+            Ok(vce_verdict(
+                &validator,
+                &request.envelope,
+                request.restore.as_ref(),
+            ))
         });
     }
     let decide = |path: &Path| {
@@ -174,26 +175,13 @@ pub fn run_rlc(command: RlcCommand, json: bool) -> Result<Outcome, Failure> {
     let validator =
         RlcValidator::new().map_err(|e| Failure::new(CliCode::SCHEMA_COMPILE, e.to_string()))?;
     if jsonl {
-        return lines(|mut line| {
-            let extension = line
-                .take_member("extension")
-                .ok_or_else(|| line_shape("has no `extension`"))?;
-            let restore = match (
-                line.take_member("restore"),
-                line.take_member("restore_results"),
-            ) {
-                (Some(_), Some(_)) => {
-                    return Err(line_shape("has both `restore` and `restore_results`"));
-                }
-                (one, other) => one.or(other),
-            };
-            let vce = line.take_member("vce");
-            only_these_members(&line, &["extension", "restore", "restore_results", "vce"])?;
+        return lines(|line| {
+            let request = RlcRequest::from_document(line).map_err(|e| line_shape(&e))?;
             Ok(rlc_verdict(
                 &validator,
-                &extension,
-                restore.as_ref(),
-                vce.as_ref(),
+                &request.extension,
+                request.restore.as_ref(),
+                request.vce.as_ref(),
             ))
         });
     }
@@ -204,23 +192,11 @@ pub fn run_rlc(command: RlcCommand, json: bool) -> Result<Outcome, Failure> {
     files(&paths, json, decide)
 }
 
-fn line_shape(what: &str) -> Failure {
+fn line_shape(error: &RequestShapeError) -> Failure {
     Failure::new(
         cairn_runtime::RuntimeError::INVALID_INPUT,
-        format!("the line {what}; see `--help` for the members a line has"),
+        format!("the line {error}; see `--help` for the members a line has"),
     )
-}
-
-/// Refuses a line with members left after the known ones were taken out (a misspelt
-/// `restore` must not silently mean "no restore results").
-fn only_these_members(line: &PyJson, known: &[&str]) -> Result<(), Failure> {
-    match line.value.as_object().and_then(|rest| rest.keys().next()) {
-        Some(unknown) => Err(line_shape(&format!(
-            "has the unknown member `{unknown}` (known: {})",
-            known.join(", ")
-        ))),
-        None => Ok(()),
-    }
 }
 
 /// Runs `work` on each of `items` on every core; the results in input order. A worker that

@@ -36,6 +36,7 @@ mod postgres;
 mod proof;
 mod real_hosts;
 mod reconcile;
+mod service_demo;
 mod service_logs;
 mod store;
 mod tamper;

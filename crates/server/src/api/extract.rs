@@ -64,16 +64,17 @@ impl Authenticated {
     }
 }
 
-/// A JSON body of type `T`, at most the service's limit.
-pub struct JsonBody<T>(pub T);
+/// A request's body as sent, at most the service's limit.
+pub struct RawBody(pub Bytes);
 
-impl<T: DeserializeOwned> FromRequest<Arc<Service>> for JsonBody<T> {
+impl FromRequest<Arc<Service>> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, service: &Arc<Service>) -> Result<Self, Self::Rejection> {
         let limit = service.max_body_bytes();
-        let bytes = Bytes::from_request(req, service)
+        Bytes::from_request(req, service)
             .await
+            .map(Self)
             .map_err(|rejection| {
                 if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(
@@ -84,7 +85,18 @@ impl<T: DeserializeOwned> FromRequest<Arc<Service>> for JsonBody<T> {
                 } else {
                     ApiError::new(ServerCode::BODY_INVALID, rejection.body_text()).at("body")
                 }
-            })?;
+            })
+    }
+}
+
+/// A JSON body of type `T`, at most the service's limit.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<Arc<Service>> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, service: &Arc<Service>) -> Result<Self, Self::Rejection> {
+        let RawBody(bytes) = RawBody::from_request(req, service).await?;
         parse_body(&bytes).map(Self)
     }
 }

@@ -5,6 +5,7 @@
 //! A run another tenant or another agent holds answers exactly as a run that does not exist.
 
 mod boundaries;
+mod checks;
 mod evidence;
 pub mod extract;
 mod hooks;
@@ -45,6 +46,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         evidence::verify_run, evidence::export_bundle, evidence::prove_step,
         tokens::create_token, tokens::list_tokens, tokens::revoke_token,
         hooks::answer_hook,
+        checks::check_continuity, checks::check_vce, checks::check_rlc,
     ),
     components(schemas(ErrorBody, ErrorDetail)),
     modifiers(&BearerAuth),
@@ -52,6 +54,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         (name = "runs", description = "Open runs, admit and record their steps, close them"),
         (name = "evidence", description = "Verify runs, export bundles, prove records"),
         (name = "tokens", description = "Tokens of the caller's tenant (admin)"),
+        (name = "checks", description = "Decide continuity envelopes, VCE and RLC documents; nothing is stored"),
         (name = "hooks", description = "Claude Code and Codex hook events, for `cairn hook` as a thin client"),
         (name = "service", description = "Liveness, readiness and this document"),
     ),
@@ -117,6 +120,9 @@ pub fn router(service: Arc<Service>) -> Router {
         )
         .route("/v1/tokens/{id}/revoke", post(tokens::revoke_token))
         .route("/v1/hooks/{host}", post(hooks::answer_hook))
+        .route("/v1/continuity/check", post(checks::check_continuity))
+        .route("/v1/vce/check", post(checks::check_vce))
+        .route("/v1/rlc/check", post(checks::check_rlc))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(

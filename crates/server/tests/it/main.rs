@@ -11,6 +11,7 @@
 )]
 
 mod api;
+mod checks;
 mod durability;
 mod openapi;
 mod schemathesis;
