@@ -10,7 +10,7 @@ use cairn_interop::{RlcValidator, VceValidator};
 use cairn_server::client::Answer;
 use cairn_server::tokens::Role;
 use cairn_test_support::continuity_cases::{Case, case_dirs};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::Harness;
 
