@@ -587,6 +587,9 @@ pub struct CostArgs {
     /// The rollup dimension.
     #[arg(long, value_enum, default_value_t = CostBy::Task)]
     pub by: CostBy,
+    /// Only this tenant's runs (default: every tenant's).
+    #[arg(long, value_name = "TENANT")]
+    pub tenant: Option<String>,
 }
 
 /// Cost dimensions.

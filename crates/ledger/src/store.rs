@@ -625,9 +625,14 @@ pub trait Store: Send + Sync {
     /// Backend failures.
     fn gc_content(&self, now: Timestamp) -> Result<u64, StoreError>;
 
-    /// Rollups of calls, denials and argument bytes (I-5).
+    /// Rollups of calls, denials and argument bytes (I-5), over every tenant's runs or
+    /// over `tenant`'s only.
     ///
     /// # Errors
     /// Backend failures.
-    fn cost(&self, by: CostDimension) -> Result<Vec<CostRow>, StoreError>;
+    fn cost(
+        &self,
+        by: CostDimension,
+        tenant: Option<&TenantId>,
+    ) -> Result<Vec<CostRow>, StoreError>;
 }

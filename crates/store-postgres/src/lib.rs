@@ -498,7 +498,11 @@ impl Store for PostgresStore {
         )
     }
 
-    fn cost(&self, by: CostDimension) -> Result<Vec<CostRow>, StoreError> {
+    fn cost(
+        &self,
+        by: CostDimension,
+        tenant: Option<&TenantId>,
+    ) -> Result<Vec<CostRow>, StoreError> {
         let key = match by {
             CostDimension::Task => "r.task_id",
             CostDimension::Tenant => "r.tenant_id",
@@ -521,10 +525,11 @@ impl Store for PostgresStore {
              FROM cairn_runs r
              LEFT JOIN cairn_records x
                ON x.tenant_id = r.tenant_id AND x.run_id = r.run_id {step_filter}
+             WHERE $1::text IS NULL OR r.tenant_id = $1::text
              GROUP BY k HAVING {key} IS NOT NULL ORDER BY ({key}) COLLATE \"C\""
         );
         let mut conn = self.conn()?;
-        let rows = conn.query(&sql, &[])?;
+        let rows = conn.query(&sql, &[&tenant.map(TenantId::as_str)])?;
         rows.iter()
             .map(|row| {
                 Ok(CostRow {

@@ -853,7 +853,11 @@ impl Store for SqliteStore {
         Ok(removed as u64)
     }
 
-    fn cost(&self, by: CostDimension) -> Result<Vec<CostRow>, StoreError> {
+    fn cost(
+        &self,
+        by: CostDimension,
+        tenant: Option<&TenantId>,
+    ) -> Result<Vec<CostRow>, StoreError> {
         let key = match by {
             CostDimension::Task => "r.task_id",
             CostDimension::Tenant => "r.tenant_id",
@@ -877,12 +881,13 @@ impl Store for SqliteStore {
                     COALESCE(SUM(x.args_size), 0)
              FROM runs r
              LEFT JOIN records x ON x.tenant_id = r.tenant_id AND x.run_id = r.run_id {step_filter}
+             WHERE ?1 IS NULL OR r.tenant_id = ?1
              GROUP BY k HAVING k IS NOT NULL ORDER BY k"
         );
         let conn = self.conn();
         let mut stmt = conn.prepare(&sql).map_err(backend)?;
         let rows = stmt
-            .query_map([], |row| {
+            .query_map(params![tenant.map(TenantId::as_str)], |row| {
                 let count = |i| row.get::<_, i64>(i).map(|v| u64::try_from(v).unwrap_or(0));
                 Ok(CostRow {
                     key: row.get(0)?,

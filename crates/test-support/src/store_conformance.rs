@@ -491,7 +491,7 @@ pub fn a_corrupted_row_is_reported_as_a_fault_at_its_step<H: Harness>(harness: &
 }
 
 /// Cost rollups by tool, task, tenant and termination count calls, denials and argument
-/// bytes per key, in the keys' byte order.
+/// bytes per key, in the keys' byte order; a tenant's rollup counts its runs only.
 pub fn cost_rolls_up_calls_denials_and_argument_bytes<H: Harness>(harness: &H) {
     let store = opened(harness);
     let r0 = step(0, None, "alpha");
@@ -502,7 +502,7 @@ pub fn cost_rolls_up_calls_denials_and_argument_bytes<H: Harness>(harness: &H) {
     let run = ids().1;
     open_run(&store, &second, &run, 1);
     append(&store, &[step_of(&second, &run, 0, None, "Zeta")]).unwrap();
-    let by_tool = store.cost(CostDimension::Tool).unwrap();
+    let by_tool = store.cost(CostDimension::Tool, None).unwrap();
     let keys: Vec<&str> = by_tool.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(
         keys,
@@ -515,15 +515,34 @@ pub fn cost_rolls_up_calls_denials_and_argument_bytes<H: Harness>(harness: &H) {
         (1, 2, 0, 10)
     );
     assert_eq!((by_tool[2].calls, by_tool[2].denied), (1, 1));
-    let by_tenant = store.cost(CostDimension::Tenant).unwrap();
+    let by_tenant = store.cost(CostDimension::Tenant, None).unwrap();
     let rows: Vec<(&str, u64, u64)> = by_tenant
         .iter()
         .map(|r| (r.key.as_str(), r.runs, r.calls))
         .collect();
     assert_eq!(rows, [("Beta", 1, 1), ("acme", 1, 3)]);
-    let by_task = store.cost(CostDimension::Task).unwrap();
+    // One tenant's rollup counts its own runs only, in every dimension.
+    let only_beta = store.cost(CostDimension::Tool, Some(&second)).unwrap();
+    let rows: Vec<(&str, u64, u64)> = only_beta
+        .iter()
+        .map(|r| (r.key.as_str(), r.runs, r.calls))
+        .collect();
+    assert_eq!(rows, [("Zeta", 1, 1)]);
+    let beta_tasks = store.cost(CostDimension::Task, Some(&second)).unwrap();
+    assert_eq!(
+        (beta_tasks.len(), beta_tasks[0].runs, beta_tasks[0].calls),
+        (1, 1, 1)
+    );
+    let nobody: TenantId = "nobody".parse().unwrap();
+    assert!(
+        store
+            .cost(CostDimension::Tenant, Some(&nobody))
+            .unwrap()
+            .is_empty()
+    );
+    let by_task = store.cost(CostDimension::Task, None).unwrap();
     assert_eq!((by_task[0].runs, by_task[0].calls), (2, 4));
-    let by_end = store.cost(CostDimension::Termination).unwrap();
+    let by_end = store.cost(CostDimension::Termination, None).unwrap();
     assert_eq!(
         (by_end[0].key.as_str(), by_end[0].runs, by_end[0].calls),
         ("unterminated", 2, 4)
@@ -535,7 +554,7 @@ pub fn cost_rolls_up_calls_denials_and_argument_bytes<H: Harness>(harness: &H) {
             ..Commit::default()
         })
         .unwrap();
-    let by_end = store.cost(CostDimension::Termination).unwrap();
+    let by_end = store.cost(CostDimension::Termination, None).unwrap();
     let rows: Vec<(&str, u64, u64)> = by_end
         .iter()
         .map(|r| (r.key.as_str(), r.runs, r.calls))

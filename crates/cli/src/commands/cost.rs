@@ -1,12 +1,13 @@
 //! `cairn cost`: rollups of calls, denials and argument bytes by task, tool, tenant or
-//! termination reason (I-5), straight from the structural records.
+//! termination reason (I-5), straight from the structural records; `--tenant` keeps one
+//! tenant's runs.
 
 use std::fmt::Write as _;
 
 use cairn_ledger::store::CostDimension;
 
 use crate::args::{CostArgs, CostBy};
-use crate::context::Context;
+use crate::context::{Context, parse_id};
 use crate::failure::Failure;
 use crate::output::Outcome;
 
@@ -18,8 +19,13 @@ pub fn run(ctx: &Context, args: &CostArgs) -> Result<Outcome, Failure> {
         CostBy::Tenant => CostDimension::Tenant,
         CostBy::Termination => CostDimension::Termination,
     };
+    let tenant = args
+        .tenant
+        .as_deref()
+        .map(|t| parse_id::<cairn_core::ids::Tenant>("tenant", t))
+        .transpose()?;
     let store = ctx.open_existing_store()?;
-    let rows = store.cost(by)?;
+    let rows = store.cost(by, tenant.as_ref())?;
     let width = rows
         .iter()
         .map(|r| r.key.len())
@@ -42,7 +48,7 @@ pub fn run(ctx: &Context, args: &CostArgs) -> Result<Outcome, Failure> {
         );
     }
     Ok(Outcome::ok(
-        serde_json::json!({ "by": by.as_str(), "rows": rows }),
+        serde_json::json!({ "by": by.as_str(), "tenant": tenant, "rows": rows }),
         human,
     ))
 }

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{OK, Output, Project, arg, command_in};
+use common::{INVALID, OK, Output, Project, arg, command_in};
 use serde_json::Value;
 
 /// The index of the first line containing every one of `parts`.
@@ -361,6 +361,21 @@ fn cost_rolls_up_the_demo_by_task_tool_tenant_and_termination() {
         (tenant["calls"].as_u64(), tenant["denied"].as_u64()),
         (Some(10), Some(3))
     );
+
+    // `--tenant` keeps one tenant's runs: the demo's, or none of another's.
+    let demo_only = project.cairn_json(&["cost", "--by", "tool", "--tenant", "demo"]);
+    let demo_only = demo_only.expect(OK).json();
+    assert_eq!(demo_only["tenant"], "demo");
+    let all = project
+        .cairn_json(&["cost", "--by", "tool"])
+        .expect(OK)
+        .json();
+    assert_eq!(demo_only["rows"], all["rows"]);
+    assert_eq!(all["tenant"], Value::Null);
+    let other = project.cairn_json(&["cost", "--tenant", "elsewhere"]);
+    assert_eq!(other.expect(OK).json()["rows"], serde_json::json!([]));
+    let bad = project.cairn_json(&["cost", "--tenant", "a/b"]);
+    assert_eq!(bad.expect(INVALID).error_code(), "invalid_id");
 
     let completed = cost_row(&project, "termination", "completed");
     assert_eq!(

@@ -333,6 +333,19 @@ impl Service {
             .collect())
     }
 
+    /// Calls, denials and argument bytes of the caller's tenant's runs, grouped `by` (I-5).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn cost(
+        &self,
+        caller: &Caller,
+        by: cairn_ledger::store::CostDimension,
+    ) -> Result<Vec<cairn_ledger::store::CostRow>, ApiError> {
+        self.flush_all();
+        Ok(self.config.store.cost(by, Some(&caller.tenant))?)
+    }
+
     fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<RunKey, Arc<Live>>> {
         self.live.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -288,3 +288,103 @@ fn an_admin_manages_only_its_own_tenants_tokens() {
         (401, "token_invalid")
     );
 }
+
+#[test]
+fn a_cost_rollup_counts_the_callers_tenant_only_and_is_for_people() {
+    let service = Harness::start();
+    let acme = service.token("acme", Role::Agent);
+    let umbrella = service.token("umbrella", Role::Agent);
+    let acme_investigator = service.token("acme", Role::Investigator);
+    let umbrella_admin = service.token("umbrella", Role::Admin);
+    service.tokens_reloaded();
+    let run = service.open(&acme, "costed");
+    for body in [
+        r#"{"tool": "files.read", "arguments": {"path": "a"}}"#,
+        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p0"}}"#,
+        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
+    ] {
+        assert_eq!(service.step(&acme, &run, body).status, 200);
+    }
+    let other = service.open(&umbrella, "theirs");
+    let step = service.step(
+        &umbrella,
+        &other,
+        r#"{"tool": "files.read", "arguments": {"path": "umbrella-secret"}}"#,
+    );
+    assert_eq!(step.status, 200);
+
+    let rollup = |token: &str, by: &str| {
+        let answer = service.call("GET", &format!("/v1/cost?by={by}"), Some(token), None);
+        assert_eq!(
+            answer.status,
+            200,
+            "{}",
+            String::from_utf8_lossy(&answer.body)
+        );
+        answer.json()
+    };
+    let rows = |view: &serde_json::Value| -> Vec<(String, u64, u64, u64)> {
+        view["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| {
+                (
+                    r["key"].as_str().expect("key").to_owned(),
+                    r["runs"].as_u64().expect("runs"),
+                    r["calls"].as_u64().expect("calls"),
+                    r["denied"].as_u64().expect("denied"),
+                )
+            })
+            .collect()
+    };
+    let by_tool = rollup(&acme_investigator, "tool");
+    assert_eq!(
+        (&by_tool["by"], &by_tool["tenant"]),
+        (&"tool".into(), &"acme".into())
+    );
+    assert_eq!(
+        rows(&by_tool),
+        [
+            ("files.read".to_owned(), 1, 1, 0),
+            ("tickets.create".to_owned(), 1, 2, 1)
+        ],
+        "acme's calls only: umbrella's read is not counted"
+    );
+    assert_eq!(
+        rows(&rollup(&acme_investigator, "tenant")),
+        [("acme".to_owned(), 1, 3, 1)],
+        "no other tenant's name, not even with its counts"
+    );
+    assert_eq!(
+        rows(&rollup(&umbrella_admin, "tool")),
+        [("files.read".to_owned(), 1, 1, 0)]
+    );
+    let by_end = rollup(&umbrella_admin, "termination");
+    assert_eq!(rows(&by_end), [("unterminated".to_owned(), 1, 1, 0)]);
+    // `task` by default.
+    let default = service.call("GET", "/v1/cost", Some(&acme_investigator), None);
+    assert_eq!(default.json()["by"], "task");
+
+    // An agent reads nothing beyond its own runs.
+    let refused = service.call("GET", "/v1/cost?by=tool", Some(&acme), None);
+    assert_eq!(
+        (refused.status, code(&refused).as_str()),
+        (403, "role_forbidden")
+    );
+    // A bad dimension or an unknown parameter names the query.
+    for query in ["by=cost", "by=tool&tenant=umbrella"] {
+        let bad = service.call(
+            "GET",
+            &format!("/v1/cost?{query}"),
+            Some(&acme_investigator),
+            None,
+        );
+        assert_eq!(
+            (bad.status, code(&bad).as_str()),
+            (400, "parameter_invalid"),
+            "{query}"
+        );
+        assert_eq!(bad.json()["error"]["field"], "query", "{query}");
+    }
+}
