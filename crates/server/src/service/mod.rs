@@ -363,7 +363,7 @@ impl Service {
         run: &RunId,
         request: &StepRequest<'_>,
     ) -> Option<Result<StepDecision, ApiError>> {
-        if request.sync || matches!(self.config.durability, Durability::Sync) {
+        if !self.batches(request) {
             return None;
         }
         let live = self
@@ -371,11 +371,30 @@ impl Service {
             .get(&(caller.tenant.clone(), run.clone()))
             .cloned()?;
         let mut guard = live.run.try_lock().ok()?;
+        self.admit_batched(caller, &mut guard, request)
+    }
+
+    /// Whether `request` is admitted into the group commit rather than committed before the
+    /// reply.
+    fn batches(&self, request: &StepRequest<'_>) -> bool {
+        !request.sync && !matches!(self.config.durability, Durability::Sync)
+    }
+
+    /// Decides `request` on the held run and leaves its record to the group commit, when the
+    /// run is open and its batch has room (`None` otherwise: the caller commits). Neither a
+    /// store call nor the run's commit lock: an admission never waits for a group commit
+    /// syncing the run's earlier records.
+    fn admit_batched(
+        &self,
+        caller: &Caller,
+        held: &mut LiveRun,
+        request: &StepRequest<'_>,
+    ) -> Option<Result<StepDecision, ApiError>> {
         let LiveRun {
             executor,
             permits,
             used,
-        } = &mut *guard;
+        } = held;
         *used = Instant::now();
         let executor = executor.as_mut()?;
         if executor.recorder_ref().waiting_records() + 1 >= MAX_WAITING_RECORDS {
@@ -459,6 +478,13 @@ impl Service {
         run: &RunId,
         request: &StepRequest<'_>,
     ) -> Result<StepDecision, ApiError> {
+        if self.batches(request) {
+            let live = self.live_run(caller, run)?;
+            let mut guard = live.run.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(decided) = self.admit_batched(caller, &mut guard, request) {
+                return decided;
+            }
+        }
         self.with_executor(caller, run, |executor, permits| {
             let traces = &self.config.traces;
             self.counted(caller, || admit_with(executor, permits, traces, request))
