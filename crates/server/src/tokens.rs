@@ -125,6 +125,16 @@ pub enum TokenError {
     /// No token with that id.
     #[error("no token `{0}`")]
     NotFound(String),
+    /// The service folder the token file would be in does not exist.
+    #[error(
+        "the service folder `{}` does not exist: create it with `cairn serve --init-only --data {}`",
+        folder.display(),
+        folder.display()
+    )]
+    FolderMissing {
+        /// The folder.
+        folder: PathBuf,
+    },
 }
 
 cairn_core::error_codes! {
@@ -135,6 +145,8 @@ cairn_core::error_codes! {
         INVALID_ROLE = Invalid("invalid_role");
         /// No token with that id.
         NOT_FOUND = NotFound("token_not_found");
+        /// The service folder (`--data`) does not exist.
+        FOLDER_MISSING = Invalid("service_folder_missing");
     }
 }
 
@@ -144,6 +156,7 @@ impl ErrorCode for TokenError {
             Self::File { .. } => Self::TOKEN_FILE,
             Self::InvalidRole(_) => Self::INVALID_ROLE,
             Self::NotFound(_) => Self::NOT_FOUND,
+            Self::FolderMissing { .. } => Self::FOLDER_MISSING,
         }
     }
 }
@@ -181,7 +194,16 @@ impl TokenFileEditor {
         }
     }
 
+    /// The file's tokens (none while it does not exist), once its folder is known to exist:
+    /// a mistyped `--data` is an error, not an empty token book.
     fn read(&self) -> Result<TokenFile, TokenError> {
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty())
+            && !dir.is_dir()
+        {
+            return Err(TokenError::FolderMissing {
+                folder: dir.to_path_buf(),
+            });
+        }
         read_file(&self.path)
     }
 
@@ -194,6 +216,7 @@ impl TokenFileEditor {
     /// Creates a token for `tenant` with `role`.
     ///
     /// # Errors
+    /// [`TokenError::FolderMissing`] when the file's folder does not exist;
     /// [`TokenError::File`] when the file cannot be read or written.
     pub fn create(
         &self,
@@ -202,15 +225,6 @@ impl TokenFileEditor {
         label: Option<String>,
         now: jiff::Timestamp,
     ) -> Result<NewToken, TokenError> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty())
-            && !dir.is_dir()
-        {
-            return Err(self.error(format!(
-                "the service folder `{}` does not exist: create it with `cairn serve --init-only --data {}`",
-                dir.display(),
-                dir.display()
-            )));
-        }
         let mut file = self.read()?;
         let mut id_bytes = [0_u8; 6];
         OsRng.fill_bytes(&mut id_bytes);
@@ -238,7 +252,7 @@ impl TokenFileEditor {
     /// Every token, revoked ones included.
     ///
     /// # Errors
-    /// [`TokenError::File`] when the file cannot be read.
+    /// [`TokenError::FolderMissing`]; [`TokenError::File`] when the file cannot be read.
     pub fn list(&self) -> Result<Vec<TokenEntry>, TokenError> {
         Ok(self.read()?.tokens)
     }
@@ -247,7 +261,7 @@ impl TokenFileEditor {
     /// tenant's tokens). Revoking a revoked token changes nothing.
     ///
     /// # Errors
-    /// [`TokenError::NotFound`]; [`TokenError::File`].
+    /// [`TokenError::NotFound`]; [`TokenError::FolderMissing`]; [`TokenError::File`].
     pub fn revoke(
         &self,
         id: &str,

@@ -40,3 +40,4 @@ mod service_demo;
 mod service_logs;
 mod store;
 mod tamper;
+mod tokens;
