@@ -51,6 +51,8 @@ cairn_core::error_codes! {
         RUN_NOT_CLOSED = Conflict("run_not_closed");
         /// A stored record does not read back (verify the run).
         STORED_RECORD_UNREADABLE = Tamper("stored_record_unreadable");
+        /// A posted bundle is of another tenant than the token's.
+        BUNDLE_OTHER_TENANT = Forbidden("bundle_other_tenant");
         /// No such endpoint.
         ROUTE_NOT_FOUND = NotFound("route_not_found");
         /// The endpoint does not answer this method.
@@ -179,6 +181,12 @@ impl From<cairn_runtime::RuntimeError> for ApiError {
 impl From<cairn_ledger::StoreError> for ApiError {
     fn from(error: cairn_ledger::StoreError) -> Self {
         Self::from_error(&error)
+    }
+}
+
+impl From<cairn_ledger::bundle::BundleError> for ApiError {
+    fn from(error: cairn_ledger::bundle::BundleError) -> Self {
+        Self::from_error(&error).at("body")
     }
 }
 

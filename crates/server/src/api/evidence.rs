@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::extract::{Authenticated, PathParams, blocking};
+use super::extract::{Authenticated, PathParams, RawBody, blocking};
 use crate::error::{ApiError, ErrorBody};
 use crate::service::Service;
 use crate::tokens::Role;
@@ -23,6 +23,15 @@ pub struct VerificationView {
     /// The report: records examined, terminated, the checkpoint's state, every finding.
     #[schema(value_type = Object)]
     pub report: serde_json::Value,
+}
+
+impl From<&cairn_ledger::verify::RunReport> for VerificationView {
+    fn from(report: &cairn_ledger::verify::RunReport) -> Self {
+        Self {
+            intact: report.is_intact(),
+            report: serde_json::to_value(report).unwrap_or_default(),
+        }
+    }
 }
 
 /// Verifies a stored run: its chain, its records and its signed checkpoint against the
@@ -43,10 +52,30 @@ pub(super) async fn verify_run(
     let caller = caller.with_role(PEOPLE, "verify runs")?;
     let run = Service::run_id(&caller, path.get("run")?)?;
     let report = blocking(move || service.verify(&caller, &run)).await?;
-    Ok(Json(VerificationView {
-        intact: report.is_intact(),
-        report: serde_json::to_value(&report).unwrap_or_default(),
-    }))
+    Ok(Json(VerificationView::from(&report)))
+}
+
+/// Verifies an evidence bundle posted as it was exported (JSON lines): its chain, its records
+/// and its signed checkpoint, which it must carry, against the service's trusted keys — the
+/// store is not read (investigator, admin; a bundle of the token's tenant). Offline, `cairn
+/// ledger verify --bundle` does the same.
+#[utoipa::path(post, path = "/v1/bundles/verify", tag = "evidence",
+    request_body(content = String, content_type = "text/plain",
+        description = "The bundle as `GET /v1/runs/{run}/bundle` exports it (JSON lines; any content type is read as the same bytes, `application/x-ndjson` too)"),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The verification (a tampered bundle is `intact: false`, not an error)", body = VerificationView),
+        (status = "4XX", description = "Refused, or not a bundle at all (`bundle_*`: no record, no line that reads, a second or an invalid checkpoint line)", body = ErrorBody),
+        (status = "5XX", description = "The service failed", body = ErrorBody),
+    ))]
+pub(super) async fn verify_bundle(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    RawBody(body): RawBody,
+) -> Result<Json<VerificationView>, ApiError> {
+    let caller = caller.with_role(PEOPLE, "verify bundles")?;
+    let report = blocking(move || service.verify_bundle(&caller, &body)).await?;
+    Ok(Json(VerificationView::from(&report)))
 }
 
 /// Exports a run as an evidence bundle: its records as JSON lines in step order, then its

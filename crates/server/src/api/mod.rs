@@ -44,7 +44,8 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         health, ready, openapi_json, metrics,
         runs::open_run, runs::list_runs, runs::get_run, runs::admit_step, runs::report_outcome,
         runs::observe, runs::terminate, runs::reconcile, boundaries::compact, boundaries::rehydrate,
-        evidence::verify_run, evidence::export_bundle, evidence::prove_step, cost::cost_rollup,
+        evidence::verify_run, evidence::export_bundle, evidence::prove_step,
+        evidence::verify_bundle, cost::cost_rollup,
         tokens::create_token, tokens::list_tokens, tokens::revoke_token,
         hooks::answer_hook,
         checks::check_continuity, checks::check_vce, checks::check_rlc,
@@ -53,7 +54,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
     modifiers(&BearerAuth),
     tags(
         (name = "runs", description = "Open runs, admit and record their steps, close them"),
-        (name = "evidence", description = "Verify runs, export bundles, prove records, roll up costs"),
+        (name = "evidence", description = "Verify runs and posted bundles, export bundles, prove records, roll up costs"),
         (name = "tokens", description = "Tokens of the caller's tenant (admin)"),
         (name = "checks", description = "Decide continuity envelopes, VCE and RLC documents; nothing is stored"),
         (name = "hooks", description = "Claude Code and Codex hook events, for `cairn hook` as a thin client"),
@@ -119,6 +120,7 @@ pub fn router(service: Arc<Service>) -> Router {
             "/v1/tokens",
             post(tokens::create_token).get(tokens::list_tokens),
         )
+        .route("/v1/bundles/verify", post(evidence::verify_bundle))
         .route("/v1/cost", get(cost::cost_rollup))
         .route("/v1/tokens/{id}/revoke", post(tokens::revoke_token))
         .route("/v1/hooks/{host}", post(hooks::answer_hook))

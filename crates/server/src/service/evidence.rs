@@ -42,6 +42,36 @@ impl Service {
         ))
     }
 
+    /// Verifies a posted evidence bundle against the service's trusted keys, its signed
+    /// checkpoint required, reading nothing from the store: as `cairn ledger verify --bundle`
+    /// on the service's host.
+    ///
+    /// # Errors
+    /// The bundle's errors when it cannot be a bundle at all; `bundle_other_tenant` for a
+    /// bundle of another tenant than the caller's.
+    pub fn verify_bundle(
+        &self,
+        caller: &Caller,
+        bytes: &[u8],
+    ) -> Result<cairn_ledger::verify::RunReport, ApiError> {
+        let bundle = cairn_ledger::bundle::parse_bundle_bytes(bytes)?;
+        if bundle.tenant_id != caller.tenant {
+            return Err(ApiError::new(
+                ServerCode::BUNDLE_OTHER_TENANT,
+                "the bundle is of another tenant than the token's",
+            )
+            .at("body"));
+        }
+        Ok(cairn_ledger::verify::verify_run(
+            &bundle.tenant_id,
+            &bundle.run_id,
+            &bundle.rows,
+            bundle.checkpoint_note.as_deref(),
+            &self.config.trusted,
+            cairn_ledger::verify::CheckpointPolicy::Required,
+        ))
+    }
+
     /// A run's evidence bundle (JSON lines).
     ///
     /// # Errors

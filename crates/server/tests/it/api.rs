@@ -162,6 +162,58 @@ fn a_run_is_decided_recorded_closed_and_verified_through_the_api() {
         cairn_ledger::verify::CheckpointPolicy::Required,
     );
     assert!(report.is_intact(), "{report:?}");
+    // Posted back, the bundle verifies against the service's keys; a record changed by one
+    // byte is found at its step; text that is no bundle is refused, naming the body.
+    let posted = service.call(
+        "POST",
+        "/v1/bundles/verify",
+        Some(&investigator),
+        Some(&text),
+    );
+    assert_eq!(posted.status, 200, "{:?}", posted.json());
+    assert_eq!(posted.json()["intact"], true, "{:?}", posted.json());
+    assert_eq!(posted.json()["report"]["run_id"], run.as_str());
+    let tampered = text.replacen("\"files.read\"", "\"files.reaD\"", 1);
+    assert_ne!(tampered, text);
+    let found = service
+        .call(
+            "POST",
+            "/v1/bundles/verify",
+            Some(&investigator),
+            Some(&tampered),
+        )
+        .json();
+    assert_eq!(found["intact"], false, "{found}");
+    assert!(
+        found["report"]["findings"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["step"] == 0)),
+        "{found}"
+    );
+    for (body, expected) in [
+        ("", "bundle_empty"),
+        ("not a bundle\n", "bundle_unreadable"),
+    ] {
+        let refused = service.call(
+            "POST",
+            "/v1/bundles/verify",
+            Some(&investigator),
+            Some(body),
+        );
+        assert_eq!((refused.status, code(&refused).as_str()), (422, expected));
+        assert_eq!(refused.json()["error"]["field"], "body");
+    }
+    // An agent verifies nothing; another tenant's investigator cannot use the service as an
+    // oracle for acme's bundles.
+    let by_agent = service.call("POST", "/v1/bundles/verify", Some(&agent), Some(&text));
+    assert_eq!(code(&by_agent), "role_forbidden");
+    let stranger = service.token("umbrella", Role::Investigator);
+    service.tokens_reloaded();
+    let across = service.call("POST", "/v1/bundles/verify", Some(&stranger), Some(&text));
+    assert_eq!(
+        (across.status, code(&across).as_str()),
+        (403, "bundle_other_tenant")
+    );
     let proof = service.call(
         "GET",
         &format!("/v1/runs/{run}/steps/1/proof"),
