@@ -468,7 +468,9 @@ impl Service {
         result
     }
 
-    /// Decides and records one step.
+    /// Decides and records one step: in `batch` durability its record is left to the group
+    /// commit (see [`Service::flush_waiting`]) unless the run's batch is full; in `sync`, or
+    /// when the request asks for it, the record is committed before this returns.
     ///
     /// # Errors
     /// Store failures (the call is then not admitted: the client must deny it).
