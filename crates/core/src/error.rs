@@ -2,7 +2,7 @@
 //! of an error.
 //!
 //! A stable code is what scripts, hook hosts and HTTP clients match on; the message is for
-//! people. Every code is declared once, with [`error_codes!`], together with its
+//! people. Every code is declared once, with [`crate::error_codes!`], together with its
 //! [`ErrorClass`]; each boundary (the CLI's exit code, the service's HTTP status) maps the
 //! class, never the code, in one place.
 
@@ -37,7 +37,7 @@ pub enum ErrorClass {
     TooLarge,
 }
 
-/// A stable error code and its class. Declare codes with [`error_codes!`] so that every code
+/// A stable error code and its class. Declare codes with [`crate::error_codes!`] so that every code
 /// has a class and appears in its type's `CODES` list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Code {
@@ -46,7 +46,7 @@ pub struct Code {
 }
 
 impl Code {
-    /// The code `name` of class `class`. Prefer [`error_codes!`], which also lists it.
+    /// The code `name` of class `class`. Prefer [`crate::error_codes!`], which also lists it.
     #[must_use]
     pub const fn new(name: &'static str, class: ErrorClass) -> Self {
         Self { name, class }
@@ -117,7 +117,7 @@ macro_rules! error_codes {
 
 /// Implemented by every Cairn error type: a stable, machine-matchable code with its class.
 pub trait ErrorCode {
-    /// The declared code of this error (see [`error_codes!`]).
+    /// The declared code of this error (see [`crate::error_codes!`]).
     fn error_code(&self) -> Code;
 
     /// A short `snake_case` code that never changes once published.

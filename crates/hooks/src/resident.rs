@@ -71,7 +71,7 @@ pub fn socket_path(project: &Project) -> PathBuf {
 }
 
 /// Sends the hook call `stdin` of `host` to the resident server of its `project` (see
-/// [`Binding::project_of`]) and returns the server's answer; `None` when no server takes the
+/// [`crate::project::Binding::project_of`]) and returns the server's answer; `None` when no server takes the
 /// call (the caller then answers it another way). The exchange ends by `deadline`; from the moment the server accepted the call, a
 /// failure (a lost or late answer) is returned as an error — the server may already have
 /// recorded the call, so the caller must not answer it a second time. Never panics.

@@ -99,7 +99,7 @@ pub async fn connect(
 }
 
 /// A TCP listener that serves TLS: handshakes run side by side (a slow client holds no one
-/// else up) and are dropped past [`HANDSHAKE`].
+/// else up) and are dropped past `HANDSHAKE`.
 pub struct TlsListener {
     local: std::net::SocketAddr,
     ready: tokio::sync::mpsc::Receiver<(TlsStream<TcpStream>, std::net::SocketAddr)>,

@@ -67,7 +67,7 @@
 //! # The two paths
 //!
 //! [`decide_full`] folds the whole history; [`decide_compacted`] runs the continuity
-//! [`decide`] (envelope against the durable state, summary by digest only) and folds what the
+//! [`decide`](crate::decision::decide) (envelope against the durable state, summary by digest only) and folds what the
 //! compaction kept: the selected events, the records the envelope references (exact
 //! constraints and evidence stay in the store, E-8) and the envelope's own fields. Both then
 //! apply the same safety rules. Neither reads the summary's text: instructions injected into
