@@ -1,7 +1,7 @@
 //! Durable small-file writes shared by the keyring, the decision files and the hooks' own
 //! files: a file created with its permission bits from the first instant and flushed before
 //! it counts, a file replaced atomically, and the directory entry flushed after a create or
-//! rename.
+//! rename; and an exclusive lock held by whoever updates a file.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
@@ -25,6 +25,21 @@ pub fn write_new(path: &Path, mode: u32, bytes: &[u8]) -> Result<(), (&'static s
         return Err(("write", source));
     }
     Ok(())
+}
+
+/// An exclusive lock on the lock file `path` (created owner-only if missing, never
+/// truncated), waiting for any other holder in this or another process; released when the
+/// returned handle is dropped. The error says which step failed (`open` or `lock`).
+pub fn lock_exclusive(path: &Path) -> Result<File, (&'static str, io::Error)> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| ("open", e))?;
+    file.lock().map_err(|e| ("lock", e))?;
+    Ok(file)
 }
 
 /// Flushes a directory's entries (new and renamed files) to disk.

@@ -197,14 +197,29 @@ impl TokenFileEditor {
     /// The file's tokens (none while it does not exist), once its folder is known to exist:
     /// a mistyped `--data` is an error, not an empty token book.
     fn read(&self) -> Result<TokenFile, TokenError> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty())
-            && !dir.is_dir()
-        {
-            return Err(TokenError::FolderMissing {
-                folder: dir.to_path_buf(),
-            });
-        }
+        self.folder_exists()?;
         read_file(&self.path)
+    }
+
+    fn folder_exists(&self) -> Result<(), TokenError> {
+        match self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) if !dir.is_dir() => Err(TokenError::FolderMissing {
+                folder: dir.to_path_buf(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// An exclusive lock on the file's updates (`tokens.json.lock` beside it), held from the
+    /// read to the write of a change, so that two writers — two `cairn tokens` commands, or
+    /// one beside the service's `POST /v1/tokens` — never lose each other's tokens. Released
+    /// when the handle is dropped.
+    fn lock_updates(&self) -> Result<std::fs::File, TokenError> {
+        self.folder_exists()?;
+        let mut path = self.path.clone().into_os_string();
+        path.push(".lock");
+        cairn_runtime::files::lock_exclusive(Path::new(&path))
+            .map_err(|(step, e)| self.error(format!("its lock file: {step}: {e}")))
     }
 
     fn write(&self, file: &TokenFile) -> Result<(), TokenError> {
@@ -225,6 +240,7 @@ impl TokenFileEditor {
         label: Option<String>,
         now: jiff::Timestamp,
     ) -> Result<NewToken, TokenError> {
+        let _updating = self.lock_updates()?;
         let mut file = self.read()?;
         let mut id_bytes = [0_u8; 6];
         OsRng.fill_bytes(&mut id_bytes);
@@ -268,6 +284,7 @@ impl TokenFileEditor {
         tenant: Option<&TenantId>,
         now: jiff::Timestamp,
     ) -> Result<TokenEntry, TokenError> {
+        let _updating = self.lock_updates()?;
         let mut file = self.read()?;
         let entry = file
             .tokens
@@ -471,5 +488,50 @@ mod tests {
         std::fs::write(&path, b"{ not json").expect("garbled");
         book.state.lock().expect("lock").checked -= RELOAD_EVERY;
         assert!(book.authenticate(&made.token).is_none());
+    }
+
+    #[test]
+    fn tokens_created_and_revoked_at_once_by_several_writers_are_all_kept() {
+        // `cairn tokens create` in two terminals, or the CLI beside the service's own
+        // `POST /v1/tokens`: every token whose secret was printed must stay in the file.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("tokens.json");
+        let first = TokenFileEditor::new(&path)
+            .create("acme".parse().expect("tenant"), Role::Admin, None, now())
+            .expect("created");
+        let writers: Vec<_> = (0..6)
+            .map(|w| {
+                let path = path.clone();
+                let revoke = first.entry.id.clone();
+                std::thread::spawn(move || {
+                    let editor = TokenFileEditor::new(&path);
+                    let mut made = Vec::new();
+                    for i in 0..15 {
+                        if w == 0 && i == 7 {
+                            editor.revoke(&revoke, None, now()).expect("revoked");
+                        }
+                        let token = editor
+                            .create("acme".parse().expect("tenant"), Role::Agent, None, now())
+                            .expect("created");
+                        made.push(token.token);
+                    }
+                    made
+                })
+            })
+            .collect();
+        let made: Vec<String> = writers
+            .into_iter()
+            .flat_map(|w| w.join().expect("writer"))
+            .collect();
+        let book = TokenBook::load(&path).expect("book");
+        let lost = made
+            .iter()
+            .filter(|t| book.authenticate(t).is_none())
+            .count();
+        assert_eq!(lost, 0, "{lost} of {} created tokens were lost", made.len());
+        assert!(
+            book.authenticate(&first.token).is_none(),
+            "the revocation was kept too"
+        );
     }
 }

@@ -41,9 +41,9 @@
 mod disk;
 pub mod error;
 
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, DirBuilder, File};
 use std::io;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 
 use cairn_core::canonical::jcs_digest;
@@ -524,16 +524,7 @@ impl DecisionFiles {
     fn lock(&self) -> Result<File, DecisionFilesError> {
         ensure_dir(&self.dir)?;
         let path = self.dir.join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|source| io_error("open", &path, source))?;
-        file.lock()
-            .map_err(|source| io_error("lock", &path, source))?;
-        Ok(file)
+        crate::files::lock_exclusive(&path).map_err(|(step, source)| io_error(step, &path, source))
     }
 
     /// Creates the key file unless another process just did: the secret goes to a private
