@@ -163,6 +163,11 @@ pub struct ServeArgs {
     /// Where to listen: `unix:/run/cairn/cairn.sock` or `127.0.0.1:8470` (repeatable).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8470")]
     pub listen: Vec<String>,
+    /// Serve Prometheus metrics (`GET /metrics`) on this address, apart from the API:
+    /// `127.0.0.1:9464` or `unix:/run/cairn/metrics.sock` (owner-only). Their labels name
+    /// every tenant, so the API's listeners never serve them. Default: not served.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
     /// The Unix socket's permission bits, in octal (the agents' user needs the socket's
     /// group: 660).
     #[arg(long, value_name = "OCTAL", default_value = "660")]

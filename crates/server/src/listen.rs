@@ -57,6 +57,8 @@ pub struct Server {
     tcp: Vec<TcpListener>,
     unix: Vec<(UnixListener, PathBuf)>,
     tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    /// Where `/metrics` is served, apart from the API (nowhere unless given).
+    metrics: Option<Box<Server>>,
 }
 
 impl Server {
@@ -98,7 +100,33 @@ impl Server {
             tcp,
             unix,
             tls: None,
+            metrics: None,
         })
+    }
+
+    /// Serves `/metrics`, and nothing else, on `listen` (plain HTTP; a Unix socket gets
+    /// `socket_mode`). The API's listeners never serve it: its labels name every tenant, so
+    /// it goes where only the operators' scraper reaches.
+    ///
+    /// # Errors
+    /// The address cannot be bound.
+    pub async fn with_metrics(
+        mut self,
+        listen: &Listen,
+        socket_mode: u32,
+    ) -> std::io::Result<Self> {
+        self.metrics = Some(Box::new(
+            Self::bind(std::slice::from_ref(listen), socket_mode).await?,
+        ));
+        Ok(self)
+    }
+
+    /// Where `/metrics` is served, if anywhere.
+    #[must_use]
+    pub fn metrics_address(&self) -> Option<Listen> {
+        self.metrics
+            .as_ref()
+            .and_then(|metrics| metrics.addresses().into_iter().next())
     }
 
     /// Serves TLS with `config` on the TCP listeners (Unix sockets stay plain: their file
@@ -149,6 +177,29 @@ impl Server {
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|stop| *stop).await;
         };
+        let mut sockets = Vec::new();
+        if let Some(metrics) = self.metrics {
+            let scrape = crate::api::metrics_router(Arc::clone(&service));
+            for listener in metrics.tcp {
+                let scrape = scrape.clone();
+                let stop = stopped(stop_rx.clone());
+                tasks.spawn(async move {
+                    axum::serve(listener, scrape)
+                        .with_graceful_shutdown(stop)
+                        .await
+                });
+            }
+            for (listener, path) in metrics.unix {
+                let scrape = scrape.clone();
+                let stop = stopped(stop_rx.clone());
+                sockets.push(path);
+                tasks.spawn(async move {
+                    axum::serve(listener, scrape)
+                        .with_graceful_shutdown(stop)
+                        .await
+                });
+            }
+        }
         for listener in self.tcp {
             let app = app.clone();
             let stop = stopped(stop_rx.clone());
@@ -171,7 +222,6 @@ impl Server {
                 }
             }
         }
-        let mut sockets = Vec::new();
         for (listener, path) in self.unix {
             let app = app.clone();
             let stop = stopped(stop_rx.clone());

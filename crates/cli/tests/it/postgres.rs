@@ -249,13 +249,7 @@ fn two_service_replicas_share_one_postgres_database() {
     let url = schemas.url();
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
-    let data = dir.join("service");
-    Output::of(
-        command_in(dir)
-            .args(["serve", "--init-only", "--data"])
-            .arg(&data),
-    )
-    .expect(OK);
+    let data = common::service_folder(dir);
     let token = |role: &str| {
         let made = Output::of(
             command_in(dir)

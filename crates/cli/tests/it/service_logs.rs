@@ -8,7 +8,7 @@ use std::time::Duration;
 use cairn_server::client::{Endpoint, send_blocking};
 use serde_json::Value;
 
-use crate::common::{Output, Serving, command_in};
+use crate::common::{self, Output, Serving, command_in};
 
 const CANARY: &str = "CANARY7f3e";
 
@@ -26,13 +26,7 @@ fn send(endpoint: &Endpoint, method: &str, path: &str, token: &str, body: &str) 
 }
 
 fn run_service_and_collect_logs(dir: &Path, level: &str) -> (String, String) {
-    let data = dir.join("service");
-    Output::of(
-        command_in(dir)
-            .args(["serve", "--init-only", "--data"])
-            .arg(&data),
-    )
-    .expect(0);
+    let data = common::service_folder(dir);
     let made = Output::of(
         command_in(dir)
             .args([
@@ -145,4 +139,53 @@ fn the_service_logs_json_lines_without_arguments_observations_summaries_or_token
         let secret = token.rsplit('_').next().unwrap();
         assert!(!logs.contains(secret), "{level}: the token leaked");
     }
+}
+
+#[test]
+fn metrics_are_served_on_their_own_listener_and_never_on_the_apis() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let data = common::service_folder(dir.path());
+    let api = dir.path().join("api.sock");
+    let metrics = dir.path().join("metrics.sock");
+    let mut command = command_in(dir.path());
+    command
+        .args(["serve", "--data"])
+        .arg(&data)
+        .arg("--listen")
+        .arg(format!("unix:{}", api.display()))
+        .arg("--metrics-listen")
+        .arg(format!("unix:{}", metrics.display()));
+    let mut serving = Serving::start(command, &dir.path().join("ready"));
+    let mode = std::fs::metadata(&metrics).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "only the service's user reaches the metrics");
+    let get = |socket: &Path, path: &str| {
+        send_blocking(
+            &Endpoint::Unix(socket.to_path_buf()),
+            "GET",
+            path,
+            None,
+            None,
+            Duration::from_secs(20),
+        )
+        .unwrap()
+    };
+    let scraped = get(&metrics, "/metrics");
+    assert_eq!(scraped.status, 200);
+    assert!(
+        String::from_utf8_lossy(&scraped.body).contains("cairn_"),
+        "OpenMetrics text"
+    );
+    assert_eq!(get(&api, "/metrics").status, 404, "not on the API's socket");
+    assert_eq!(get(&api, "/healthz").status, 200);
+    serving.stop();
+
+    let bad = Output::of(
+        command_in(dir.path())
+            .args(["serve", "--data"])
+            .arg(&data)
+            .args(["--metrics-listen", "nowhere"]),
+    );
+    bad.expect(2);
+    assert!(bad.stderr.contains("--metrics-listen"), "{}", bad.stderr);
 }

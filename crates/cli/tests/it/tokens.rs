@@ -41,13 +41,7 @@ fn a_missing_service_folder_is_invalid_input_naming_the_folder_and_the_fix() {
 #[test]
 fn a_token_is_created_listed_without_its_secret_and_revoked() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("service");
-    Output::of(
-        command_in(dir.path())
-            .args(["serve", "--init-only", "--data"])
-            .arg(&data),
-    )
-    .expect(OK);
+    let data = common::service_folder(dir.path());
     let data = data.to_str().unwrap();
     let made = tokens(
         dir.path(),

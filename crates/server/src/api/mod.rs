@@ -41,7 +41,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     paths(
-        health, ready, openapi_json, metrics,
+        health, ready, openapi_json,
         runs::open_run, runs::list_runs, runs::get_run, runs::admit_step, runs::report_outcome,
         runs::observe, runs::terminate, runs::reconcile, boundaries::compact, boundaries::rehydrate,
         evidence::verify_run, evidence::export_bundle, evidence::prove_step,
@@ -97,7 +97,6 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/healthz", get(health))
         .route("/readyz", get(ready))
         .route("/v1/openapi.json", get(openapi_json))
-        .route("/metrics", get(metrics))
         .route("/v1/runs", post(runs::open_run).get(runs::list_runs))
         .route("/v1/runs/{run}", get(runs::get_run))
         .route("/v1/runs/{run}/steps", post(runs::admit_step))
@@ -173,10 +172,17 @@ async fn observe_request(
     response
 }
 
+/// The router of the metrics listener (`--metrics-listen`): `GET /metrics` and nothing else.
+pub fn metrics_router(service: Arc<Service>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .with_state(service)
+}
+
 /// The service's metrics, for Prometheus (OpenMetrics text). They name tenants, routes and
-/// rules, never a run, a token or an argument; serve them where only the operators scrape.
-#[utoipa::path(get, path = "/metrics", tag = "service",
-    responses((status = 200, description = "The metrics", body = String, content_type = "application/openmetrics-text")))]
+/// rules, never a run, a token or an argument: they are served on their own listener, which
+/// only the operators' scraper reaches, never on the API's.
 async fn metrics(axum::extract::State(service): axum::extract::State<Arc<Service>>) -> Response {
     (
         [(

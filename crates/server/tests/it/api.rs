@@ -340,7 +340,30 @@ fn metrics_count_requests_and_decisions_and_name_no_run_or_token() {
         &run,
         r#"{"tool": "files.delete", "arguments": {"path": "a"}}"#,
     );
-    let scraped = service.call("GET", "/metrics", None, None);
+    // The API's listeners never serve the metrics (they name every tenant), whoever asks.
+    let admin = service.token("acme", Role::Admin);
+    service.tokens_reloaded();
+    for token in [None, Some(agent.as_str()), Some(admin.as_str())] {
+        let refused = service.call("GET", "/metrics", token, None);
+        assert_eq!(
+            (refused.status, code(&refused).as_str()),
+            (404, "route_not_found")
+        );
+    }
+    let scrape = |path: &str| {
+        cairn_server::client::send_blocking(
+            &service.metrics,
+            "GET",
+            path,
+            None,
+            None,
+            std::time::Duration::from_secs(20),
+        )
+        .expect("the metrics listener answered")
+    };
+    // Its own listener serves nothing else.
+    assert_eq!(scrape("/v1/runs").status, 404);
+    let scraped = scrape("/metrics");
     assert_eq!(scraped.status, 200);
     let text = String::from_utf8(scraped.body).expect("utf-8");
     assert!(

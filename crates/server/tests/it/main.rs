@@ -53,6 +53,8 @@ pub struct Harness {
     pub store: Arc<dyn Store>,
     pub tcp: Endpoint,
     pub unix: Endpoint,
+    /// The metrics listener (`--metrics-listen`), apart from the API's.
+    pub metrics: Endpoint,
     pub key: SigningKey,
     pub service: Arc<Service>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -145,7 +147,12 @@ impl Harness {
                         Some(config) => server.with_tls(config),
                         None => server,
                     };
-                    ready_tx.send(server.addresses()).expect("ready");
+                    let server = server
+                        .with_metrics(&Listen::Tcp("127.0.0.1:0".parse().expect("addr")), 0o600)
+                        .await
+                        .expect("bind metrics");
+                    let metrics = server.metrics_address().expect("metrics address");
+                    ready_tx.send((server.addresses(), metrics)).expect("ready");
                     server
                         .run(served, async {
                             let _ = stop_rx.await;
@@ -155,9 +162,13 @@ impl Harness {
                 });
             })
             .expect("thread");
-        let addresses = ready_rx
+        let (addresses, metrics) = ready_rx
             .recv_timeout(Duration::from_secs(30))
             .expect("the service came up");
+        let metrics = match metrics {
+            Listen::Tcp(addr) => Endpoint::Tcp(addr.to_string()),
+            Listen::Unix(path) => Endpoint::Unix(path),
+        };
         let tcp = match &addresses[0] {
             Listen::Tcp(addr) => Endpoint::Tcp(addr.to_string()),
             Listen::Unix(_) => panic!("the TCP listener comes first"),
@@ -167,6 +178,7 @@ impl Harness {
             store,
             tcp,
             unix: Endpoint::Unix(socket),
+            metrics,
             key,
             service,
             stop: Some(stop_tx),

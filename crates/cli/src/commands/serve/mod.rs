@@ -62,6 +62,15 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
                 .map_err(|reason| Failure::new(CliCode::USAGE, format!("`--listen`: {reason}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let metrics_listen = args
+        .metrics_listen
+        .as_deref()
+        .map(|text| {
+            text.parse::<Listen>().map_err(|reason| {
+                Failure::new(CliCode::USAGE, format!("`--metrics-listen`: {reason}"))
+            })
+        })
+        .transpose()?;
     let socket_mode = u32::from_str_radix(&args.socket_mode, 8).map_err(|_| {
         Failure::new(
             CliCode::USAGE,
@@ -106,9 +115,21 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
             Some(config) => server.with_tls(config),
             None => server,
         };
+        let server = match &metrics_listen {
+            Some(listen) => server.with_metrics(listen, 0o600).await.map_err(|e| {
+                Failure::new(
+                    CliCode::IO,
+                    format!("cannot serve metrics on {listen}: {e}"),
+                )
+            })?,
+            None => server,
+        };
         let addresses = server.urls();
         for address in &addresses {
             tracing::info!(%address, "cairn serve listening");
+        }
+        if let Some(address) = server.metrics_address() {
+            tracing::info!(%address, "cairn serve metrics");
         }
         if let Some(file) = &args.ready_file {
             cairn_runtime::files::replace(

@@ -421,6 +421,18 @@ pub fn strings(value: Option<&Value>) -> Vec<String> {
 }
 
 /// A running `cairn serve`, stopped with SIGTERM (it drains) and waited for when dropped.
+/// A service folder made by `cairn serve --init-only` at `DIR/service`.
+pub fn service_folder(dir: &Path) -> PathBuf {
+    let data = dir.join("service");
+    Output::of(
+        command_in(dir)
+            .args(["serve", "--init-only", "--data"])
+            .arg(&data),
+    )
+    .expect(OK);
+    data
+}
+
 pub struct Serving {
     child: std::process::Child,
     /// The addresses its ready file names (`unix:…`, `http://…`).
