@@ -38,6 +38,7 @@ mod real_hosts;
 mod reconcile;
 mod service_demo;
 mod service_logs;
+mod service_policies;
 mod store;
 mod tamper;
 mod tokens;

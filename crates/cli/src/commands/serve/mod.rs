@@ -3,6 +3,7 @@
 //! committed).
 
 mod hooks;
+mod policies;
 
 use std::sync::Arc;
 
@@ -80,7 +81,7 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
             ),
         )
     })?;
-    let config = configure(ctx, args)?;
+    let (config, gate) = configure(ctx, args)?;
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(cairn_server::tls::server_config(cert, key).map_err(
             |reason| {
@@ -131,6 +132,7 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
         if let Some(address) = server.metrics_address() {
             tracing::info!(%address, "cairn serve metrics");
         }
+        policies::reload_on_hangup(gate);
         if let Some(file) = &args.ready_file {
             cairn_runtime::files::replace(
                 file,
@@ -160,8 +162,12 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
     served
 }
 
-/// The service's configuration from its folder (and `--store` / `--keys` when given).
-fn configure(ctx: &Context, args: &ServeArgs) -> Result<ServiceConfig, Failure> {
+/// The service's configuration from its folder (and `--store` / `--keys` when given), and
+/// its policy set, which SIGHUP reloads.
+fn configure(
+    ctx: &Context,
+    args: &ServeArgs,
+) -> Result<(ServiceConfig, Arc<policies::ReloadableGate>), Failure> {
     let data = args.data.as_path();
     let location = match &ctx.explicit_store {
         Some(text) => StoreLocation::parse(text)?,
@@ -177,15 +183,14 @@ fn configure(ctx: &Context, args: &ServeArgs) -> Result<ServiceConfig, Failure> 
     let keyring = Keyring::open(keys);
     let signing_key = keyring.active_signing_key()?;
     let trusted = keyring.trusted_keys()?;
-    let tools = data.join(TOOLS_FILE);
-    let gate = cairn_runtime::project::load_gate(
-        &data.join(POLICIES_DIR),
-        tools.exists().then_some(tools.as_path()),
-    )?;
+    let gate = Arc::new(policies::ReloadableGate::load(
+        data.join(POLICIES_DIR),
+        data.join(TOOLS_FILE),
+    )?);
     let tokens = TokenBook::load(data.join(TOKENS_FILE)).map_err(|e| Failure::from_error(&e))?;
-    Ok(ServiceConfig {
+    let config = ServiceConfig {
         store,
-        gate: Arc::new(gate),
+        gate: Arc::clone(&gate) as Arc<dyn cairn_runtime::Gate>,
         signing_key,
         trusted,
         tokens,
@@ -200,5 +205,6 @@ fn configure(ctx: &Context, args: &ServeArgs) -> Result<ServiceConfig, Failure> 
             })?,
             None => cairn_server::traces::Traces::none(),
         },
-    })
+    };
+    Ok((config, gate))
 }

@@ -467,6 +467,11 @@ impl Serving {
         Self { child, addresses }
     }
 
+    /// Its process id (to signal it).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops it now (SIGTERM: it drains) and waits for it.
     pub fn stop(&mut self) {
         if self.child.try_wait().ok().flatten().is_some() {
