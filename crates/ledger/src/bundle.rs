@@ -10,6 +10,7 @@ use thiserror::Error;
 
 use crate::record::IntentRecord;
 use crate::store::{RowFault, StoredRow};
+use crate::verify::CheckpointPolicy;
 
 /// The longest line a bundle may have; longer lines are reported, not parsed.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
@@ -66,6 +67,22 @@ pub struct ParsedBundle {
     pub rows: Vec<StoredRow>,
     /// The signed checkpoint note.
     pub checkpoint_note: Option<String>,
+}
+
+impl ParsedBundle {
+    /// Verifies the bundle against `trusted`: its chain, its records and its signed
+    /// checkpoint, which an evidence bundle must carry ([`CheckpointPolicy::Required`]).
+    #[must_use]
+    pub fn verify(&self, trusted: &crate::keys::TrustedKeys) -> crate::verify::RunReport {
+        crate::verify::verify_run(
+            &self.tenant_id,
+            &self.run_id,
+            &self.rows,
+            self.checkpoint_note.as_deref(),
+            trusted,
+            CheckpointPolicy::Required,
+        )
+    }
 }
 
 /// Errors that make a file unusable as a bundle at all. Each is evidence of tampering or

@@ -172,66 +172,29 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let app = crate::api::router(Arc::clone(&service));
-        let mut tasks = tokio::task::JoinSet::new();
         let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|stop| *stop).await;
         };
-        let mut sockets = Vec::new();
-        if let Some(metrics) = self.metrics {
+        let mut served = Listeners {
+            tasks: tokio::task::JoinSet::new(),
+            stop: stop_rx.clone(),
+            sockets: Vec::new(),
+        };
+        let Self {
+            tcp,
+            unix,
+            tls,
+            metrics,
+        } = self;
+        if let Some(metrics) = metrics {
             let scrape = crate::api::metrics_router(Arc::clone(&service));
-            for listener in metrics.tcp {
-                let scrape = scrape.clone();
-                let stop = stopped(stop_rx.clone());
-                tasks.spawn(async move {
-                    axum::serve(listener, scrape)
-                        .with_graceful_shutdown(stop)
-                        .await
-                });
-            }
-            for (listener, path) in metrics.unix {
-                let scrape = scrape.clone();
-                let stop = stopped(stop_rx.clone());
-                sockets.push(path);
-                tasks.spawn(async move {
-                    axum::serve(listener, scrape)
-                        .with_graceful_shutdown(stop)
-                        .await
-                });
-            }
+            served.serve_all(metrics.tcp, metrics.unix, None, &scrape)?;
         }
-        for listener in self.tcp {
-            let app = app.clone();
-            let stop = stopped(stop_rx.clone());
-            match &self.tls {
-                Some(config) => {
-                    let listener =
-                        crate::tls::TlsListener::new(listener, std::sync::Arc::clone(config))?;
-                    tasks.spawn(async move {
-                        axum::serve(listener, app)
-                            .with_graceful_shutdown(stop)
-                            .await
-                    });
-                }
-                None => {
-                    tasks.spawn(async move {
-                        axum::serve(listener, app)
-                            .with_graceful_shutdown(stop)
-                            .await
-                    });
-                }
-            }
-        }
-        for (listener, path) in self.unix {
-            let app = app.clone();
-            let stop = stopped(stop_rx.clone());
-            sockets.push(path);
-            tasks.spawn(async move {
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(stop)
-                    .await
-            });
-        }
+        let app = crate::api::router(Arc::clone(&service));
+        served.serve_all(tcp, unix, tls.as_ref(), &app)?;
+        let Listeners {
+            mut tasks, sockets, ..
+        } = served;
         let flusher = group_commit(Arc::clone(&service), stopped(stop_rx.clone()));
         let flusher = tokio::spawn(flusher);
         tokio::spawn(async move {
@@ -258,6 +221,58 @@ impl Server {
         }
         tracing::info!("stopped: every admitted record committed");
         result
+    }
+}
+
+/// The tasks serving the listeners, stopped together, and the Unix sockets to remove after.
+struct Listeners {
+    tasks: tokio::task::JoinSet<std::io::Result<()>>,
+    stop: tokio::sync::watch::Receiver<bool>,
+    sockets: Vec<PathBuf>,
+}
+
+impl Listeners {
+    /// Serves `app` on `listener` until the stop.
+    fn serve<L>(&mut self, listener: L, app: &axum::Router)
+    where
+        L: axum::serve::Listener,
+        L::Addr: std::fmt::Debug,
+    {
+        let app = app.clone();
+        let mut stop = self.stop.clone();
+        self.tasks.spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|stop| *stop).await;
+                })
+                .await
+        });
+    }
+
+    /// Serves `app` on `tcp` (TLS with `tls` when given) and on `unix`.
+    fn serve_all(
+        &mut self,
+        tcp: Vec<TcpListener>,
+        unix: Vec<(UnixListener, PathBuf)>,
+        tls: Option<&Arc<rustls::ServerConfig>>,
+        app: &axum::Router,
+    ) -> std::io::Result<()> {
+        for listener in tcp {
+            match tls {
+                Some(config) => {
+                    self.serve(
+                        crate::tls::TlsListener::new(listener, Arc::clone(config))?,
+                        app,
+                    );
+                }
+                None => self.serve(listener, app),
+            }
+        }
+        for (listener, path) in unix {
+            self.sockets.push(path);
+            self.serve(listener, app);
+        }
+        Ok(())
     }
 }
 

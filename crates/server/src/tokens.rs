@@ -210,8 +210,8 @@ impl TokenFileEditor {
         }
     }
 
-    /// An exclusive lock on the file's updates (`tokens.json.lock` beside it), held from the
-    /// read to the write of a change, so that two writers — two `cairn tokens` commands, or
+    /// An exclusive lock on the file's updates (`tokens.json.lock` beside it), once its folder
+    /// is known to exist, held from the read to the write of a change, so that two writers — two `cairn tokens` commands, or
     /// one beside the service's `POST /v1/tokens` — never lose each other's tokens. Released
     /// when the handle is dropped.
     fn lock_updates(&self) -> Result<std::fs::File, TokenError> {
@@ -241,7 +241,7 @@ impl TokenFileEditor {
         now: jiff::Timestamp,
     ) -> Result<NewToken, TokenError> {
         let _updating = self.lock_updates()?;
-        let mut file = self.read()?;
+        let mut file = read_file(&self.path)?;
         let mut id_bytes = [0_u8; 6];
         OsRng.fill_bytes(&mut id_bytes);
         let mut secret_bytes = [0_u8; 32];
@@ -285,7 +285,7 @@ impl TokenFileEditor {
         now: jiff::Timestamp,
     ) -> Result<TokenEntry, TokenError> {
         let _updating = self.lock_updates()?;
-        let mut file = self.read()?;
+        let mut file = read_file(&self.path)?;
         let entry = file
             .tokens
             .iter_mut()

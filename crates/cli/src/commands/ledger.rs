@@ -116,14 +116,7 @@ fn verify(ctx: &Context, args: &VerifyArgs) -> Result<Outcome, Failure> {
             // A bundle is checked against its signature: without a trusted key that is a
             // configuration problem, not tampering.
             let trusted = ctx.trusted_keys(&args.trusted_keys)?;
-            vec![verify_run(
-                &bundle.tenant_id,
-                &bundle.run_id,
-                &bundle.rows,
-                bundle.checkpoint_note.as_deref(),
-                &trusted,
-                CheckpointPolicy::Required,
-            )]
+            vec![bundle.verify(&trusted)]
         }
         None => {
             let store = ctx.open_existing_store()?;

@@ -62,14 +62,7 @@ impl Service {
             )
             .at("body"));
         }
-        Ok(cairn_ledger::verify::verify_run(
-            &bundle.tenant_id,
-            &bundle.run_id,
-            &bundle.rows,
-            bundle.checkpoint_note.as_deref(),
-            &self.config.trusted,
-            cairn_ledger::verify::CheckpointPolicy::Required,
-        ))
+        Ok(bundle.verify(&self.config.trusted))
     }
 
     /// A run's evidence bundle (JSON lines).
