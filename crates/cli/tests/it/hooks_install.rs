@@ -14,11 +14,11 @@ fn cairn(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// The command `hooks install` writes for Claude Code.
-const CLAUDE: &str = "cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"";
+const CLAUDE: &str = "exec cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"";
 
 /// The command `hooks install` writes for Codex in the project at `dir`.
 fn codex_command(dir: &Path) -> String {
-    format!("cairn-hook codex --project '{}'", dir.display())
+    format!("exec cairn-hook codex --project '{}'", dir.display())
 }
 
 fn read(path: &Path) -> Value {
@@ -315,23 +315,29 @@ fn issue_15_a_symlinked_settings_file_is_written_through() {
 
 #[test]
 fn issue_15_an_older_cairn_command_is_brought_up_to_date() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    std::fs::create_dir_all(d.join(".claude")).unwrap();
-    let old = json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "cairn hook claude-code", "timeout": 60}]}]}});
-    std::fs::write(d.join(".claude/settings.json"), old.to_string()).unwrap();
-    cairn(d, &["hooks", "install", "--claude-code"]).expect(0);
-    let settings = read(&d.join(".claude/settings.json"));
-    assert_eq!(
-        commands(&settings, "PreToolUse"),
-        [CLAUDE],
-        "updated, not doubled"
-    );
-    cairn(d, &["hooks", "uninstall", "--claude-code"]).expect(0);
-    assert!(
-        !d.join(".claude/settings.json").exists()
-            || commands(&read(&d.join(".claude/settings.json")), "PreToolUse").is_empty()
-    );
+    // As the first installs wrote it, and as installs before the `exec` did.
+    for older in [
+        "cairn hook claude-code",
+        "cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join(".claude")).unwrap();
+        let old = json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": older, "timeout": 60}]}]}});
+        std::fs::write(d.join(".claude/settings.json"), old.to_string()).unwrap();
+        cairn(d, &["hooks", "install", "--claude-code"]).expect(0);
+        let settings = read(&d.join(".claude/settings.json"));
+        assert_eq!(
+            commands(&settings, "PreToolUse"),
+            [CLAUDE],
+            "`{older}` updated, not doubled"
+        );
+        cairn(d, &["hooks", "uninstall", "--claude-code"]).expect(0);
+        assert!(
+            !d.join(".claude/settings.json").exists()
+                || commands(&read(&d.join(".claude/settings.json")), "PreToolUse").is_empty()
+        );
+    }
 }
 
 /// Issue 16, B8: the scaffold's catalog declares the hosts' own tools, so the first policy a

@@ -5,14 +5,14 @@
 //! handlers:
 //!
 //! ```json
-//! {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"", "timeout": 60}]}]}}
+//! {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "exec cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"", "timeout": 60}]}]}}
 //! ```
 //!
 //! The command names its project (see [`command`]), so that a session is gated and recorded
 //! in its project whatever its `cwd`. Cairn's groups have no `matcher` (every tool, every
 //! source). Installing adds one group per event that does not already run Cairn's hook
-//! (`cairn-hook <host>`, or `cairn hook <host>` as earlier installs wrote it) and brings an
-//! older Cairn command up to date; installing twice changes nothing.
+//! (`exec cairn-hook <host>`, or `cairn-hook <host>` and `cairn hook <host>` as earlier installs
+//! wrote it) and brings an older Cairn command up to date; installing twice changes nothing.
 //!
 //! **The file is edited in place.** Everything Cairn does not add or remove stays byte for
 //! byte as it was — formatting, key order, numbers such as `123456789012345678901234567890`
@@ -91,16 +91,20 @@ pub fn timeout_secs(host: Host, event: &str) -> u64 {
 /// The command the host runs for the project at `dir`: Claude Code hands every hook its
 /// project as `CLAUDE_PROJECT_DIR` (so a committed `.claude/settings.json` works in every
 /// clone); Codex has no such variable, so its command names the folder itself.
+///
+/// Both hosts run the command with a shell (`sh -c`), which would otherwise fork once more
+/// to run `cairn-hook` and wait for it: `exec` makes the shell become the hook, one process
+/// start less on every hook event — two per tool call.
 #[must_use]
 pub fn command(host: Host, dir: &Path) -> String {
     match host {
         Host::ClaudeCode => {
-            format!("{HOOK_PROGRAM} claude-code --project \"$CLAUDE_PROJECT_DIR\"")
+            format!("exec {HOOK_PROGRAM} claude-code --project \"$CLAUDE_PROJECT_DIR\"")
         }
         Host::Codex => {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
             format!(
-                "{HOOK_PROGRAM} codex --project {}",
+                "exec {HOOK_PROGRAM} codex --project {}",
                 shell_quoted(&dir.to_string_lossy())
             )
         }
@@ -116,10 +120,11 @@ fn shell_quoted(text: &str) -> String {
 /// hands every call it does not answer itself to `cairn hook` (see the `cairn-hook` binary).
 pub const HOOK_PROGRAM: &str = "cairn-hook";
 
-/// Whether `command` runs Cairn's hook for `host` (with or without arguments): `cairn-hook
-/// HOST …`, or `cairn hook HOST …` as installs before `cairn-hook` wrote it (an install
-/// updates it in place, an uninstall removes it).
+/// Whether `command` runs Cairn's hook for `host` (with or without arguments): `exec
+/// cairn-hook HOST …`, or `cairn-hook HOST …` and `cairn hook HOST …` as earlier installs
+/// wrote it (an install updates it in place, an uninstall removes it).
 pub(crate) fn is_cairn_command(command: &str, host: Host) -> bool {
+    let command = command.strip_prefix("exec ").unwrap_or(command);
     [HOOK_PROGRAM, "cairn hook"].iter().any(|program| {
         command
             .strip_prefix(&format!("{program} {}", host.as_str()))
