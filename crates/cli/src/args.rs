@@ -90,8 +90,7 @@ pub enum Command {
     /// constraint) as keyed digests, snapshot them before a boundary and compare after it
     /// (SPEC §8; compare exits 0 preserved/approved_change, 3 unverified/evidence missing,
     /// 4 dropped/conflicting).
-    #[command(subcommand)]
-    Decisions(DecisionsCommand),
+    Decisions(DecisionsArgs),
     /// Activity health and continuity health side by side, never merged (SPEC D-3).
     Status(StatusArgs),
     /// Answer one hook call of Claude Code or Codex: reads the host's hook JSON on stdin and
@@ -631,6 +630,22 @@ pub struct NowArg {
     /// Act as if it were this instant (RFC 3339 with an offset); default: the system clock.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<String>,
+}
+
+/// `cairn decisions [--tenant T] …`.
+#[derive(Debug, Args)]
+pub struct DecisionsArgs {
+    /// The tenant whose decisions these are, in the folder of `cairn serve` (`--data`): each
+    /// tenant of a service has a book of its own, the one its agents' hook events are compared
+    /// against and `/v1/decisions` edits. Without it, the project's own book.
+    #[arg(long, global = true, value_name = "TENANT")]
+    pub tenant: Option<String>,
+    /// The service's folder, with `--tenant` (by default the folder of the store).
+    #[arg(long, global = true, value_name = "DIR", requires = "tenant")]
+    pub data: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: DecisionsCommand,
 }
 
 /// `cairn decisions …`.

@@ -81,10 +81,17 @@ fn clip(text: &str, max: usize) -> String {
 }
 
 impl Session<'_> {
+    /// The project's decision files; for a service answering many tenants, the caller's
+    /// tenant's own (the ones `/v1/decisions` sets and approves).
     fn decision_files(
         &self,
     ) -> Result<DecisionFiles, cairn_runtime::decision_files::DecisionFilesError> {
-        DecisionFiles::open(self.project.dir(), self.keys_dir())
+        match &self.env.namespace {
+            Some(namespace) => {
+                DecisionFiles::open_tenant(self.project.dir(), &namespace.tenant, self.keys_dir())
+            }
+            None => DecisionFiles::open(self.project.dir(), self.keys_dir()),
+        }
     }
 
     /// Writes the decision snapshot for the boundary at `now` under `name`.

@@ -61,6 +61,8 @@ cairn_core::error_codes! {
         SERVICE_CONFIG = Internal("service_config");
         /// The service was started without a hooks engine.
         HOOKS_UNAVAILABLE = NotFound("hooks_unavailable");
+        /// The service was started without a folder for task decisions.
+        DECISIONS_UNAVAILABLE = NotFound("decisions_unavailable");
         /// A hook host that is not `claude-code` or `codex`.
         HOOK_HOST_UNKNOWN = NotFound("hook_host_unknown");
         /// The service is shutting down or the request's work could not be scheduled.

@@ -39,6 +39,7 @@
 //!     max_body_bytes: 1 << 20,
 //!     hooks: None,
 //!     traces: cairn_server::traces::Traces::none(),
+//!     decisions: None,
 //! });
 //!
 //! let runtime = tokio::runtime::Runtime::new()?;
@@ -79,4 +80,4 @@ pub mod traces;
 pub use api::{ApiDoc, openapi_document, router};
 pub use error::{ApiError, ServerCode, status_of};
 pub use listen::{Listen, Server, termination_signal};
-pub use service::{HookAnswerer, Service, ServiceConfig};
+pub use service::{DecisionHome, HookAnswerer, Service, ServiceConfig};

@@ -1,6 +1,7 @@
 //! `cairn decisions set|list|snapshot|compare|approve-change` (SPEC §8): the task's
 //! decisions in `.cairn/decisions/` (see `cairn_runtime::decision_files`), snapshotted before
-//! a boundary and compared after it.
+//! a boundary and compared after it; with `--tenant`, one tenant's book in the folder of
+//! `cairn serve` (the one `/v1/decisions` edits).
 //!
 //! No raw decision value is ever printed or written: `set` hands the value to the book,
 //! which keeps only its keyed digest, and every output shows keys, revisions, times,
@@ -22,16 +23,31 @@ use cairn_runtime::decision_files::{DecisionFiles, check_name};
 use jiff::SignedDuration;
 use serde_json::{Value, json};
 
-use crate::args::{DecisionsCommand, NowArg};
+use crate::args::{DecisionsArgs, DecisionsCommand, NowArg};
 use crate::context::Context;
 use crate::failure::{CliCode, Failure, exit};
 use crate::input;
 use crate::output::Outcome;
 
 /// Runs `cairn decisions …`.
-pub fn run(ctx: &Context, command: DecisionsCommand) -> Result<Outcome, Failure> {
-    let files = open_files(ctx)?;
-    match command {
+pub fn run(ctx: &Context, args: DecisionsArgs) -> Result<Outcome, Failure> {
+    let files = match &args.tenant {
+        Some(tenant) => {
+            let tenant =
+                cairn_core::TenantId::new(tenant.as_str()).map_err(at_field("--tenant"))?;
+            let data = match &args.data {
+                Some(dir) => dir.clone(),
+                None => ctx.cairn_dir()?,
+            };
+            let keys = match &ctx.explicit_keys {
+                Some(keys) => keys.clone(),
+                None => data.join(cairn_runtime::layout::KEYS_DIR),
+            };
+            DecisionFiles::open_tenant(&data, &tenant, keys)?
+        }
+        None => open_files(ctx)?,
+    };
+    match args.command {
         DecisionsCommand::Set {
             key,
             value,

@@ -74,6 +74,8 @@ struct Service {
     socket: PathBuf,
     token: String,
     prefix: String,
+    /// The agent token's tenant, whose decisions the service's hook answers compare.
+    tenant: String,
 }
 
 /// Runs one step: a hook call, or a person's command line (whose run ids are the token's,
@@ -98,7 +100,7 @@ fn step_output(
             .env("CAIRN_TOKEN", &service.token);
     }
     if let Some(args) = step.get("cli") {
-        let args: Vec<String> = args
+        let mut args: Vec<String> = args
             .as_array()
             .unwrap()
             .iter()
@@ -112,6 +114,12 @@ fn step_output(
                 }
             })
             .collect();
+        // A service keeps each tenant's decisions apart: a person sets the agent's tenant's.
+        if let Some(service) = service
+            && args.first().is_some_and(|a| a == "decisions")
+        {
+            args.extend(["--tenant".to_owned(), service.tenant.clone()]);
+        }
         Output::of(command.args(&args))
     } else {
         let host = step["host"].as_str().unwrap();
@@ -397,6 +405,7 @@ fn serve(project: &Path) -> (common::Serving, Service) {
         socket,
         token,
         prefix,
+        tenant: common::hooks_tenant(&data),
     };
     (served, service)
 }

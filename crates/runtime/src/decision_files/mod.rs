@@ -14,6 +14,9 @@
 //! <keys>/decisions.hmac                    mode 0600: 32 random bytes as 64 hex digits
 //! ```
 //!
+//! A service answering many tenants (`cairn serve`) keeps one such `decisions/` folder per
+//! tenant, under `<service folder>/tenants/t-<tenant>/` ([`DecisionFiles::open_tenant`]).
+//!
 //! A `<name>` is a session or run id: 1–128 ASCII letters, digits, `.`, `_` or `-`, not
 //! starting with `.`.
 //!
@@ -74,6 +77,8 @@ pub const BOUNDARIES_DIR: &str = "boundaries";
 pub const LATEST_FILE: &str = "latest";
 /// The lock file that serialises updates of the book.
 pub const LOCK_FILE: &str = ".lock";
+/// The folder of a service's per-tenant decision homes (see [`DecisionFiles::open_tenant`]).
+pub const TENANTS_DIR: &str = "tenants";
 /// The HMAC key file inside the key directory.
 pub const HMAC_KEY_FILE: &str = "decisions.hmac";
 /// The boundary record's schema tag.
@@ -145,6 +150,36 @@ impl DecisionFiles {
             dir: cairn_dir.join(DECISIONS_DIR),
             keys_dir: keys_dir.into(),
         })
+    }
+
+    /// The decision files of `tenant` in the folder of a service answering many tenants
+    /// (`cairn serve`): `<service_dir>/tenants/t-<tenant>/decisions/`, so that each tenant has
+    /// a book, snapshots and approvals of its own (the `t-` keeps an id such as `..` a plain
+    /// name). The tenant's folder is created (mode 0700) when missing; the HMAC key in
+    /// `keys_dir` is the service's.
+    ///
+    /// # Errors
+    /// [`DecisionFilesError::NoProject`] when `service_dir` is not a folder;
+    /// [`DecisionFilesError::Io`] when the tenant's folder cannot be created.
+    pub fn open_tenant(
+        service_dir: &Path,
+        tenant: &cairn_core::TenantId,
+        keys_dir: impl Into<PathBuf>,
+    ) -> Result<Self, DecisionFilesError> {
+        if !service_dir.is_dir() {
+            return Err(DecisionFilesError::NoProject {
+                dir: service_dir.to_path_buf(),
+            });
+        }
+        let home = service_dir
+            .join(TENANTS_DIR)
+            .join(format!("t-{}", tenant.as_str()));
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&home)
+            .map_err(|source| io_error("create directory", &home, source))?;
+        Self::open(home, keys_dir)
     }
 
     /// The decisions folder (`.cairn/decisions`).

@@ -7,6 +7,7 @@
 mod boundaries;
 mod checks;
 mod cost;
+mod decisions;
 mod evidence;
 pub mod extract;
 mod hooks;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 
@@ -46,6 +47,8 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         runs::observe, runs::terminate, runs::reconcile, boundaries::compact, boundaries::rehydrate,
         evidence::verify_run, evidence::export_bundle, evidence::prove_step,
         evidence::verify_bundle, cost::cost_rollup,
+        decisions::list_decisions, decisions::set_decision, decisions::approve_change,
+        decisions::snapshot, decisions::compare, decisions::status,
         tokens::create_token, tokens::list_tokens, tokens::revoke_token,
         hooks::answer_hook,
         checks::check_continuity, checks::check_vce, checks::check_rlc,
@@ -55,6 +58,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
     tags(
         (name = "runs", description = "Open runs, admit and record their steps, close them"),
         (name = "evidence", description = "Verify runs and posted bundles, export bundles, prove records, roll up costs"),
+        (name = "decisions", description = "The task decisions of the caller's tenant: set, approve changes, snapshot before a boundary, compare after it (people only)"),
         (name = "tokens", description = "Tokens of the caller's tenant (admin)"),
         (name = "checks", description = "Decide continuity envelopes, VCE and RLC documents; nothing is stored"),
         (name = "hooks", description = "Claude Code and Codex hook events, for `cairn hook` as a thin client"),
@@ -121,6 +125,15 @@ pub fn router(service: Arc<Service>) -> Router {
         )
         .route("/v1/bundles/verify", post(evidence::verify_bundle))
         .route("/v1/cost", get(cost::cost_rollup))
+        .route("/v1/decisions", get(decisions::list_decisions))
+        .route("/v1/decisions/snapshots", post(decisions::snapshot))
+        .route("/v1/decisions/compare", get(decisions::compare))
+        .route("/v1/decisions/status", get(decisions::status))
+        .route("/v1/decisions/{key}", put(decisions::set_decision))
+        .route(
+            "/v1/decisions/{key}/approve-change",
+            post(decisions::approve_change),
+        )
         .route("/v1/tokens/{id}/revoke", post(tokens::revoke_token))
         .route("/v1/hooks/{host}", post(hooks::answer_hook))
         .route("/v1/continuity/check", post(checks::check_continuity))

@@ -3,6 +3,7 @@
 //! permits waiting for an outcome, and the group commit of their records. The evidence an
 //! investigator reads is in `evidence`, the tenant's tokens in `tokens`.
 
+mod decisions;
 mod evidence;
 mod tokens;
 
@@ -22,6 +23,7 @@ use cairn_runtime::{
 
 use crate::error::{ApiError, ServerCode};
 use crate::tokens::{Caller, Role, TokenBook};
+pub use decisions::DecisionHome;
 
 /// Everything `cairn serve` holds: the authority the agents reach only through it.
 pub struct ServiceConfig {
@@ -47,6 +49,8 @@ pub struct ServiceConfig {
     pub hooks: Option<Arc<dyn HookAnswerer>>,
     /// Where spans go (nowhere by default).
     pub traces: crate::traces::Traces,
+    /// Where the tenants' task decisions are kept (`/v1/decisions`), if anywhere.
+    pub decisions: Option<DecisionHome>,
 }
 
 /// Answers a host's hook event for an agent, as `cairn hook` would locally. The service hands

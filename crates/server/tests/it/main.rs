@@ -12,6 +12,7 @@
 
 mod api;
 mod checks;
+mod decisions;
 mod durability;
 mod openapi;
 mod schemathesis;
@@ -122,6 +123,11 @@ impl Harness {
             max_body_bytes: 64 << 10,
             hooks: None,
             traces,
+            decisions: Some(cairn_server::DecisionHome {
+                dir: dir.path().to_path_buf(),
+                keys: dir.path().join("keys"),
+                window: jiff::SignedDuration::from_mins(10),
+            }),
         };
         let socket = dir.path().join("cairn.sock");
         let listens = [

@@ -38,7 +38,9 @@ fn schemathesis_finds_no_server_error_and_no_answer_off_the_document() {
     );
     // A body can match the document and still hold a state that is not a continuity state
     // (its rules are the parser's, not a JSON Schema's): that request is refused with 400.
-    // Likewise any text is a string, but only an exported bundle is a bundle: 422.
+    // Likewise any text is a string, but only an exported bundle is a bundle: 422. And a
+    // decision's kind, value and revisions are the decisions' rules, and what the book holds
+    // then: an unknown kind, a revision the book lacks, too few decisions to snapshot — 400.
     std::fs::write(
         service.dir.path().join("schemathesis.toml"),
         r#"[[operations]]
@@ -48,6 +50,10 @@ checks.positive_data_acceptance.expected-statuses = ["2XX", 400, 401, 403]
 [[operations]]
 include-path = "/v1/bundles/verify"
 checks.positive_data_acceptance.expected-statuses = ["2XX", 401, 403, 422]
+
+[[operations]]
+include-path-regex = "^/v1/decisions/"
+checks.positive_data_acceptance.expected-statuses = ["2XX", 400, 401, 403]
 "#,
     )
     .expect("schemathesis.toml");

@@ -47,6 +47,19 @@ impl ServiceHooks {
     }
 }
 
+impl ServiceHooks {
+    /// How long after a boundary a decision may still be observed (the folder's
+    /// `hooks.json`, 10 minutes by default): the service's comparisons use the hooks' window.
+    ///
+    /// # Errors
+    /// A `hooks.json` that does not load: the service does not start on it.
+    pub fn decision_window(&self) -> Result<jiff::SignedDuration, crate::failure::Failure> {
+        cairn_hooks::config::HookConfig::load(&self.project)
+            .map(|config| config.decision_window)
+            .map_err(|e| crate::failure::Failure::from_error(&e))
+    }
+}
+
 impl HookAnswerer for ServiceHooks {
     fn answer(
         &self,

@@ -180,6 +180,11 @@ fn configure(
         .unwrap_or_else(|| data.join(KEYS_DIR));
     let root = args.agents_root.as_deref().unwrap_or(data);
     let hooks = hooks::ServiceHooks::new(data, root, keys.clone(), Arc::clone(&store));
+    let decisions = cairn_server::DecisionHome {
+        dir: data.to_path_buf(),
+        keys: keys.clone(),
+        window: hooks.decision_window()?,
+    };
     let keyring = Keyring::open(keys);
     let signing_key = keyring.active_signing_key()?;
     let trusted = keyring.trusted_keys()?;
@@ -199,6 +204,7 @@ fn configure(
         clock: Arc::new(SystemClock),
         max_body_bytes: args.max_body,
         hooks: Some(Arc::new(hooks)),
+        decisions: Some(decisions),
         traces: match &args.otlp_traces {
             Some(url) => cairn_server::traces::Traces::otlp(url).map_err(|reason| {
                 Failure::new(CliCode::USAGE, format!("`--otlp-traces`: {reason}"))

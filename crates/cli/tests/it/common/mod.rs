@@ -490,14 +490,19 @@ impl Drop for Serving {
     }
 }
 
-/// An agent token for the service folder `data` (run in `dir`), of the tenant its
-/// `hooks.json` names (else `local`, the hooks' default): the token and its id.
-pub fn agent_token_for(dir: &Path, data: &Path) -> (String, String) {
-    let tenant = std::fs::read_to_string(data.join("hooks.json"))
+/// The tenant the `hooks.json` in `data` names, else `local` (the hooks' default).
+pub fn hooks_tenant(data: &Path) -> String {
+    std::fs::read_to_string(data.join("hooks.json"))
         .ok()
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())
         .and_then(|config| config["tenant"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| "local".to_owned());
+        .unwrap_or_else(|| "local".to_owned())
+}
+
+/// An agent token for the service folder `data` (run in `dir`), of the tenant its
+/// `hooks.json` names (else `local`, the hooks' default): the token and its id.
+pub fn agent_token_for(dir: &Path, data: &Path) -> (String, String) {
+    let tenant = hooks_tenant(data);
     let made = Output::of(
         command_in(dir)
             .args([
