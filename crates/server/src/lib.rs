@@ -40,6 +40,7 @@
 //!     hooks: None,
 //!     traces: cairn_server::traces::Traces::none(),
 //!     decisions: None,
+//!     lanes: None,
 //! });
 //!
 //! let runtime = tokio::runtime::Runtime::new()?;
@@ -80,4 +81,4 @@ pub mod traces;
 pub use api::{ApiDoc, openapi_document, router};
 pub use error::{ApiError, ServerCode, status_of};
 pub use listen::{Listen, Server, termination_signal};
-pub use service::{DecisionHome, HookAnswerer, Service, ServiceConfig};
+pub use service::{DecisionHome, HookAnswerer, LanesFile, Service, ServiceConfig};

@@ -11,6 +11,7 @@ mod decisions;
 mod evidence;
 pub mod extract;
 mod hooks;
+mod lanes;
 mod runs;
 mod tokens;
 
@@ -49,6 +50,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         evidence::verify_bundle, cost::cost_rollup,
         decisions::list_decisions, decisions::set_decision, decisions::approve_change,
         decisions::snapshot, decisions::compare, decisions::status,
+        lanes::run_lanes, lanes::record_ruling, lanes::record_evidence, lanes::hand_off,
         tokens::create_token, tokens::list_tokens, tokens::revoke_token,
         hooks::answer_hook,
         checks::check_continuity, checks::check_vce, checks::check_rlc,
@@ -59,6 +61,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         (name = "runs", description = "Open runs, admit and record their steps, close them"),
         (name = "evidence", description = "Verify runs and posted bundles, export bundles, prove records, roll up costs"),
         (name = "decisions", description = "The task decisions of the caller's tenant: set, approve changes, snapshot before a boundary, compare after it (people only)"),
+        (name = "lanes", description = "A run's responsibility lanes: the book as its records left it; rulings, evidence and handoffs recorded by people"),
         (name = "tokens", description = "Tokens of the caller's tenant (admin)"),
         (name = "checks", description = "Decide continuity envelopes, VCE and RLC documents; nothing is stored"),
         (name = "hooks", description = "Claude Code and Codex hook events, for `cairn hook` as a thin client"),
@@ -113,6 +116,13 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v1/runs/{run}/reconcile", post(runs::reconcile))
         .route("/v1/runs/{run}/compact", post(boundaries::compact))
         .route("/v1/runs/{run}/rehydrate", post(boundaries::rehydrate))
+        .route("/v1/runs/{run}/lanes", get(lanes::run_lanes))
+        .route("/v1/runs/{run}/lanes/rulings", post(lanes::record_ruling))
+        .route(
+            "/v1/runs/{run}/lanes/{lane}/evidence",
+            post(lanes::record_evidence),
+        )
+        .route("/v1/runs/{run}/lanes/{lane}/handoff", post(lanes::hand_off))
         .route("/v1/runs/{run}/verify", get(evidence::verify_run))
         .route("/v1/runs/{run}/bundle", get(evidence::export_bundle))
         .route(

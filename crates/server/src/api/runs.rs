@@ -499,6 +499,15 @@ pub struct ReceiptView {
     pub digest: String,
 }
 
+impl From<cairn_runtime::Receipt> for ReceiptView {
+    fn from(receipt: cairn_runtime::Receipt) -> Self {
+        Self {
+            step: receipt.step_index,
+            digest: receipt.digest.to_string(),
+        }
+    }
+}
+
 /// A closed run.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct TerminateResponse {

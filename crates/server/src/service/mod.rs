@@ -5,6 +5,7 @@
 
 mod decisions;
 mod evidence;
+mod lanes;
 mod tokens;
 
 use std::collections::HashMap;
@@ -24,6 +25,7 @@ use cairn_runtime::{
 use crate::error::{ApiError, ServerCode};
 use crate::tokens::{Caller, Role, TokenBook};
 pub use decisions::DecisionHome;
+pub use lanes::{LaneState, LanesFile};
 
 /// Everything `cairn serve` holds: the authority the agents reach only through it.
 pub struct ServiceConfig {
@@ -51,6 +53,9 @@ pub struct ServiceConfig {
     pub traces: crate::traces::Traces,
     /// Where the tenants' task decisions are kept (`/v1/decisions`), if anywhere.
     pub decisions: Option<DecisionHome>,
+    /// The lanes every run is put in (`lanes.json`), if any: read when a run is opened or
+    /// resumed; a running lane changes only by a recorded ruling.
+    pub lanes: Option<LanesFile>,
 }
 
 /// Answers a host's hook event for an agent, as `cairn hook` would locally. The service hands
@@ -291,13 +296,19 @@ impl Service {
             Some(task) => task,
             None => TaskId::new(format!("task-{run}"))?,
         };
+        // Read before the run exists: a lanes file that does not load opens nothing.
+        let lanes = self.lane_book()?;
         let recorder = Recorder::open(
             Arc::clone(&self.config.store),
             Arc::clone(&self.config.clock),
             (caller.tenant.clone(), task, run.clone()),
             self.options(),
         )?;
-        let executor = Executor::new(recorder, Arc::clone(&self.config.gate), principal(caller));
+        let mut executor =
+            Executor::new(recorder, Arc::clone(&self.config.gate), principal(caller));
+        if let Some(book) = lanes {
+            executor.adopt_lanes(book, &[])?;
+        }
         self.lock_live()
             .insert((caller.tenant.clone(), run.clone()), Live::new(executor));
         self.run_info(caller, &run)
@@ -429,12 +440,15 @@ impl Service {
             Err(e) => return Err(e.into()),
         };
         let rows = self.config.store.rows(&caller.tenant, run)?;
-        let executor = Executor::resumed(
+        let mut executor = Executor::resumed(
             recorder,
             &rows,
             Arc::clone(&self.config.gate),
             principal(caller),
         );
+        if let Some(book) = self.lane_book()? {
+            executor.adopt_lanes(book, &rows)?;
+        }
         let live = Live::new(executor);
         // Another request may have resumed it meanwhile: keep the first.
         Ok(Arc::clone(self.lock_live().entry(key).or_insert(live)))

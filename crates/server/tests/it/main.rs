@@ -14,6 +14,7 @@ mod api;
 mod checks;
 mod decisions;
 mod durability;
+mod lanes;
 mod openapi;
 mod schemathesis;
 mod tenants;
@@ -72,7 +73,17 @@ impl Harness {
     }
 
     pub fn start_traced(durability: Durability, traces: cairn_server::traces::Traces) -> Self {
-        Self::start_full(durability, traces, None)
+        Self::start_full(durability, traces, None, None)
+    }
+
+    /// A service that puts every run in the lanes `lanes_json` declares (`cairn.lanes/v1`).
+    pub fn start_with_lanes(lanes_json: &str) -> Self {
+        Self::start_full(
+            Durability::DEFAULT_BATCH,
+            cairn_server::traces::Traces::none(),
+            None,
+            Some(lanes_json),
+        )
     }
 
     /// A service whose TCP listener serves TLS with `cert` and `key` (PEM); the harness's
@@ -83,6 +94,7 @@ impl Harness {
             Durability::DEFAULT_BATCH,
             cairn_server::traces::Traces::none(),
             Some(config),
+            None,
         );
         let Endpoint::Tcp(addr) = &harness.tcp else {
             panic!("a TCP endpoint")
@@ -99,8 +111,13 @@ impl Harness {
         durability: Durability,
         traces: cairn_server::traces::Traces,
         tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+        lanes: Option<&str>,
     ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
+        let lanes_file = dir.path().join("lanes.json");
+        if let Some(json) = lanes {
+            std::fs::write(&lanes_file, json).expect("lanes.json");
+        }
         let store: Arc<dyn Store> = Arc::new(
             SqliteStore::open(dir.path().join("cairn.db"), OpenMode::CreateIfMissing)
                 .expect("store"),
@@ -127,6 +144,10 @@ impl Harness {
                 dir: dir.path().to_path_buf(),
                 keys: dir.path().join("keys"),
                 window: jiff::SignedDuration::from_mins(10),
+            }),
+            lanes: Some(cairn_server::LanesFile {
+                path: lanes_file,
+                root: dir.path().to_path_buf(),
             }),
         };
         let socket = dir.path().join("cairn.sock");

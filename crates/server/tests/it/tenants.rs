@@ -43,6 +43,22 @@ const RUN_ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
         "/v1/runs/{run}/rehydrate",
         Some(r#"{"summary": "s"}"#),
     ),
+    ("GET", "/v1/runs/{run}/lanes", None),
+    (
+        "POST",
+        "/v1/runs/{run}/lanes/rulings",
+        Some(r#"{"ruling_ref": "event:r", "definition": {}}"#),
+    ),
+    (
+        "POST",
+        "/v1/runs/{run}/lanes/a/evidence",
+        Some(r#"{"evidence_ref": "evidence:e", "passed": true}"#),
+    ),
+    (
+        "POST",
+        "/v1/runs/{run}/lanes/a/handoff",
+        Some(r#"{"to_owner": "agent:x", "reason": "r"}"#),
+    ),
     ("GET", "/v1/runs/{run}/verify", None),
     ("GET", "/v1/runs/{run}/bundle", None),
     ("GET", "/v1/runs/{run}/steps/0/proof", None),
@@ -52,8 +68,14 @@ const RUN_ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
 fn admits(method: &str, path: &str, role: Role) -> bool {
     let people = matches!(role, Role::Investigator | Role::Admin);
     match (method, path) {
-        ("GET", "/v1/runs/{run}") => true,
-        ("POST", "/v1/runs/{run}/reconcile")
+        ("GET", "/v1/runs/{run}" | "/v1/runs/{run}/lanes") => true,
+        (
+            "POST",
+            "/v1/runs/{run}/reconcile"
+            | "/v1/runs/{run}/lanes/rulings"
+            | "/v1/runs/{run}/lanes/a/evidence"
+            | "/v1/runs/{run}/lanes/a/handoff",
+        )
         | (
             "GET",
             "/v1/runs/{run}/verify" | "/v1/runs/{run}/bundle" | "/v1/runs/{run}/steps/0/proof",

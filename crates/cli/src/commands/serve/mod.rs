@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cairn_core::SystemClock;
 use cairn_ledger::store::OpenMode;
 use cairn_runtime::keyring::Keyring;
-use cairn_runtime::layout::{KEYS_DIR, POLICIES_DIR, STORE_FILE, TOOLS_FILE};
+use cairn_runtime::layout::{KEYS_DIR, LANES_FILE, POLICIES_DIR, STORE_FILE, TOOLS_FILE};
 use cairn_server::tokens::TokenBook;
 use cairn_server::{Listen, Server, Service, ServiceConfig};
 
@@ -205,6 +205,10 @@ fn configure(
         max_body_bytes: args.max_body,
         hooks: Some(Arc::new(hooks)),
         decisions: Some(decisions),
+        lanes: Some(cairn_server::LanesFile {
+            path: data.join(LANES_FILE),
+            root: root.to_path_buf(),
+        }),
         traces: match &args.otlp_traces {
             Some(url) => cairn_server::traces::Traces::otlp(url).map_err(|reason| {
                 Failure::new(CliCode::USAGE, format!("`--otlp-traces`: {reason}"))
