@@ -74,6 +74,7 @@ pub static HOOK: LazyLock<HookFixture> = LazyLock::new(|| {
             index: None,
         },
         namespace: None,
+        gate: None,
     };
     HookFixture { root, env }
 });

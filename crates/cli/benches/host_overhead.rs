@@ -23,7 +23,9 @@
 //!
 //! Run: `cargo bench -p cairn-cli --bench host_overhead` (needs `npm ci --prefix tests/hosts`;
 //! `CAIRN_BENCH_ROUNDS` sets the rounds, 5 by default; `CAIRN_BENCH_HOST_CALLS` the calls per
-//! session, 20 by default).
+//! session, 20 by default; `CAIRN_BENCH_CONFIGS`, a comma list of `serving`, `no-server` and
+//! `service`, the configurations measured beside the baseline, the no-op hook and the default
+//! install — all by default).
 
 #![allow(
     clippy::unwrap_used,
@@ -68,6 +70,27 @@ impl Config {
         Self::CairnNoServer,
         Self::CairnService,
     ];
+
+    /// Its key in `CAIRN_BENCH_CONFIGS`.
+    const fn key(self) -> &'static str {
+        match self {
+            Self::NoHooks => "none",
+            Self::NoOp => "noop",
+            Self::CairnDefault => "default",
+            Self::CairnServing => "serving",
+            Self::CairnNoServer => "no-server",
+            Self::CairnService => "service",
+        }
+    }
+
+    /// Whether this run measures it: the baseline, the no-op hook and the default install
+    /// always (the target is theirs); the others unless `CAIRN_BENCH_CONFIGS` leaves them out.
+    fn wanted(self) -> bool {
+        matches!(self, Self::NoHooks | Self::NoOp | Self::CairnDefault)
+            || std::env::var("CAIRN_BENCH_CONFIGS").map_or(true, |list| {
+                list.split(',').any(|key| key.trim() == self.key())
+            })
+    }
 
     const fn name(self) -> &'static str {
         match self {
@@ -248,19 +271,20 @@ fn main() {
     };
     let rounds = env("CAIRN_BENCH_ROUNDS", 5);
     let calls = env("CAIRN_BENCH_HOST_CALLS", 20);
+    let configs: Vec<Config> = Config::ALL.into_iter().filter(|c| c.wanted()).collect();
     // One untimed session per configuration first (page cache, the binaries).
-    for config in Config::ALL {
-        session(&installed, config, 2);
+    for config in &configs {
+        session(&installed, *config, 2);
     }
-    let mut times = vec![Vec::new(); Config::ALL.len()];
+    let mut times = vec![Vec::new(); configs.len()];
     for _ in 0..rounds {
-        for (k, config) in Config::ALL.into_iter().enumerate() {
-            times[k].push(session(&installed, config, calls));
+        for (k, config) in configs.iter().enumerate() {
+            times[k].push(session(&installed, *config, calls));
         }
     }
     // What a configuration adds is taken round by round against the baseline session of the
     // same round (paired, so a slow minute of the machine weighs on both), then the median.
-    let added_ms: Vec<f64> = (0..Config::ALL.len())
+    let added_ms: Vec<f64> = (0..configs.len())
         .map(|k| {
             let mut deltas: Vec<f64> = times[k]
                 .iter()
@@ -280,7 +304,7 @@ fn main() {
         "| configuration | median session | added per tool call | ratio to the no-op hook's |"
     );
     println!("|---|---|---|---|");
-    for (k, config) in Config::ALL.into_iter().enumerate() {
+    for (k, config) in configs.iter().enumerate() {
         println!(
             "| {} | {:.0} ms | {} | {} |",
             config.name(),
@@ -297,11 +321,13 @@ fn main() {
             }
         );
     }
-    println!(
-        "through the service: {:.1} ms per tool call over the baseline, {:.2}x the local default install's",
-        added(5),
-        added(5) / added(2)
-    );
+    if let Some(k) = configs.iter().position(|c| *c == Config::CairnService) {
+        println!(
+            "through the service: {:.1} ms per tool call over the baseline, {:.2}x the local default install's",
+            added(k),
+            added(k) / added(2)
+        );
+    }
     let ratio = added(2) / added(1);
     println!(
         "target: the default install adds at most 1.5x what the no-op hook adds: {} ({ratio:.2}x)",

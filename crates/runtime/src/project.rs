@@ -13,7 +13,11 @@ use crate::executor::{Gate, GateVerdict};
 /// The largest policy or catalog file read.
 const MAX_FILE_BYTES: u64 = 4 << 20;
 
-fn read_text(path: &Path) -> Result<String, RuntimeError> {
+/// The text of a policy, catalog or lanes file, read whole up to 4 MiB.
+///
+/// # Errors
+/// [`RuntimeError::Io`] when it cannot be read, is larger, or is not UTF-8.
+pub fn read_text(path: &Path) -> Result<String, RuntimeError> {
     let io = |e: std::io::Error| RuntimeError::Io {
         path: path.to_path_buf(),
         reason: e.to_string(),

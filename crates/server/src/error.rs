@@ -63,6 +63,12 @@ cairn_core::error_codes! {
         HOOKS_UNAVAILABLE = NotFound("hooks_unavailable");
         /// The service was started without a folder for task decisions.
         DECISIONS_UNAVAILABLE = NotFound("decisions_unavailable");
+        /// The service was started without managed policy sets.
+        POLICIES_UNAVAILABLE = NotFound("policies_unavailable");
+        /// A policy file name that is not `[a-z0-9_-]{1,64}` followed by `.cedar`.
+        POLICY_NAME_INVALID = Invalid("policy_name_invalid");
+        /// The tenant has no policy file of that name.
+        POLICY_NOT_FOUND = NotFound("policy_not_found");
         /// A hook host that is not `claude-code` or `codex`.
         HOOK_HOST_UNKNOWN = NotFound("hook_host_unknown");
         /// The service is shutting down or the request's work could not be scheduled.

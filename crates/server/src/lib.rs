@@ -41,6 +41,7 @@
 //!     traces: cairn_server::traces::Traces::none(),
 //!     decisions: None,
 //!     lanes: None,
+//!     policies: None,
 //! });
 //!
 //! let runtime = tokio::runtime::Runtime::new()?;
@@ -81,4 +82,7 @@ pub mod traces;
 pub use api::{ApiDoc, openapi_document, router};
 pub use error::{ApiError, ServerCode, status_of};
 pub use listen::{Listen, Server, termination_signal};
-pub use service::{DecisionHome, HookAnswerer, LanesFile, Service, ServiceConfig};
+pub use service::{
+    DecisionHome, HookAnswerer, LanesFile, PolicyAdmin, PolicyFile, PolicySetView, Service,
+    ServiceConfig,
+};

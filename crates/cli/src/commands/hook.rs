@@ -424,6 +424,7 @@ fn work(ctx: &Context, args: &HookArgs) -> u8 {
         gates: Arc::default(),
         binding: binding(args),
         namespace: None,
+        gate: None,
     };
     let decided = std::thread::Builder::new()
         .name("cairn-hook".to_owned())

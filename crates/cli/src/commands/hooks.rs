@@ -76,6 +76,7 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
             index: None,
         },
         namespace: None,
+        gate: None,
     };
     let idle = crate::input::parse_duration("--idle", &args.idle)?;
     let idle = std::time::Duration::try_from(idle)

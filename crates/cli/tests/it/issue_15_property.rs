@@ -76,6 +76,7 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
             index: None,
         },
         namespace: None,
+        gate: None,
     };
     Fixture {
         dir,

@@ -39,6 +39,7 @@ mod reconcile;
 mod service_demo;
 mod service_logs;
 mod service_policies;
+mod service_tenant_policies;
 mod store;
 mod tamper;
 mod tokens;

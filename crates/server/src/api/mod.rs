@@ -12,6 +12,7 @@ mod evidence;
 pub mod extract;
 mod hooks;
 mod lanes;
+mod policies;
 mod runs;
 mod tokens;
 
@@ -51,6 +52,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         decisions::list_decisions, decisions::set_decision, decisions::approve_change,
         decisions::snapshot, decisions::compare, decisions::status,
         lanes::run_lanes, lanes::record_ruling, lanes::record_evidence, lanes::hand_off,
+        policies::list_policies, policies::put_policy, policies::delete_policy,
         tokens::create_token, tokens::list_tokens, tokens::revoke_token,
         hooks::answer_hook,
         checks::check_continuity, checks::check_vce, checks::check_rlc,
@@ -62,6 +64,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         (name = "evidence", description = "Verify runs and posted bundles, export bundles, prove records, roll up costs"),
         (name = "decisions", description = "The task decisions of the caller's tenant: set, approve changes, snapshot before a boundary, compare after it (people only)"),
         (name = "lanes", description = "A run's responsibility lanes: the book as its records left it; rulings, evidence and handoffs recorded by people"),
+        (name = "policies", description = "The caller's tenant's policy set: the service's policies and the tenant's own (admin)"),
         (name = "tokens", description = "Tokens of the caller's tenant (admin)"),
         (name = "checks", description = "Decide continuity envelopes, VCE and RLC documents; nothing is stored"),
         (name = "hooks", description = "Claude Code and Codex hook events, for `cairn hook` as a thin client"),
@@ -145,6 +148,11 @@ pub fn router(service: Arc<Service>) -> Router {
             post(decisions::approve_change),
         )
         .route("/v1/tokens/{id}/revoke", post(tokens::revoke_token))
+        .route("/v1/policies", get(policies::list_policies))
+        .route(
+            "/v1/policies/{name}",
+            put(policies::put_policy).delete(policies::delete_policy),
+        )
         .route("/v1/hooks/{host}", post(hooks::answer_hook))
         .route("/v1/continuity/check", post(checks::check_continuity))
         .route("/v1/vce/check", post(checks::check_vce))

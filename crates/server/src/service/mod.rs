@@ -6,6 +6,7 @@
 mod decisions;
 mod evidence;
 mod lanes;
+mod policies;
 mod tokens;
 
 use std::collections::HashMap;
@@ -26,12 +27,13 @@ use crate::error::{ApiError, ServerCode};
 use crate::tokens::{Caller, Role, TokenBook};
 pub use decisions::DecisionHome;
 pub use lanes::{LaneState, LanesFile};
+pub use policies::{PolicyAdmin, PolicyFile, PolicySetView};
 
 /// Everything `cairn serve` holds: the authority the agents reach only through it.
 pub struct ServiceConfig {
     /// The store every run is recorded in.
     pub store: Arc<dyn Store>,
-    /// The policy gate every call is decided by.
+    /// The policy gate every call is decided by, unless `policies` gives each tenant its own.
     pub gate: Arc<dyn Gate>,
     /// The key closing runs with a signed checkpoint.
     pub signing_key: SigningKey,
@@ -56,6 +58,9 @@ pub struct ServiceConfig {
     /// The lanes every run is put in (`lanes.json`), if any: read when a run is opened or
     /// resumed; a running lane changes only by a recorded ruling.
     pub lanes: Option<LanesFile>,
+    /// Each tenant's policy set (`/v1/policies`), if the service manages them; else `gate`
+    /// decides every tenant's calls.
+    pub policies: Option<Arc<dyn PolicyAdmin>>,
 }
 
 /// Answers a host's hook event for an agent, as `cairn hook` would locally. The service hands
@@ -304,8 +309,7 @@ impl Service {
             (caller.tenant.clone(), task, run.clone()),
             self.options(),
         )?;
-        let mut executor =
-            Executor::new(recorder, Arc::clone(&self.config.gate), principal(caller));
+        let mut executor = Executor::new(recorder, self.gate_of(&caller.tenant), principal(caller));
         if let Some(book) = lanes {
             executor.adopt_lanes(book, &[])?;
         }
@@ -443,7 +447,7 @@ impl Service {
         let mut executor = Executor::resumed(
             recorder,
             &rows,
-            Arc::clone(&self.config.gate),
+            self.gate_of(&caller.tenant),
             principal(caller),
         );
         if let Some(book) = self.lane_book()? {

@@ -149,6 +149,7 @@ impl Harness {
                 path: lanes_file,
                 root: dir.path().to_path_buf(),
             }),
+            policies: None,
         };
         let socket = dir.path().join("cairn.sock");
         let listens = [

@@ -240,6 +240,21 @@ fn a_lower_role_is_refused_every_endpoint_above_it() {
         );
         assert_eq!(code(&made), "role_forbidden");
     }
+    // Only an admin reads or changes the tenant's policies.
+    for token in [&agent, &investigator] {
+        for (method, path, body) in [
+            ("GET", "/v1/policies", None),
+            (
+                "PUT",
+                "/v1/policies/p.cedar",
+                Some("permit(principal, action, resource);"),
+            ),
+            ("DELETE", "/v1/policies/p.cedar", None),
+        ] {
+            let answer = service.call(method, path, Some(token), body);
+            assert_eq!(code(&answer), "role_forbidden", "{method} {path}");
+        }
+    }
     assert_eq!(service.records("acme", &run), before);
 }
 

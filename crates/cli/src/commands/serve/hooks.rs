@@ -32,17 +32,26 @@ pub struct ServiceHooks {
     keys: PathBuf,
     stores: Arc<dyn StoreOpener>,
     gates: Arc<cairn_runtime::project::GateCache>,
+    /// The tenants' policy sets: a tenant with files of its own is judged by its set.
+    sets: super::policies::PolicySets,
 }
 
 impl ServiceHooks {
     /// Hooks answered over the folder `data`, the keys in `keys` and `store`, judging the
     /// agents' paths against `root`.
-    pub fn new(data: &Path, root: &Path, keys: PathBuf, store: Arc<dyn Store>) -> Self {
+    pub fn new(
+        data: &Path,
+        root: &Path,
+        keys: PathBuf,
+        store: Arc<dyn Store>,
+        sets: super::policies::PolicySets,
+    ) -> Self {
         Self {
             project: Project::folder(data, root),
             keys,
             stores: Arc::new(ServiceStore(store)),
             gates: Arc::default(),
+            sets,
         }
     }
 }
@@ -90,6 +99,9 @@ impl HookAnswerer for ServiceHooks {
                 tenant: caller.tenant.clone(),
                 run_prefix: caller.token_id.clone(),
             }),
+            // A tenant with policies of its own is judged by its set; any other by the
+            // folder's files, read on every call as the local hooks read them.
+            gate: self.sets.own_gate(&caller.tenant),
         };
         let answer = cairn_hooks::handle(host, input, &env);
         serde_json::to_value(&answer)

@@ -167,7 +167,7 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
 fn configure(
     ctx: &Context,
     args: &ServeArgs,
-) -> Result<(ServiceConfig, Arc<policies::ReloadableGate>), Failure> {
+) -> Result<(ServiceConfig, policies::PolicySets), Failure> {
     let data = args.data.as_path();
     let location = match &ctx.explicit_store {
         Some(text) => StoreLocation::parse(text)?,
@@ -179,7 +179,13 @@ fn configure(
         .clone()
         .unwrap_or_else(|| data.join(KEYS_DIR));
     let root = args.agents_root.as_deref().unwrap_or(data);
-    let hooks = hooks::ServiceHooks::new(data, root, keys.clone(), Arc::clone(&store));
+    let sets = policies::PolicySets::load(
+        data.to_path_buf(),
+        data.join(POLICIES_DIR),
+        data.join(TOOLS_FILE),
+    )?;
+    let hooks =
+        hooks::ServiceHooks::new(data, root, keys.clone(), Arc::clone(&store), sets.clone());
     let decisions = cairn_server::DecisionHome {
         dir: data.to_path_buf(),
         keys: keys.clone(),
@@ -188,14 +194,10 @@ fn configure(
     let keyring = Keyring::open(keys);
     let signing_key = keyring.active_signing_key()?;
     let trusted = keyring.trusted_keys()?;
-    let gate = Arc::new(policies::ReloadableGate::load(
-        data.join(POLICIES_DIR),
-        data.join(TOOLS_FILE),
-    )?);
     let tokens = TokenBook::load(data.join(TOKENS_FILE)).map_err(|e| Failure::from_error(&e))?;
     let config = ServiceConfig {
         store,
-        gate: Arc::clone(&gate) as Arc<dyn cairn_runtime::Gate>,
+        gate: sets.service_gate(),
         signing_key,
         trusted,
         tokens,
@@ -209,6 +211,7 @@ fn configure(
             path: data.join(LANES_FILE),
             root: root.to_path_buf(),
         }),
+        policies: Some(Arc::new(sets.clone())),
         traces: match &args.otlp_traces {
             Some(url) => cairn_server::traces::Traces::otlp(url).map_err(|reason| {
                 Failure::new(CliCode::USAGE, format!("`--otlp-traces`: {reason}"))
@@ -216,5 +219,5 @@ fn configure(
             None => cairn_server::traces::Traces::none(),
         },
     };
-    Ok((config, gate))
+    Ok((config, sets))
 }
