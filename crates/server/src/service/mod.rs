@@ -1,7 +1,8 @@
 //! The service's state and its operations, each synchronous (the handlers run them on tokio's
 //! blocking pool, or at once when they cannot wait): the live runs with their executors, the
 //! permits waiting for an outcome, and the group commit of their records. The evidence an
-//! investigator reads is in `evidence`, the tenant's tokens in `tokens`.
+//! investigator reads is in `evidence`, the tenant's tokens in `tokens`, its task decisions in
+//! `decisions`, its policy set in `policies`; a run's lanes and their events are in `lanes`.
 
 mod decisions;
 mod evidence;

@@ -138,7 +138,14 @@ impl Inner {
         let _editing = self.editing.lock().unwrap_or_else(PoisonError::into_inner);
         let dir = self.folder.tenant_dir(tenant);
         let config = |e: String| ApiError::new(ServerCode::SERVICE_CONFIG, e);
-        std::fs::create_dir_all(&dir).map_err(|e| config(format!("{}: {e}", dir.display())))?;
+        {
+            use std::os::unix::fs::DirBuilderExt as _;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| config(format!("{}: {e}", dir.display())))?;
+        }
         let _lock = cairn_runtime::files::lock_exclusive(&dir.join(".lock"))
             .map_err(|(what, e)| config(format!("cannot {what} the policy lock: {e}")))?;
         let mut files = self.folder.tenant_files(tenant).map_err(ApiError::from)?;
