@@ -524,6 +524,21 @@ pub trait Store: Send + Sync {
     /// [`StoreError::RunTerminated`] after the terminal record.
     fn append(&self, commit: &Commit<'_>) -> Result<(), StoreError>;
 
+    /// Keeps raw content of `run` that no record of it carries yet — what the model was
+    /// shown after a call, whose digest the run's *next* record will carry. The content is a
+    /// copy for investigators (the chain holds its digest), so it need not be synced to disk
+    /// before this returns: it becomes durable with the next durable commit. Content already
+    /// kept has its expiry extended, as [`Store::append`] does.
+    ///
+    /// # Errors
+    /// Backend failures.
+    fn keep_content(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        content: &[ContentItem],
+    ) -> Result<(), StoreError>;
+
     /// Appends several commits — of several runs — each all-or-nothing as [`Store::append`],
     /// answering one result per commit, in order. A store that can make them durable
     /// together (one transaction, one sync to disk) should: a service's group commit calls

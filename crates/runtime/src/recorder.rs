@@ -406,7 +406,7 @@ impl Recorder {
         self.pending.len()
     }
 
-    /// Commits every waiting record.
+    /// Commits every waiting record, or keeps the waiting content when no record waits.
     ///
     /// # Errors
     /// Store failures; the records stay waiting and a later flush retries them.
@@ -414,16 +414,23 @@ impl Recorder {
         if let Some(commit) = self.waiting_commit() {
             self.store.append(&commit)?;
             self.waiting_committed();
+        } else if !self.pending_content.is_empty() {
+            // Content whose digest no record carries yet (what the model was shown after the
+            // last call): kept now, for the record that will carry it.
+            self.store
+                .keep_content(&self.tenant, &self.run, &self.pending_content)?;
+            self.pending_content.clear();
         }
         Ok(())
     }
 
     /// The commit that would make the waiting records durable, for a caller that commits
     /// several writers' records together ([`Store::append_group`]) and then calls
-    /// [`Recorder::waiting_committed`]; `None` when nothing waits.
+    /// [`Recorder::waiting_committed`]; `None` when no record waits (content alone waits for
+    /// the record that carries its digest, or for [`Recorder::flush`]).
     #[must_use]
     pub fn waiting_commit(&self) -> Option<Commit<'_>> {
-        if self.pending.is_empty() && self.pending_content.is_empty() {
+        if self.pending.is_empty() {
             return None;
         }
         Some(Commit {

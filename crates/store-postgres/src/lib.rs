@@ -46,8 +46,8 @@ use cairn_core::{Digest, RunId, TenantId, Timestamp};
 use cairn_ledger::merkle::{RootBuilder, leaf_hash};
 use cairn_ledger::record::SealedRecord;
 use cairn_ledger::store::{
-    Commit, CostDimension, CostRow, KeptHead, OpenMode, ResumePoint, RunFilter, RunInfo, RunMeta,
-    StoredContent, StoredEnvelope, StoredRow,
+    Commit, ContentItem, CostDimension, CostRow, KeptHead, OpenMode, ResumePoint, RunFilter,
+    RunInfo, RunMeta, StoredContent, StoredEnvelope, StoredRow,
 };
 use cairn_ledger::{Store, StoreError};
 
@@ -310,6 +310,42 @@ impl Store for PostgresStore {
         tx.commit().map_err(|e| lost(&conn.broken, &e))?;
         self.remember(tenant, run, Some(after));
         Ok(())
+    }
+
+    fn keep_content(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        content: &[ContentItem],
+    ) -> Result<(), StoreError> {
+        if content.is_empty() {
+            return Ok(());
+        }
+        let rows = write::ContentRows::of(content);
+        let mut lease = self.conn()?;
+        let conn = &mut *lease;
+        let keep = conn.statement(write::KEEP_CONTENT)?;
+        let mut tx = conn
+            .client
+            .transaction()
+            .map_err(|e| lost(&conn.broken, &e))?;
+        // Not waited for on the server's disk: the next synchronous commit (the next call's
+        // intent record) makes it durable, as the log is flushed in order.
+        tx.batch_execute("SET LOCAL synchronous_commit = off")
+            .map_err(|e| lost(&conn.broken, &e))?;
+        tx.execute(
+            &keep,
+            &[
+                &tenant.as_str(),
+                &run.as_str(),
+                &rows.digests,
+                &rows.bytes,
+                &rows.stored,
+                &rows.expires,
+            ],
+        )
+        .map_err(|e| lost(&conn.broken, &e))?;
+        tx.commit().map_err(|e| lost(&conn.broken, &e))
     }
 
     fn run(&self, tenant: &TenantId, run: &RunId) -> Result<Option<RunInfo>, StoreError> {

@@ -59,6 +59,15 @@ WITH upd AS (
 )
 SELECT COUNT(*) FROM upd";
 
+/// Content kept ahead of the record that carries its digest (`Store::keep_content`): in the
+/// run's partition, its expiry extended when it is kept already.
+pub(crate) const KEEP_CONTENT: &str = "
+INSERT INTO cairn_content (tenant_id, run_id, digest, bytes, size, stored_at_us, expires_at_us)
+SELECT $1, $2, d, b, length(b), s, e
+FROM unnest($3::text[], $4::bytea[], $5::bigint[], $6::bigint[]) AS c(d, b, s, e)
+ON CONFLICT (tenant_id, run_id, digest) DO UPDATE
+    SET expires_at_us = GREATEST(cairn_content.expires_at_us, excluded.expires_at_us)";
+
 /// What a writer knows of a run's head: its next step, the digest of its last record, and
 /// the Merkle frontier over its records.
 #[derive(Clone)]
@@ -83,7 +92,7 @@ pub(crate) struct ContentRows<'a> {
 }
 
 impl<'a> ContentRows<'a> {
-    fn of(content: &'a [ContentItem]) -> Self {
+    pub(crate) fn of(content: &'a [ContentItem]) -> Self {
         let mut rows = Self::default();
         let mut seen: HashMap<Digest, usize> = HashMap::with_capacity(content.len());
         for item in content {

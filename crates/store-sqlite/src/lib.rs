@@ -30,8 +30,8 @@ use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
 use cairn_ledger::merkle::{RootBuilder, leaf_hash};
 use cairn_ledger::record::{RecordKind, SealedRecord};
 use cairn_ledger::store::{
-    Commit, CostDimension, CostRow, IndexColumns, KeptHead, ResumePoint, RunFilter, RunInfo,
-    RunMeta, StoredContent, StoredEnvelope, StoredRow,
+    Commit, ContentItem, CostDimension, CostRow, IndexColumns, KeptHead, ResumePoint, RunFilter,
+    RunInfo, RunMeta, StoredContent, StoredEnvelope, StoredRow,
 };
 use cairn_ledger::{Store, StoreError};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -79,6 +79,29 @@ impl std::fmt::Debug for SqliteStore {
             .field("path", &self.path)
             .finish_non_exhaustive()
     }
+}
+
+/// Keeps `content` inside the transaction `tx` (an item kept already has its expiry extended).
+fn put_content(tx: &Connection, content: &[ContentItem]) -> Result<(), StoreError> {
+    let mut put = tx
+        .prepare_cached(
+            "INSERT INTO content (digest, bytes, size, stored_at_us, expires_at_us)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (digest) DO UPDATE
+                   SET expires_at_us = MAX(expires_at_us, excluded.expires_at_us)",
+        )
+        .map_err(backend)?;
+    for item in content {
+        put.execute(params![
+            item.digest.to_string(),
+            item.bytes,
+            as_i64(item.bytes.len() as u64),
+            micros(item.stored_at),
+            micros(item.expires_at),
+        ])
+        .map_err(backend)?;
+    }
+    Ok(())
 }
 
 /// Appends `commit` inside the transaction (or savepoint) `tx`: checks the run exists, is open
@@ -153,24 +176,7 @@ fn append_in(tx: &Connection, commit: &Commit<'_>) -> Result<(), StoreError> {
                     _ => backend(e),
                 })?;
         }
-        let mut put = tx
-            .prepare_cached(
-                "INSERT INTO content (digest, bytes, size, stored_at_us, expires_at_us)
-                     VALUES (?1, ?2, ?3, ?4, ?5)
-                     ON CONFLICT (digest) DO UPDATE
-                       SET expires_at_us = MAX(expires_at_us, excluded.expires_at_us)",
-            )
-            .map_err(backend)?;
-        for item in commit.content {
-            put.execute(params![
-                item.digest.to_string(),
-                item.bytes,
-                as_i64(item.bytes.len() as u64),
-                micros(item.stored_at),
-                micros(item.expires_at),
-            ])
-            .map_err(backend)?;
-        }
+        put_content(tx, commit.content)?;
     }
     // The run's head and tree frontier move with its records, in this transaction.
     let stored: Option<Vec<u8>> = tx
@@ -632,6 +638,33 @@ impl Store for SqliteStore {
             .map_err(backend)?;
         append_in(&tx, commit)?;
         tx.commit().map_err(backend)
+    }
+
+    fn keep_content(
+        &self,
+        _tenant: &TenantId,
+        _run: &RunId,
+        content: &[ContentItem],
+    ) -> Result<(), StoreError> {
+        if content.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        // Written to the log without waiting for the disk: the next synced commit (the next
+        // call's intent record) makes it durable — the log is synced as a whole.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(backend)?;
+        let kept = conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(backend)
+            .and_then(|tx| {
+                put_content(&tx, content)?;
+                tx.commit().map_err(backend)
+            });
+        let restored = conn
+            .pragma_update(None, "synchronous", "FULL")
+            .map_err(backend);
+        kept.and(restored)
     }
 
     fn append_group(&self, commits: &[Commit<'_>]) -> Vec<Result<(), StoreError>> {

@@ -82,6 +82,7 @@ macro_rules! store_conformance {
             appends_are_contiguous_atomic_and_end_at_the_terminal_record,
             records_read_back_by_step_and_as_digests,
             content_expires_on_its_own_schedule_and_a_later_expiry_wins,
+            content_is_kept_ahead_of_the_record_that_carries_its_digest,
             a_corrupted_row_is_reported_as_a_fault_at_its_step,
             cost_rolls_up_calls_denials_and_argument_bytes,
             runs_are_listed_by_filter_and_found_across_tenants,
@@ -463,6 +464,32 @@ pub fn content_expires_on_its_own_schedule_and_a_later_expiry_wins<H: Harness>(h
         2,
         "gc never touches records"
     );
+}
+
+/// Content no record carries yet (what the model was shown after a call) is kept on its own,
+/// readable by digest and with the later expiry winning, and writes no record.
+pub fn content_is_kept_ahead_of_the_record_that_carries_its_digest<H: Harness>(harness: &H) {
+    let store = opened(harness);
+    let (tenant, run, _) = ids();
+    let bytes = b"{\"result\":\"kept ahead\"}".to_vec();
+    let digest = Digest::of(&bytes);
+    let item = |stored, expires| ContentItem {
+        digest,
+        bytes: bytes.clone(),
+        stored_at: at(stored),
+        expires_at: at(expires),
+    };
+    store.keep_content(&tenant, &run, &[item(0, 10)]).unwrap();
+    store.keep_content(&tenant, &run, &[]).unwrap();
+    let kept = store.content(&digest).unwrap().expect("kept");
+    assert_eq!(kept.bytes, bytes);
+    store.keep_content(&tenant, &run, &[item(1, 40)]).unwrap();
+    let kept = store.content(&digest).unwrap().expect("kept");
+    assert_eq!((kept.stored_at, kept.expires_at), (at(0), at(40)));
+    assert!(store.rows(&tenant, &run).unwrap().is_empty(), "no record");
+    // The record that carries it commits as any other.
+    append(&store, &chain(0, 1, None, "a")).unwrap();
+    assert_eq!(store.rows(&tenant, &run).unwrap().len(), 1);
 }
 
 /// A row whose body is not a record, or whose columns disagree with its body, is returned

@@ -285,3 +285,59 @@ fn a_server_whose_project_is_deleted_exits() {
     }
     assert!(!socket(d).exists(), "it removed its own socket");
 }
+
+/// What the model was shown after a call — the `PostToolUse`'s tool result — is kept in the
+/// content store for investigators, with a worker process and with the resident server alike:
+/// `ledger show` of the next step, which carries its digest, prints it. (It was lost: a
+/// commit of content alone, with no record, kept nothing.)
+#[test]
+fn the_tool_result_a_model_was_shown_is_kept_for_the_next_step() {
+    for resident in [false, true] {
+        let dir = project();
+        let mut server = resident.then(|| serve(dir.path(), "10m"));
+        let session = format!("kept-{resident}");
+        let event = |name: &str, i: usize, extra: serde_json::Value| {
+            let mut event = json!({
+                "session_id": session, "cwd": dir.path(), "hook_event_name": name,
+                "tool_name": "Bash", "tool_input": {"command": format!("echo {i}")},
+                "tool_use_id": format!("toolu_{i}"), "transcript_path": "/tmp/t.jsonl",
+            });
+            if let (Some(event), Some(extra)) = (event.as_object_mut(), extra.as_object()) {
+                event.extend(extra.clone());
+            }
+            let mut command = command_in(dir.path());
+            if !resident {
+                command.env("CAIRN_HOOK_RESIDENT", "off");
+            }
+            common::hook(&mut command, "claude-code", &event.to_string()).expect(0);
+        };
+        event("PreToolUse", 0, json!({}));
+        event(
+            "PostToolUse",
+            0,
+            json!({"tool_response": {"stdout": "SHOWN-TO-THE-MODEL", "stderr": ""}}),
+        );
+        event("PreToolUse", 1, json!({}));
+        let shown = Output::of(command_in(dir.path()).args([
+            "--json",
+            "ledger",
+            "show",
+            "--run",
+            &format!("cc-{session}"),
+            "--step",
+            "1",
+        ]))
+        .expect(0)
+        .json();
+        assert!(
+            shown["observation_content"]
+                .as_str()
+                .is_some_and(|text| text.contains("SHOWN-TO-THE-MODEL")),
+            "resident {resident}: {shown}"
+        );
+        if let Some(server) = server.as_mut() {
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+    }
+}
