@@ -12,6 +12,9 @@
 //!   sessions/           per-session state of the hooks
 //!   decisions/          decision snapshots, observations and approvals
 //! ```
+//!
+//! The folder of `cairn serve` has the same files, and beside them each tenant's own
+//! ([`tenant_dir`]): `tenants/t-<tenant>/decisions/` and `tenants/t-<tenant>/policies/`.
 
 use std::path::{Path, PathBuf};
 
@@ -31,6 +34,25 @@ pub const LANES_FILE: &str = "lanes.json";
 pub const CONFIG_FILE: &str = "hooks.json";
 /// The folder of per-session state files inside it.
 pub const SESSIONS_DIR: &str = "sessions";
+
+/// The folder of a service's per-tenant files.
+pub const TENANTS_DIR: &str = "tenants";
+
+/// The folder of `tenant`'s own files in the service folder `service_dir`:
+/// `tenants/t-<tenant>` (the `t-` keeps an id such as `..` a plain name).
+#[must_use]
+pub fn tenant_dir(service_dir: &Path, tenant: &cairn_core::TenantId) -> PathBuf {
+    service_dir
+        .join(TENANTS_DIR)
+        .join(format!("t-{}", tenant.as_str()))
+}
+
+/// The tenant whose folder (in `tenants/`) is named `name`, if it is one ([`tenant_dir`]).
+#[must_use]
+pub fn tenant_of_dir(name: &str) -> Option<cairn_core::TenantId> {
+    name.strip_prefix("t-")
+        .and_then(|id| cairn_core::TenantId::new(id).ok())
+}
 
 /// A project's `.cairn/` folder and the files in it.
 #[derive(Debug, Clone, PartialEq, Eq)]

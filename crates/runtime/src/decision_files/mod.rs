@@ -77,8 +77,6 @@ pub const BOUNDARIES_DIR: &str = "boundaries";
 pub const LATEST_FILE: &str = "latest";
 /// The lock file that serialises updates of the book.
 pub const LOCK_FILE: &str = ".lock";
-/// The folder of a service's per-tenant decision homes (see [`DecisionFiles::open_tenant`]).
-pub const TENANTS_DIR: &str = "tenants";
 /// The HMAC key file inside the key directory.
 pub const HMAC_KEY_FILE: &str = "decisions.hmac";
 /// The boundary record's schema tag.
@@ -171,9 +169,7 @@ impl DecisionFiles {
                 dir: service_dir.to_path_buf(),
             });
         }
-        let home = service_dir
-            .join(TENANTS_DIR)
-            .join(format!("t-{}", tenant.as_str()));
+        let home = crate::layout::tenant_dir(service_dir, tenant);
         DirBuilder::new()
             .recursive(true)
             .mode(0o700)

@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use cairn_core::{Digest, TenantId};
 use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
 use cairn_runtime::RuntimeError;
-use cairn_runtime::decision_files::TENANTS_DIR;
 use cairn_runtime::executor::{Gate, GateRequest, GateVerdict, UnreadableArguments};
+use cairn_runtime::layout::{POLICIES_DIR, TENANTS_DIR, tenant_dir, tenant_of_dir};
 use cairn_server::{ApiError, PolicyAdmin, PolicyFile, PolicySetView, ServerCode};
 
 /// The longest policy file name, `.cedar` excluded.
@@ -212,10 +212,7 @@ impl Folder {
 
     /// The folder of `tenant`'s own files.
     fn tenant_dir(&self, tenant: &TenantId) -> PathBuf {
-        self.data
-            .join(TENANTS_DIR)
-            .join(format!("t-{}", tenant.as_str()))
-            .join("policies")
+        tenant_dir(&self.data, tenant).join(POLICIES_DIR)
     }
 
     /// `tenant`'s own files, by name.
@@ -272,11 +269,7 @@ impl Folder {
             for entry in std::fs::read_dir(&root).map_err(io)? {
                 let entry = entry.map_err(io)?;
                 let folder = entry.file_name();
-                let Some(tenant) = folder
-                    .to_str()
-                    .and_then(|name| name.strip_prefix("t-"))
-                    .and_then(|id| TenantId::new(id).ok())
-                else {
+                let Some(tenant) = folder.to_str().and_then(tenant_of_dir) else {
                     continue;
                 };
                 let files = self.tenant_files(&tenant)?;
