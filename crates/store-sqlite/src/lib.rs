@@ -71,6 +71,9 @@ pub use cairn_ledger::store::OpenMode;
 pub struct SqliteStore {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Set while the connection may not be `synchronous=FULL` ([`Store::keep_content`] relaxes
+    /// it for one transaction): every durable commit makes sure of FULL first.
+    relaxed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -371,6 +374,7 @@ impl SqliteStore {
         Ok(Self {
             path,
             conn: Mutex::new(conn),
+            relaxed: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -418,6 +422,22 @@ impl SqliteStore {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The connection, `synchronous=FULL` for a commit that must be durable when it returns.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when FULL cannot be restored after [`Store::keep_content`]:
+    /// nothing is committed then as if it were durable.
+    fn durable_conn(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        let conn = self.conn();
+        if self.relaxed.load(std::sync::atomic::Ordering::SeqCst) {
+            conn.pragma_update(None, "synchronous", "FULL")
+                .map_err(backend)?;
+            self.relaxed
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(conn)
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -490,6 +510,20 @@ impl SqliteStore {
         conn.pragma_update(None, "journal_size_limit", limit)
             .map_err(backend)?;
         Ok(())
+    }
+
+    /// Whether the store's connection is in `synchronous=FULL` — each commit synced to disk
+    /// before it returns — as it is between operations ([`Store::keep_content`] relaxes it
+    /// for its one transaction only). For tests and diagnostics.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] when SQLite does not answer.
+    pub fn is_fully_synchronous(&self) -> Result<bool, StoreError> {
+        let level: i64 = self
+            .conn()
+            .query_row("PRAGMA synchronous", [], |row| row.get(0))
+            .map_err(backend)?;
+        Ok(level == 2)
     }
 
     /// Runs SQL (one or more statements; rows they answer with are ignored) outside the
@@ -607,7 +641,7 @@ const ROW_COLUMNS: &str = "step_index, body, kind, task_id, tool_name, args_size
 
 impl Store for SqliteStore {
     fn open_run(&self, meta: &RunMeta) -> Result<(), StoreError> {
-        let conn = self.conn();
+        let conn = self.durable_conn()?;
         let inserted = conn
             .execute(
                 "INSERT INTO runs (tenant_id, run_id, task_id, opened_at_us) VALUES (?1, ?2, ?3, ?4)
@@ -632,7 +666,7 @@ impl Store for SqliteStore {
         if commit.records.is_empty() {
             return Ok(());
         }
-        let mut conn = self.conn();
+        let mut conn = self.durable_conn()?;
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(backend)?;
@@ -651,7 +685,10 @@ impl Store for SqliteStore {
         }
         let mut conn = self.conn();
         // Written to the log without waiting for the disk: the next synced commit (the next
-        // call's intent record) makes it durable — the log is synced as a whole.
+        // call's intent record) makes it durable — the log is synced as a whole. Marked
+        // first, so that no durable commit runs on a connection left relaxed.
+        self.relaxed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(backend)?;
         let kept = conn
@@ -661,16 +698,26 @@ impl Store for SqliteStore {
                 put_content(&tx, content)?;
                 tx.commit().map_err(backend)
             });
-        let restored = conn
-            .pragma_update(None, "synchronous", "FULL")
-            .map_err(backend);
-        kept.and(restored)
+        conn.pragma_update(None, "synchronous", "FULL")
+            .map_err(backend)?;
+        self.relaxed
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        kept
     }
 
     fn append_group(&self, commits: &[Commit<'_>]) -> Vec<Result<(), StoreError>> {
         // One transaction, one sync to disk, for every commit; each commit inside a savepoint
         // of its own, so that one that fails (a step taken, a run closed) leaves the others.
-        let mut conn = self.conn();
+        let mut conn = match self.durable_conn() {
+            Ok(conn) => conn,
+            Err(error) => {
+                let text = error.to_string();
+                return commits
+                    .iter()
+                    .map(|_| Err(StoreError::Backend(text.clone())))
+                    .collect();
+            }
+        };
         let all_failed = |error: StoreError| {
             let text = error.to_string();
             let mut results = vec![Err(error)];

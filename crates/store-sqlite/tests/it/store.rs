@@ -2,6 +2,7 @@
 //! mode) and read commands that never create a file. What every store does is the
 //! conformance suite (`conformance.rs`).
 
+use cairn_ledger::Store as _;
 use cairn_store_sqlite::{CURRENT_VERSION, OpenMode, SqliteStore};
 
 fn open(path: &std::path::Path) -> SqliteStore {
@@ -124,4 +125,25 @@ fn a_database_held_past_the_busy_timeout_is_a_timeout() {
     assert_eq!(cairn_core::ErrorCode::code(&err), "store_timeout", "{err}");
     holder.execute_batch("ROLLBACK").unwrap();
     assert!(store.run(&meta.tenant_id, &meta.run_id).unwrap().is_none());
+}
+
+/// Content kept ahead of its record is written without waiting for the disk, and the store
+/// is back to syncing every commit afterwards: the next intent record is durable when its
+/// commit returns.
+#[test]
+fn keeping_content_leaves_every_later_commit_synced() {
+    use cairn_ledger::store::ContentItem;
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("cairn.db"));
+    assert!(store.is_fully_synchronous().unwrap());
+    let bytes = b"{\"shown\":1}".to_vec();
+    let item = ContentItem {
+        digest: cairn_core::Digest::of(&bytes),
+        bytes,
+        stored_at: cairn_core::Timestamp::from_unix_micros(1).unwrap(),
+        expires_at: cairn_core::Timestamp::from_unix_micros(2).unwrap(),
+    };
+    let (tenant, run) = ("t".parse().unwrap(), "r".parse().unwrap());
+    store.keep_content(&tenant, &run, &[item]).unwrap();
+    assert!(store.is_fully_synchronous().unwrap());
 }
