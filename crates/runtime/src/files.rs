@@ -42,6 +42,19 @@ pub fn lock_exclusive(path: &Path) -> Result<File, (&'static str, io::Error)> {
     Ok(file)
 }
 
+/// Creates `dir` and its missing parents, each readable only by the owner (mode 0700); an
+/// existing folder is left as it is.
+///
+/// # Errors
+/// The folder cannot be created.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// Flushes a directory's entries (new and renamed files) to disk.
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir).and_then(|handle| handle.sync_all())

@@ -13,9 +13,9 @@
 //! the previous key still verify. Only Unix is supported: the owner-only guarantee relies on
 //! Unix permission bits.
 
-use std::fs::{self, DirBuilder, File};
+use std::fs::{self, File};
 use std::io::{self, Read as _};
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use rand_core::CryptoRngCore;
@@ -402,10 +402,7 @@ impl Keyring {
             // A folder others can write is refused, not silently tightened: someone set it.
             return not_writable_by_others(&self.dir);
         }
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
+        crate::files::create_private_dir(&self.dir)
             .map_err(|source| io_error("create directory", &self.dir, source))
     }
 

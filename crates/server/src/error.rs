@@ -198,6 +198,12 @@ impl From<cairn_ledger::bundle::BundleError> for ApiError {
     }
 }
 
+impl From<cairn_runtime::decision_files::DecisionFilesError> for ApiError {
+    fn from(error: cairn_runtime::decision_files::DecisionFilesError) -> Self {
+        Self::from_error(&error)
+    }
+}
+
 impl From<cairn_core::CoreError> for ApiError {
     fn from(error: cairn_core::CoreError) -> Self {
         Self::from_error(&error)

@@ -414,6 +414,16 @@ pub fn records_read_back_by_step_and_as_digests<H: Harness>(harness: &H) {
     assert!(store.run(&other, &run).unwrap().is_none());
 }
 
+/// `bytes` as content stored at second `stored`, kept until second `expires`.
+fn content_item(bytes: &[u8], stored: u32, expires: u32) -> ContentItem {
+    ContentItem {
+        digest: Digest::of(bytes),
+        bytes: bytes.to_vec(),
+        stored_at: at(stored),
+        expires_at: at(expires),
+    }
+}
+
 /// Raw content is kept by digest until its own expiry; storing it again with a later
 /// expiry extends it; gc deletes expired content and never a record.
 pub fn content_expires_on_its_own_schedule_and_a_later_expiry_wins<H: Harness>(harness: &H) {
@@ -421,12 +431,7 @@ pub fn content_expires_on_its_own_schedule_and_a_later_expiry_wins<H: Harness>(h
     let (tenant, run, _) = ids();
     let bytes = b"{\"q\":1}".to_vec();
     let digest = Digest::of(&bytes);
-    let item = |stored, expires| ContentItem {
-        digest,
-        bytes: bytes.clone(),
-        stored_at: at(stored),
-        expires_at: at(expires),
-    };
+    let item = |stored, expires| content_item(&bytes, stored, expires);
     let records = chain(0, 2, None, "a");
     store
         .append(&Commit {
@@ -473,12 +478,7 @@ pub fn content_is_kept_ahead_of_the_record_that_carries_its_digest<H: Harness>(h
     let (tenant, run, _) = ids();
     let bytes = b"{\"result\":\"kept ahead\"}".to_vec();
     let digest = Digest::of(&bytes);
-    let item = |stored, expires| ContentItem {
-        digest,
-        bytes: bytes.clone(),
-        stored_at: at(stored),
-        expires_at: at(expires),
-    };
+    let item = |stored, expires| content_item(&bytes, stored, expires);
     store.keep_content(&tenant, &run, &[item(0, 10)]).unwrap();
     store.keep_content(&tenant, &run, &[]).unwrap();
     let kept = store.content(&digest).unwrap().expect("kept");

@@ -19,7 +19,7 @@ use cairn_decisions::{
     CheckOutcome, Comparison, ContinuityHealth, DecisionError, DecisionKind, SetOutcome,
     parse_observations,
 };
-use cairn_runtime::decision_files::{DecisionFiles, check_name};
+use cairn_runtime::decision_files::{DecisionFiles, DecisionFilesError, check_name};
 use jiff::SignedDuration;
 use serde_json::{Value, json};
 
@@ -279,18 +279,14 @@ fn snapshot(
     boundary_at: Timestamp,
 ) -> Result<Outcome, Failure> {
     check_name(name).map_err(at_field("--name"))?;
-    let book = files.book()?;
-    let snapshot = match book.snapshot(now) {
+    let snapshot = match files.snapshot_book(name, now, boundary_at) {
         Ok(snapshot) => snapshot,
-        Err(error @ DecisionError::SnapshotRefused { .. }) => {
-            // D-4: the boundary happened without a usable snapshot; a later comparison of
-            // this name says `continuity_evidence_missing` rather than using an older one.
-            files.record_missing_snapshot(name, boundary_at)?;
+        // D-4: recorded as a boundary without a usable snapshot.
+        Err(DecisionFilesError::Decision(error @ DecisionError::SnapshotRefused { .. })) => {
             return Ok(refused(ctx, &error));
         }
         Err(other) => return Err(other.into()),
     };
-    files.save_snapshot(name, &snapshot, boundary_at)?;
     let keys: Vec<&str> = snapshot
         .decisions()
         .iter()

@@ -44,9 +44,8 @@
 mod disk;
 pub mod error;
 
-use std::fs::{self, DirBuilder, File};
+use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 
 use cairn_core::canonical::jcs_digest;
@@ -170,10 +169,7 @@ impl DecisionFiles {
             });
         }
         let home = crate::layout::tenant_dir(service_dir, tenant);
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&home)
+        crate::files::create_private_dir(&home)
             .map_err(|source| io_error("create directory", &home, source))?;
         Self::open(home, keys_dir)
     }
@@ -313,6 +309,35 @@ impl DecisionFiles {
         check_name(name)?;
         self.write_boundary(name, boundary_at, None)?;
         self.set_latest(name)
+    }
+
+    /// A person's snapshot of the book as it is at `now`, for the boundary at `boundary_at`,
+    /// saved under `name`. One the book cannot give (fewer than three decisions, say) is
+    /// recorded as missing (see [`Self::record_missing_snapshot`]) and its refusal returned,
+    /// so that a comparison of `name` says `continuity_evidence_missing` rather than use an
+    /// older one (D-4).
+    ///
+    /// # Errors
+    /// [`DecisionFilesError::Decision`] holding the refusal and its findings; those of
+    /// [`Self::book`] and [`Self::save_snapshot`].
+    pub fn snapshot_book(
+        &self,
+        name: &str,
+        now: Timestamp,
+        boundary_at: Timestamp,
+    ) -> Result<Snapshot, DecisionFilesError> {
+        check_name(name)?;
+        match self.book()?.snapshot(now) {
+            Ok(snapshot) => {
+                self.save_snapshot(name, &snapshot, boundary_at)?;
+                Ok(snapshot)
+            }
+            Err(refused @ DecisionError::SnapshotRefused { .. }) => {
+                self.record_missing_snapshot(name, boundary_at)?;
+                Err(refused.into())
+            }
+            Err(other) => Err(other.into()),
+        }
     }
 
     /// The boundary record of `name`, if one was written.
@@ -563,10 +588,7 @@ impl DecisionFiles {
     /// create-if-absent), so no reader ever sees a half-written key.
     fn create_key_file(&self, path: &Path) -> Result<(), DecisionFilesError> {
         if !self.keys_dir.is_dir() {
-            DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&self.keys_dir)
+            crate::files::create_private_dir(&self.keys_dir)
                 .map_err(|source| io_error("create directory", &self.keys_dir, source))?;
         }
         let mut secret = [0u8; SECRET_LEN];

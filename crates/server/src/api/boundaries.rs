@@ -12,12 +12,11 @@ use cairn_runtime::boundary::SessionFacts;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::extract::roles::AGENT;
 use super::extract::{Authenticated, JsonBody, PathParams, blocking};
 use crate::error::{ApiError, ErrorBody};
 use crate::service::Service;
-use crate::tokens::{Caller, Role};
-
-const AGENT: &[Role] = &[Role::Agent];
+use crate::tokens::Caller;
 
 /// How the run's authority was granted.
 #[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]

@@ -16,11 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;
 
+use super::extract::roles::ANYONE;
 use super::extract::{Authenticated, JsonBody, RawBody, blocking};
 use crate::error::{ApiError, ErrorBody, ServerCode};
-use crate::tokens::Role;
-
-const ANYONE: &[Role] = &[Role::Agent, Role::Investigator, Role::Admin];
 
 /// A rehydration decision to make from documents.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -9,12 +9,10 @@ use cairn_ledger::store::{CostDimension, CostRow};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::extract::roles::PEOPLE;
 use super::extract::{Authenticated, QueryParams, blocking};
 use crate::error::{ApiError, ErrorBody};
 use crate::service::Service;
-use crate::tokens::Role;
-
-const PEOPLE: &[Role] = &[Role::Investigator, Role::Admin];
 
 /// The dimension a rollup groups by.
 #[derive(Debug, Clone, Copy, Default, Deserialize, ToSchema)]

@@ -14,12 +14,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};
 
+use super::extract::roles::PEOPLE;
 use super::extract::{Authenticated, JsonBody, PathParams, QueryParams, blocking};
 use crate::error::{ApiError, ErrorBody};
 use crate::service::Service;
-use crate::tokens::Role;
-
-const PEOPLE: &[Role] = &[Role::Investigator, Role::Admin];
 
 /// JSON of a library document, or the service's failure to write it.
 fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Value, ApiError> {
@@ -200,16 +198,21 @@ pub(super) async fn snapshot(
                 .map_err(|e| ApiError::from_error(&e).at("body.boundary_at"))
         })
         .transpose()?;
-    let saved =
+    let name = body.name.clone();
+    let (snapshot, boundary_at) =
         blocking(move || service.snapshot_decisions(&caller, &body.name, boundary_at)).await?;
     Ok((
         StatusCode::CREATED,
         Json(SnapshotView {
-            name: saved.name,
-            snapshot_digest: saved.digest.to_string(),
-            taken_at: saved.taken_at.to_string(),
-            boundary_at: saved.boundary_at.to_string(),
-            decisions: saved.keys,
+            name,
+            snapshot_digest: snapshot.digest().to_string(),
+            taken_at: snapshot.taken_at().to_string(),
+            boundary_at: boundary_at.to_string(),
+            decisions: snapshot
+                .decisions()
+                .iter()
+                .map(|entry| entry.key().as_str().to_owned())
+                .collect(),
         }),
     ))
 }

@@ -8,12 +8,10 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use super::extract::roles::PEOPLE;
 use super::extract::{Authenticated, PathParams, RawBody, blocking};
 use crate::error::{ApiError, ErrorBody};
 use crate::service::Service;
-use crate::tokens::Role;
-
-const PEOPLE: &[Role] = &[Role::Investigator, Role::Admin];
 
 /// A run's verification.
 #[derive(Debug, Serialize, ToSchema)]

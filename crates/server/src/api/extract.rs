@@ -47,6 +47,20 @@ impl FromRequestParts<Arc<Service>> for Authenticated {
     }
 }
 
+/// Who may call an endpoint, the sets the handlers name.
+pub(super) mod roles {
+    use crate::tokens::Role;
+
+    /// An agent only: it opens runs and writes in its own.
+    pub const AGENT: &[Role] = &[Role::Agent];
+    /// A person: an investigator or an admin, never the agent.
+    pub const PEOPLE: &[Role] = &[Role::Investigator, Role::Admin];
+    /// An admin only.
+    pub const ADMIN: &[Role] = &[Role::Admin];
+    /// Any token.
+    pub const ANYONE: &[Role] = &[Role::Agent, Role::Investigator, Role::Admin];
+}
+
 impl Authenticated {
     /// The caller, when its role is one of `roles`.
     ///

@@ -8,12 +8,10 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 
+use super::extract::roles::AGENT;
 use super::extract::{Authenticated, PathParams, blocking};
 use crate::error::{ApiError, ErrorBody, ServerCode};
 use crate::service::Service;
-use crate::tokens::Role;
-
-const AGENT: &[Role] = &[Role::Agent];
 
 /// Answers one hook event of `host` (`claude-code` or `codex`) exactly as `cairn hook` would
 /// locally: the body is the event's JSON as the host sent it; the answer is what `cairn hook`

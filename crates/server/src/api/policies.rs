@@ -8,12 +8,10 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 
+use super::extract::roles::ADMIN;
 use super::extract::{Authenticated, PathParams, RawBody, blocking};
 use crate::error::{ApiError, ErrorBody, ServerCode};
 use crate::service::{PolicySetView, Service};
-use crate::tokens::Role;
-
-const ADMIN: &[Role] = &[Role::Admin];
 
 /// The policy set in force for the token's tenant: its version, the service's files' names and
 /// the tenant's own files (admin).

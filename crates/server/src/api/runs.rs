@@ -15,14 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::{IntoParams, ToSchema};
 
+use super::extract::roles::{AGENT, ANYONE, PEOPLE};
 use super::extract::{Authenticated, JsonBody, PathParams, QueryParams, blocking};
 use crate::error::{ApiError, ErrorBody};
 use crate::service::{ReportedOutcome, Service, StepRequest};
-use crate::tokens::Role;
-
-const AGENT: &[Role] = &[Role::Agent];
-const READERS: &[Role] = &[Role::Agent, Role::Investigator, Role::Admin];
-const PEOPLE: &[Role] = &[Role::Investigator, Role::Admin];
 
 /// A run's lifecycle summary.
 #[derive(Debug, Serialize, ToSchema)]
@@ -129,7 +125,7 @@ pub(super) async fn list_runs(
     caller: Authenticated,
     QueryParams(query): QueryParams<ListQuery>,
 ) -> Result<Json<Vec<RunView>>, ApiError> {
-    let caller = caller.with_role(READERS, "list runs")?;
+    let caller = caller.with_role(ANYONE, "list runs")?;
     let now = service.config.clock.now();
     let idle_before = query
         .older_than
@@ -159,7 +155,7 @@ pub(super) async fn get_run(
     caller: Authenticated,
     path: PathParams,
 ) -> Result<Json<RunView>, ApiError> {
-    let caller = caller.with_role(READERS, "read runs")?;
+    let caller = caller.with_role(ANYONE, "read runs")?;
     let run = Service::run_id(&caller, path.get("run")?)?;
     let info = blocking(move || service.run_info(&caller, &run)).await?;
     Ok(Json(RunView::from(&info)))

@@ -9,12 +9,11 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::extract::roles::ADMIN;
 use super::extract::{Authenticated, JsonBody, PathParams, blocking};
 use crate::error::{ApiError, ErrorBody};
 use crate::service::Service;
 use crate::tokens::{Role, TokenEntry};
-
-const ADMIN: &[Role] = &[Role::Admin];
 
 /// A token as listed: never its secret nor its digest.
 #[derive(Debug, Serialize, ToSchema)]

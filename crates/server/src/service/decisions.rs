@@ -6,8 +6,10 @@
 use std::path::PathBuf;
 
 use cairn_core::Timestamp;
-use cairn_decisions::{ApprovedChange, Comparison, DecisionBook, DecisionKind, SetOutcome};
-use cairn_runtime::decision_files::{DecisionFiles, check_name};
+use cairn_decisions::{
+    ApprovedChange, Comparison, DecisionBook, DecisionKind, SetOutcome, Snapshot,
+};
+use cairn_runtime::decision_files::{DecisionFiles, DecisionFilesError, check_name};
 use jiff::SignedDuration;
 
 use super::Service;
@@ -35,21 +37,6 @@ pub struct BookState {
     pub latest_snapshot: Option<String>,
 }
 
-/// A snapshot that was saved.
-#[derive(Debug)]
-pub struct SavedSnapshot {
-    /// Its name.
-    pub name: String,
-    /// Its digest.
-    pub digest: cairn_core::Digest,
-    /// When it was taken.
-    pub taken_at: Timestamp,
-    /// The boundary it was taken for.
-    pub boundary_at: Timestamp,
-    /// The decisions it holds, by key.
-    pub keys: Vec<String>,
-}
-
 impl Service {
     fn decision_files(&self, caller: &Caller) -> Result<(DecisionFiles, SignedDuration), ApiError> {
         let Some(home) = &self.config.decisions else {
@@ -58,8 +45,7 @@ impl Service {
                 "this service keeps no task decisions",
             ));
         };
-        let files = DecisionFiles::open_tenant(&home.dir, &caller.tenant, home.keys.clone())
-            .map_err(|e| ApiError::from_error(&e))?;
+        let files = DecisionFiles::open_tenant(&home.dir, &caller.tenant, home.keys.clone())?;
         Ok((files, home.window))
     }
 
@@ -69,10 +55,9 @@ impl Service {
     /// The decision files' failures (a corrupt book is never replaced).
     pub fn decision_book(&self, caller: &Caller) -> Result<BookState, ApiError> {
         let (files, _) = self.decision_files(caller)?;
-        let error = |e: cairn_runtime::decision_files::DecisionFilesError| ApiError::from_error(&e);
         Ok(BookState {
-            book: files.book().map_err(error)?,
-            latest_snapshot: files.latest().map_err(error)?,
+            book: files.book()?,
+            latest_snapshot: files.latest()?,
         })
     }
 
@@ -93,11 +78,11 @@ impl Service {
     ) -> Result<SetOutcome, ApiError> {
         let kind = parse_kind(key)?;
         let (files, _) = self.decision_files(caller)?;
-        let hmac = files.hmac_key().map_err(|e| ApiError::from_error(&e))?;
+        let hmac = files.hmac_key()?;
         let now = self.config.clock.now();
         files
             .update_book(|book| book.set(kind, value, approval, Some(source), now, &hmac))
-            .map_err(|e| ApiError::from_error(&e).at("body"))
+            .map_err(|e| ApiError::from(e).at("body"))
     }
 
     /// Approves the change of decision `key` from revision `from` to `to`, by `approval`.
@@ -117,7 +102,7 @@ impl Service {
         let now = self.config.clock.now();
         files
             .update_book(|book| book.approve_change(&kind, from, to, approval, now))
-            .map_err(|e| ApiError::from_error(&e).at("body"))
+            .map_err(|e| ApiError::from(e).at("body"))
     }
 
     /// Snapshots the caller's tenant's decisions under `name`, for a boundary at
@@ -127,42 +112,27 @@ impl Service {
     ///
     /// # Errors
     /// `invalid_snapshot_name` (`body.name`), `snapshot_refused` with every finding
-    /// in the message, the files' failures.
+    /// in the message, a boundary before the snapshot (`body.boundary_at`), the files'
+    /// failures. Returns the snapshot and the boundary it was taken for.
     pub fn snapshot_decisions(
         &self,
         caller: &Caller,
         name: &str,
         boundary_at: Option<Timestamp>,
-    ) -> Result<SavedSnapshot, ApiError> {
-        check_name(name).map_err(|e| ApiError::from_error(&e).at("body.name"))?;
+    ) -> Result<(Snapshot, Timestamp), ApiError> {
+        check_name(name).map_err(|e| ApiError::from(e).at("body.name"))?;
         let (files, _) = self.decision_files(caller)?;
-        let error = |e: cairn_runtime::decision_files::DecisionFilesError| ApiError::from_error(&e);
         let now = self.config.clock.now();
         let boundary_at = boundary_at.unwrap_or(now);
-        let book = files.book().map_err(error)?;
-        let snapshot = match book.snapshot(now) {
-            Ok(snapshot) => snapshot,
-            Err(refused) => {
-                files
-                    .record_missing_snapshot(name, boundary_at)
-                    .map_err(error)?;
-                return Err(ApiError::from_error(&refused));
-            }
-        };
-        files
-            .save_snapshot(name, &snapshot, boundary_at)
-            .map_err(|e| ApiError::from_error(&e).at("body.boundary_at"))?;
-        Ok(SavedSnapshot {
-            name: name.to_owned(),
-            digest: snapshot.digest(),
-            taken_at: snapshot.taken_at(),
-            boundary_at,
-            keys: snapshot
-                .decisions()
-                .iter()
-                .map(|entry| entry.key().as_str().to_owned())
-                .collect(),
-        })
+        let snapshot = files
+            .snapshot_book(name, now, boundary_at)
+            .map_err(|e| match e {
+                DecisionFilesError::BoundaryBeforeSnapshot { .. } => {
+                    ApiError::from(e).at("body.boundary_at")
+                }
+                other => other.into(),
+            })?;
+        Ok((snapshot, boundary_at))
     }
 
     /// Compares the caller's tenant's decisions now against the snapshot `name` (the latest by
@@ -178,11 +148,9 @@ impl Service {
         let (files, window) = self.decision_files(caller)?;
         let name = files
             .resolve_name(name)
-            .map_err(|e| ApiError::from_error(&e).at("query.name"))?;
+            .map_err(|e| ApiError::from(e).at("query.name"))?;
         let now = self.config.clock.now();
-        let comparison = files
-            .compare_now(name.as_deref(), now, window)
-            .map_err(|e| ApiError::from_error(&e))?;
+        let comparison = files.compare_now(name.as_deref(), now, window)?;
         Ok((name, comparison))
     }
 }

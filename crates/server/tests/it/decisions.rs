@@ -5,7 +5,7 @@
 use cairn_server::tokens::Role;
 use serde_json::{Value, json};
 
-use crate::{Harness, code};
+use crate::{Harness, code, json_of};
 
 /// Every decisions endpoint: method, path, body.
 const ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
@@ -28,13 +28,7 @@ fn set(service: &Harness, token: &str, key: &str, value: &Value) -> Value {
         Some(token),
         Some(&json!({ "value": value }).to_string()),
     );
-    assert_eq!(
-        answer.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&answer.body)
-    );
-    answer.json()
+    json_of(&answer, 200)
 }
 
 fn state_of(comparison: &Value, key: &str) -> String {

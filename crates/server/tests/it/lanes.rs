@@ -5,7 +5,7 @@
 use cairn_server::tokens::Role;
 use serde_json::{Value, json};
 
-use crate::{Harness, code};
+use crate::{Harness, code, json_of};
 
 /// Two lanes: `authoring` may touch `src/`, `verification` (active) must not.
 const LANES: &str = r#"{
@@ -24,13 +24,7 @@ const LANES: &str = r#"{
 
 fn lanes(service: &Harness, token: &str, run: &str) -> Value {
     let answer = service.call("GET", &format!("/v1/runs/{run}/lanes"), Some(token), None);
-    assert_eq!(
-        answer.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&answer.body)
-    );
-    answer.json()
+    json_of(&answer, 200)
 }
 
 fn lane<'a>(view: &'a Value, id: &str) -> &'a Value {

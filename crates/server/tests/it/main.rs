@@ -313,6 +313,17 @@ impl Drop for Harness {
     }
 }
 
+/// `answer`'s JSON body, once its status is `status` (else the test fails, showing the body).
+pub fn json_of(answer: &Answer, status: u16) -> serde_json::Value {
+    assert_eq!(
+        answer.status,
+        status,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+    answer.json()
+}
+
 /// `answer`'s error code.
 pub fn code(answer: &Answer) -> String {
     answer.json()["error"]["code"]

@@ -3,7 +3,7 @@
 
 use cairn_server::tokens::Role;
 
-use crate::{Harness, code};
+use crate::{Harness, code, json_of};
 
 /// Every endpoint that names a run: method, path (with `{run}`), body.
 const RUN_ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
@@ -352,13 +352,7 @@ fn a_cost_rollup_counts_the_callers_tenant_only_and_is_for_people() {
 
     let rollup = |token: &str, by: &str| {
         let answer = service.call("GET", &format!("/v1/cost?by={by}"), Some(token), None);
-        assert_eq!(
-            answer.status,
-            200,
-            "{}",
-            String::from_utf8_lossy(&answer.body)
-        );
-        answer.json()
+        json_of(&answer, 200)
     };
     let rows = |view: &serde_json::Value| -> Vec<(String, u64, u64, u64)> {
         view["rows"]

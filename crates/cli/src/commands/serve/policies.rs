@@ -20,6 +20,9 @@ use cairn_runtime::executor::{Gate, GateRequest, GateVerdict, UnreadableArgument
 use cairn_runtime::layout::{POLICIES_DIR, TENANTS_DIR, tenant_dir, tenant_of_dir};
 use cairn_server::{ApiError, PolicyAdmin, PolicyFile, PolicySetView, ServerCode};
 
+/// How the service's files are named in a tenant's set (a tenant is shown no host path).
+const SERVICE_PREFIX: &str = "service/";
+
 /// The longest policy file name, `.cedar` excluded.
 const MAX_NAME: usize = 64;
 
@@ -116,14 +119,25 @@ impl Inner {
 
     fn view(&self, tenant: &TenantId) -> Result<PolicySetView, ApiError> {
         let service = self.folder.service_sources().map_err(ApiError::from)?;
-        Ok(PolicySetView {
+        let files = self.folder.tenant_files(tenant).map_err(ApiError::from)?;
+        Ok(self.view_of(tenant, &service, files))
+    }
+
+    /// The view of `tenant`'s set in force, the service's sources and its files in hand.
+    fn view_of(
+        &self,
+        tenant: &TenantId,
+        service: &[PolicySource],
+        tenant_files: Vec<PolicyFile>,
+    ) -> PolicySetView {
+        PolicySetView {
             version: self.in_force(Some(tenant)).version().to_string(),
             service_files: service
-                .into_iter()
-                .map(|s| s.name.trim_start_matches("service/").to_owned())
+                .iter()
+                .map(|s| s.name.trim_start_matches(SERVICE_PREFIX).to_owned())
                 .collect(),
-            tenant_files: self.folder.tenant_files(tenant).map_err(ApiError::from)?,
-        })
+            tenant_files,
+        }
     }
 
     /// Puts `tenant`'s files with `name` replaced by `text` (`None`: removed) in force, once
@@ -138,14 +152,8 @@ impl Inner {
         let _editing = self.editing.lock().unwrap_or_else(PoisonError::into_inner);
         let dir = self.folder.tenant_dir(tenant);
         let config = |e: String| ApiError::new(ServerCode::SERVICE_CONFIG, e);
-        {
-            use std::os::unix::fs::DirBuilderExt as _;
-            std::fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(&dir)
-                .map_err(|e| config(format!("{}: {e}", dir.display())))?;
-        }
+        cairn_runtime::files::create_private_dir(&dir)
+            .map_err(|e| config(format!("{}: {e}", dir.display())))?;
         let _lock = cairn_runtime::files::lock_exclusive(&dir.join(".lock"))
             .map_err(|(what, e)| config(format!("cannot {what} the policy lock: {e}")))?;
         let mut files = self.folder.tenant_files(tenant).map_err(ApiError::from)?;
@@ -190,7 +198,7 @@ impl Inner {
             sets.tenants.insert(tenant.clone(), Arc::new(gate));
         }
         drop(sets);
-        self.view(tenant)
+        Ok(self.view_of(tenant, &service, files))
     }
 }
 
@@ -204,7 +212,7 @@ impl Folder {
         Ok(cairn_runtime::project::read_policy_sources(&self.policies)?
             .into_iter()
             .map(|source| PolicySource {
-                name: format!("service/{}", file_name(&source.name)),
+                name: format!("{SERVICE_PREFIX}{}", file_name(&source.name)),
                 text: source.text,
             })
             .collect())
