@@ -406,20 +406,30 @@ impl Recorder {
         self.pending.len()
     }
 
-    /// Commits every waiting record, or keeps the waiting content when no record waits.
+    /// Commits every waiting record, or keeps the waiting content when no record waits (a
+    /// failure to keep content alone is logged, and the content waits for the next commit).
     ///
     /// # Errors
-    /// Store failures; the records stay waiting and a later flush retries them.
+    /// Store failures of a record commit; the records stay waiting and a later flush retries
+    /// them.
     pub fn flush(&mut self) -> Result<(), RuntimeError> {
         if let Some(commit) = self.waiting_commit() {
             self.store.append(&commit)?;
             self.waiting_committed();
         } else if !self.pending_content.is_empty() {
             // Content whose digest no record carries yet (what the model was shown after the
-            // last call): kept now, for the record that will carry it.
-            self.store
-                .keep_content(&self.tenant, &self.run, &self.pending_content)?;
-            self.pending_content.clear();
+            // last call): kept now, for the record that will carry it. It is a copy for
+            // investigators — the chain holds its digest — so a store that cannot keep it
+            // now does not fail the caller's bookkeeping: it waits for the next commit.
+            match self
+                .store
+                .keep_content(&self.tenant, &self.run, &self.pending_content)
+            {
+                Ok(()) => self.pending_content.clear(),
+                Err(e) => {
+                    tracing::warn!(run = %self.run, error = %e, "content not kept yet; retried with the next commit");
+                }
+            }
         }
         Ok(())
     }

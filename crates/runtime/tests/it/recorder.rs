@@ -415,3 +415,141 @@ fn a_sync_writer_behind_another_writers_boundary_gets_the_conflict() {
     assert_eq!(cairn_core::ErrorCode::code(&err), "step_conflict", "{err}");
     assert_eq!(store.rows(&tenant, &run).unwrap().len(), 1);
 }
+
+/// A store whose `keep_content` always fails (everything else is SQLite's).
+struct NoContentAhead(Arc<SqliteStore>);
+
+impl Store for NoContentAhead {
+    fn open_run(
+        &self,
+        meta: &cairn_ledger::store::RunMeta,
+    ) -> Result<(), cairn_ledger::StoreError> {
+        self.0.open_run(meta)
+    }
+    fn append(
+        &self,
+        commit: &cairn_ledger::store::Commit<'_>,
+    ) -> Result<(), cairn_ledger::StoreError> {
+        self.0.append(commit)
+    }
+    fn keep_content(
+        &self,
+        _tenant: &TenantId,
+        _run: &RunId,
+        _content: &[cairn_ledger::store::ContentItem],
+    ) -> Result<(), cairn_ledger::StoreError> {
+        Err(cairn_ledger::StoreError::Backend(
+            "content refused".to_owned(),
+        ))
+    }
+    fn run(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Option<cairn_ledger::store::RunInfo>, cairn_ledger::StoreError> {
+        self.0.run(tenant, run)
+    }
+    fn find_runs(
+        &self,
+        run: &RunId,
+    ) -> Result<Vec<cairn_ledger::store::RunInfo>, cairn_ledger::StoreError> {
+        self.0.find_runs(run)
+    }
+    fn list_runs(
+        &self,
+        filter: &cairn_ledger::store::RunFilter,
+    ) -> Result<Vec<cairn_ledger::store::RunInfo>, cairn_ledger::StoreError> {
+        self.0.list_runs(filter)
+    }
+    fn rows(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Vec<cairn_ledger::store::StoredRow>, cairn_ledger::StoreError> {
+        self.0.rows(tenant, run)
+    }
+    fn record(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        step: u64,
+    ) -> Result<Option<cairn_ledger::store::StoredRow>, cairn_ledger::StoreError> {
+        self.0.record(tenant, run, step)
+    }
+    fn digests(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Vec<Digest>, cairn_ledger::StoreError> {
+        self.0.digests(tenant, run)
+    }
+    fn checkpoint(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Option<String>, cairn_ledger::StoreError> {
+        self.0.checkpoint(tenant, run)
+    }
+    fn envelopes(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Vec<cairn_ledger::store::StoredEnvelope>, cairn_ledger::StoreError> {
+        self.0.envelopes(tenant, run)
+    }
+    fn latest_envelope(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Option<cairn_ledger::store::StoredEnvelope>, cairn_ledger::StoreError> {
+        self.0.latest_envelope(tenant, run)
+    }
+    fn content(
+        &self,
+        digest: &Digest,
+    ) -> Result<Option<cairn_ledger::store::StoredContent>, cairn_ledger::StoreError> {
+        self.0.content(digest)
+    }
+    fn gc_content(&self, now: Timestamp) -> Result<u64, cairn_ledger::StoreError> {
+        self.0.gc_content(now)
+    }
+    fn cost(
+        &self,
+        by: cairn_ledger::store::CostDimension,
+        tenant: Option<&TenantId>,
+    ) -> Result<Vec<cairn_ledger::store::CostRow>, cairn_ledger::StoreError> {
+        self.0.cost(by, tenant)
+    }
+}
+
+/// Content kept ahead of its record is a copy: a store that cannot keep it now fails
+/// neither the flush nor the observation's place in the chain, and the content is stored
+/// with the next record's commit.
+#[test]
+fn content_a_store_cannot_keep_ahead_waits_for_the_next_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite =
+        Arc::new(SqliteStore::open(dir.path().join("c.db"), OpenMode::CreateIfMissing).unwrap());
+    let store: Arc<dyn Store> = Arc::new(NoContentAhead(Arc::clone(&sqlite)));
+    let (tenant, run) = ids();
+    let mut rec = Recorder::open(
+        store,
+        clock(),
+        (tenant.clone(), "task-r".parse().unwrap(), run.clone()),
+        RecorderOptions::default(),
+    )
+    .unwrap();
+    let shown = rec.observe(&json!({"result": "shown"})).unwrap();
+    rec.flush()
+        .expect("a content copy that waits is no failure");
+    assert!(sqlite.content(&shown).unwrap().is_none(), "not kept yet");
+    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
+        .unwrap();
+    let rows = sqlite.rows(&tenant, &run).unwrap();
+    let step = rows.last().unwrap().as_ref().unwrap();
+    assert_eq!(step.observation_digest, Some(shown));
+    assert!(
+        sqlite.content(&shown).unwrap().is_some(),
+        "kept with the record"
+    );
+}
