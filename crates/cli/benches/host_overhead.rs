@@ -5,7 +5,10 @@
 //!
 //! - no hooks at all (the baseline);
 //! - a no-op hook command (`true`) on the events Cairn installs — the host's own cost of
-//!   running a hook command, the floor any hook pays;
+//!   running a hook command, the floor any hook pays (the target's baseline, as the issue
+//!   defines it: a command line the host runs with its shell);
+//! - the same no-op in the exec form Cairn installs (`/bin/true` started by the host itself,
+//!   no shell): the floor of a hook that starts no shell;
 //! - Cairn as `cairn hooks install --claude-code` writes it (the resident server starts by
 //!   itself at the session's first call);
 //! - Cairn with a resident server already running (`cairn hooks serve`);
@@ -23,9 +26,9 @@
 //!
 //! Run: `cargo bench -p cairn-cli --bench host_overhead` (needs `npm ci --prefix tests/hosts`;
 //! `CAIRN_BENCH_ROUNDS` sets the rounds, 5 by default; `CAIRN_BENCH_HOST_CALLS` the calls per
-//! session, 20 by default; `CAIRN_BENCH_CONFIGS`, a comma list of `serving`, `no-server` and
-//! `service`, the configurations measured beside the baseline, the no-op hook and the default
-//! install — all by default).
+//! session, 20 by default; `CAIRN_BENCH_CONFIGS`, a comma list of `noop-exec`, `serving`,
+//! `no-server` and `service`, the configurations measured beside the baseline, the no-op hook
+//! and the default install — all by default).
 
 #![allow(
     clippy::unwrap_used,
@@ -56,16 +59,18 @@ enum Config {
     NoHooks,
     NoOp,
     CairnDefault,
+    NoOpExec,
     CairnServing,
     CairnNoServer,
     CairnService,
 }
 
 impl Config {
-    const ALL: [Self; 6] = [
+    const ALL: [Self; 7] = [
         Self::NoHooks,
         Self::NoOp,
         Self::CairnDefault,
+        Self::NoOpExec,
         Self::CairnServing,
         Self::CairnNoServer,
         Self::CairnService,
@@ -77,6 +82,7 @@ impl Config {
             Self::NoHooks => "none",
             Self::NoOp => "noop",
             Self::CairnDefault => "default",
+            Self::NoOpExec => "noop-exec",
             Self::CairnServing => "serving",
             Self::CairnNoServer => "no-server",
             Self::CairnService => "service",
@@ -99,6 +105,7 @@ impl Config {
             Self::CairnDefault => {
                 "Cairn as `cairn hooks install` writes it (server starts by itself)"
             }
+            Self::NoOpExec => "no-op hook in exec form (`/bin/true`, no shell)",
             Self::CairnServing => "Cairn with its resident server already running",
             Self::CairnNoServer => "Cairn with the server off (`resident_server: false`)",
             Self::CairnService => {
@@ -138,17 +145,17 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
     let mut serving = None;
     match config {
         Config::NoHooks => {}
-        Config::NoOp => {
+        Config::NoOp | Config::NoOpExec => {
+            let handler = if config == Config::NoOp {
+                json!({"type": "command", "command": "true", "timeout": 60})
+            } else {
+                json!({"type": "command", "command": "/bin/true", "args": [], "timeout": 60})
+            };
             // The events `cairn hooks install --claude-code` installs.
             let events = cairn_hooks::install::events(cairn_hooks::Host::ClaudeCode);
             let hooks: serde_json::Map<String, serde_json::Value> = events
                 .iter()
-                .map(|e| {
-                    (
-                        (*e).to_owned(),
-                        json!([{"hooks": [{"type": "command", "command": "true", "timeout": 60}]}]),
-                    )
-                })
+                .map(|e| ((*e).to_owned(), json!([{"hooks": [handler.clone()]}])))
                 .collect();
             std::fs::create_dir_all(project.join(".claude")).unwrap();
             std::fs::write(
@@ -319,6 +326,12 @@ fn main() {
             } else {
                 format!("{:.2}x", added(k) / added(1))
             }
+        );
+    }
+    if let Some(k) = configs.iter().position(|c| *c == Config::NoOpExec) {
+        println!(
+            "against the no-op in exec form: the default install adds {:.2}x what it adds",
+            added(2) / added(k)
         );
     }
     if let Some(k) = configs.iter().position(|c| *c == Config::CairnService) {

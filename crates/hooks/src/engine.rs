@@ -127,6 +127,25 @@ impl std::fmt::Debug for Environment {
     }
 }
 
+impl Environment {
+    /// Prepares what the first calls in `project` would otherwise wait for: the store opened
+    /// (a long-lived opener such as [`KeptStores`] keeps it) and the policy gate built (the
+    /// gate cache keeps it). A failure is left alone: the call that needs the store or the
+    /// gate meets it again and answers it as it always does. The resident server runs this
+    /// beside its first calls, which wait for what it is building rather than build it twice.
+    pub fn warm(&self, project: &Project) {
+        let path = self
+            .store_path
+            .clone()
+            .unwrap_or_else(|| project.store_path());
+        let _ = self.stores.open(&path);
+        if self.gate.is_none() {
+            let tools = project.tools();
+            let _ = self.gates.load(&project.policies(), tools.as_deref());
+        }
+    }
+}
+
 /// Answers one hook invocation of `host` with `stdin` as its input.
 #[must_use]
 pub fn handle(host: Host, stdin: &[u8], env: &Environment) -> Answer {

@@ -241,6 +241,14 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
         waiting: AtomicUsize::new(1),
         threads: AtomicUsize::new(1),
     });
+    // The store and the policy gate are made ready beside the first calls (the first call
+    // of a session comes within milliseconds of the server's start).
+    let warming = Arc::clone(&workers);
+    let warmed = project.clone();
+    let _ = std::thread::Builder::new()
+        .name("cairn-hook-warm".to_owned())
+        .stack_size(cairn_policy::limits::STACK_BYTES)
+        .spawn(move || warming.env.warm(&warmed));
     // This thread (with the stack policy evaluation needs, as every command) is the first.
     workers.answer_calls();
     Ok(())

@@ -191,7 +191,7 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
         let _ = writeln!(
             human,
             "
-warning: `{program}` is not on PATH. The hosts run it for every hook event, and a hook command that cannot be run lets the call through: put `{program}` beside `cairn` on the PATH the agent runs with (`cargo install --locked --path crates/cli` installs both).",
+warning: `{program}` is not on PATH. The hosts run it for every hook event: Claude Code refuses every tool call while it cannot run it, Codex lets the call through. Put `{program}` beside `cairn` on the PATH the agent runs with (`cargo install --locked --path crates/cli` installs both).",
             program = install::HOOK_PROGRAM
         );
     }

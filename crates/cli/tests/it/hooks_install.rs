@@ -13,8 +13,9 @@ fn cairn(dir: &Path, args: &[&str]) -> Output {
     Output::of(command_in(dir).args(args))
 }
 
-/// The command `hooks install` writes for Claude Code.
-const CLAUDE: &str = "exec cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"";
+/// What `hooks install` has Claude Code run (exec form: the program and its arguments, which
+/// [`commands`] joins with spaces).
+const CLAUDE: &str = "cairn-hook claude-code --project ${CLAUDE_PROJECT_DIR}";
 
 /// The command `hooks install` writes for Codex in the project at `dir`.
 fn codex_command(dir: &Path) -> String {
@@ -25,18 +26,36 @@ fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-/// Every handler command under `hooks.<event>`.
-fn commands(settings: &Value, event: &str) -> Vec<String> {
+/// Every handler under `hooks.<event>`.
+fn handlers(settings: &Value, event: &str) -> Vec<Value> {
     settings["hooks"][event]
         .as_array()
         .map(|groups| {
             groups
                 .iter()
-                .flat_map(|g| g["hooks"].as_array().unwrap().iter())
-                .map(|h| h["command"].as_str().unwrap().to_owned())
+                .flat_map(|g| g["hooks"].as_array().unwrap().iter().cloned())
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// What every handler under `hooks.<event>` runs: its `command`, then its `args` (exec form).
+fn commands(settings: &Value, event: &str) -> Vec<String> {
+    handlers(settings, event)
+        .iter()
+        .map(|h| {
+            std::iter::once(h["command"].as_str().unwrap())
+                .chain(
+                    h["args"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|a| a.as_str().unwrap()),
+                )
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
 }
 
 #[test]
@@ -65,9 +84,24 @@ fn install_into_a_fresh_folder_scaffolds_observe_first_and_uninstall_leaves_noth
         assert_eq!(commands(&settings, event), [CLAUDE], "{event}");
     }
     assert_eq!(
-        settings["hooks"]["PreToolUse"][0]["hooks"][0]["type"],
-        "command"
+        settings["hooks"]["PreToolUse"][0]["hooks"][0],
+        json!({"type": "command", "command": "cairn-hook",
+               "args": ["claude-code", "--project", "${CLAUDE_PROJECT_DIR}"],
+               "onFailure": "block", "timeout": 60}),
+        "exec form, no shell; the host refuses a call whose gate fails to answer"
     );
+    for event in [
+        "SessionStart",
+        "PostToolUse",
+        "PreCompact",
+        "Stop",
+        "SessionEnd",
+    ] {
+        assert!(
+            handlers(&settings, event)[0].get("onFailure").is_none(),
+            "{event}: only the gate's failure refuses anything"
+        );
+    }
     // The installed project is usable at once: a call is allowed (no decision) and recorded.
     let mut child = command_in(d)
         .args(["hook", "claude-code"])
@@ -315,22 +349,47 @@ fn issue_15_a_symlinked_settings_file_is_written_through() {
 
 #[test]
 fn issue_15_an_older_cairn_command_is_brought_up_to_date() {
-    // As the first installs wrote it, and as installs before the `exec` did.
+    // As the first installs wrote it, as installs before the `exec` did, and as installs before
+    // the exec form did (issue 16).
     for older in [
         "cairn hook claude-code",
         "cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"",
+        "exec cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"",
     ] {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         std::fs::create_dir_all(d.join(".claude")).unwrap();
-        let old = json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": older, "timeout": 60}]}]}});
-        std::fs::write(d.join(".claude/settings.json"), old.to_string()).unwrap();
+        let old = format!(
+            "{{\"hooks\": {{\"PreToolUse\": [{{\"hooks\": [{{\"type\": \"command\", \"command\": {}, \"timeout\": 30}}]}}]}}}}\n",
+            Value::String(older.to_owned())
+        );
+        std::fs::write(d.join(".claude/settings.json"), &old).unwrap();
         cairn(d, &["hooks", "install", "--claude-code"]).expect(0);
-        let settings = read(&d.join(".claude/settings.json"));
+        let text = std::fs::read_to_string(d.join(".claude/settings.json")).unwrap();
+        let settings: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             commands(&settings, "PreToolUse"),
             [CLAUDE],
             "`{older}` updated, not doubled"
+        );
+        let handler = &handlers(&settings, "PreToolUse")[0];
+        assert_eq!(handler["onFailure"], "block");
+        assert_eq!(handler["timeout"], 30, "the user's timeout is kept");
+        // The handler was edited where it stands (the first in the file), Cairn's fields
+        // following its `command`, the user's `timeout` after them as before.
+        let at = |key: &str| text.find(&format!("\"{key}\"")).unwrap();
+        assert!(
+            at("type") < at("command")
+                && at("command") < at("args")
+                && at("args") < at("onFailure")
+                && at("onFailure") < at("timeout"),
+            "{text}"
+        );
+        // Once up to date, another install changes nothing.
+        cairn(d, &["hooks", "install", "--claude-code"]).expect(0);
+        assert_eq!(
+            std::fs::read_to_string(d.join(".claude/settings.json")).unwrap(),
+            text
         );
         cairn(d, &["hooks", "uninstall", "--claude-code"]).expect(0);
         assert!(

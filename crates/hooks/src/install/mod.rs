@@ -2,17 +2,24 @@
 //! `.codex/hooks.json` (Codex), in the project folder.
 //!
 //! Both hosts read the same shape — event name → list of matcher groups, each with a list of
-//! handlers:
+//! handlers. Claude Code's handler names the program and its arguments (the *exec form*: the
+//! host starts `cairn-hook` itself, no shell in between), and on `PreToolUse` tells the host to
+//! refuse the call when the hook fails — cannot be started, crashes, times out:
 //!
 //! ```json
-//! {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "exec cairn-hook claude-code --project \"$CLAUDE_PROJECT_DIR\"", "timeout": 60}]}]}}
+//! {"hooks": {"PreToolUse": [{"hooks": [{"type": "command", "command": "cairn-hook",
+//!   "args": ["claude-code", "--project", "${CLAUDE_PROJECT_DIR}"], "timeout": 60,
+//!   "onFailure": "block"}]}]}}
 //! ```
 //!
-//! The command names its project (see [`command`]), so that a session is gated and recorded
-//! in its project whatever its `cwd`. Cairn's groups have no `matcher` (every tool, every
-//! source). Installing adds one group per event that does not already run Cairn's hook
-//! (`exec cairn-hook <host>`, or `cairn-hook <host>` and `cairn hook <host>` as earlier installs
-//! wrote it) and brings an older Cairn command up to date; installing twice changes nothing.
+//! Codex runs a handler's `command` with a shell: `exec cairn-hook codex --project 'DIR'`.
+//!
+//! The handler names its project (see [`owned_fields`]), so that a session is gated and
+//! recorded in its project whatever its `cwd`. Cairn's groups have no `matcher` (every tool,
+//! every source). Installing adds one group per event that does not already run Cairn's hook
+//! (in the form above, or as a shell command `exec cairn-hook <host> …`, `cairn-hook <host> …`
+//! or `cairn hook <host> …` as earlier installs wrote it) and brings an older Cairn handler up
+//! to date in place; installing twice changes nothing.
 //!
 //! **The file is edited in place.** Everything Cairn does not add or remove stays byte for
 //! byte as it was — formatting, key order, numbers such as `123456789012345678901234567890`
@@ -21,9 +28,9 @@
 //! file that is not strict JSON (a duplicate key, a bad escape, comments), or whose `hooks`
 //! do not have the shape above, is an error and is never overwritten. A symlinked settings
 //! file is written through: its target gets the hooks and the link stays a link.
-//! Uninstalling removes exactly the handlers whose command is Cairn's hook for the host, the
-//! groups and events that become empty because of it, and the file itself when the install
-//! created it and nothing else is left (recorded in `.cairn/installed-hooks.json`).
+//! Uninstalling removes exactly the handlers that run Cairn's hook for the host (either form),
+//! the groups and events that become empty because of it, and the file itself when the
+//! install created it and nothing else is left (recorded in `.cairn/installed-hooks.json`).
 
 use std::path::{Path, PathBuf};
 
@@ -88,27 +95,61 @@ pub fn timeout_secs(host: Host, event: &str) -> u64 {
     }
 }
 
-/// The command the host runs for the project at `dir`: Claude Code hands every hook its
-/// project as `CLAUDE_PROJECT_DIR` (so a committed `.claude/settings.json` works in every
-/// clone); Codex has no such variable, so its command names the folder itself.
+/// The fields of `host`'s handler for `event` that Cairn owns and sets on every install
+/// (the rest — `type`, `timeout` — are written when the handler is added, and a user's change
+/// to them is kept).
 ///
-/// Both hosts run the command with a shell (`sh -c`), which would otherwise fork once more
-/// to run `cairn-hook` and wait for it: `exec` makes the shell become the hook, one process
-/// start less on every hook event — two per tool call.
+/// Claude Code hands every hook its project as `CLAUDE_PROJECT_DIR` and substitutes
+/// `${CLAUDE_PROJECT_DIR}` in an exec-form argument, so a committed `.claude/settings.json`
+/// works in every clone. The exec form spares every hook event the shell the host otherwise
+/// starts first (two per tool call); `onFailure: block` on `PreToolUse` makes the host refuse
+/// a call whose hook it could not run to an answer — a missing `cairn-hook`, a crash, the
+/// host's own timeout — where it would otherwise let the call through.
+///
+/// Codex has no such variable and runs `command` with a shell: its command names the folder
+/// itself, and `exec` makes the shell become the hook rather than fork once more for it.
 #[must_use]
-pub fn command(host: Host, dir: &Path) -> String {
+pub fn owned_fields(host: Host, dir: &Path, event: &str) -> Map<String, Value> {
+    let mut fields = Map::new();
     match host {
         Host::ClaudeCode => {
-            format!("exec {HOOK_PROGRAM} claude-code --project \"$CLAUDE_PROJECT_DIR\"")
+            fields.insert("command".to_owned(), json!(HOOK_PROGRAM));
+            fields.insert(
+                "args".to_owned(),
+                json!([host.as_str(), "--project", "${CLAUDE_PROJECT_DIR}"]),
+            );
+            if event == "PreToolUse" {
+                fields.insert("onFailure".to_owned(), json!("block"));
+            }
         }
         Host::Codex => {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-            format!(
-                "exec {HOOK_PROGRAM} codex --project {}",
-                shell_quoted(&dir.to_string_lossy())
-            )
+            fields.insert(
+                "command".to_owned(),
+                json!(format!(
+                    "exec {HOOK_PROGRAM} codex --project {}",
+                    shell_quoted(&dir.to_string_lossy())
+                )),
+            );
         }
     }
+    fields
+}
+
+/// What the host runs for the project at `dir`, as one line for people (the settings hold it
+/// as [`owned_fields`]).
+#[must_use]
+pub fn command(host: Host, dir: &Path) -> String {
+    let fields = owned_fields(host, dir, "PreToolUse");
+    let program = fields
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or(HOOK_PROGRAM);
+    let args = fields.get("args").and_then(Value::as_array);
+    std::iter::once(program)
+        .chain(args.into_iter().flatten().filter_map(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// `text` as one word for a POSIX shell.
@@ -120,10 +161,15 @@ fn shell_quoted(text: &str) -> String {
 /// hands every call it does not answer itself to `cairn hook` (see the `cairn-hook` binary).
 pub const HOOK_PROGRAM: &str = "cairn-hook";
 
-/// Whether `command` runs Cairn's hook for `host` (with or without arguments): `exec
-/// cairn-hook HOST …`, or `cairn-hook HOST …` and `cairn hook HOST …` as earlier installs
-/// wrote it (an install updates it in place, an uninstall removes it).
-pub(crate) fn is_cairn_command(command: &str, host: Host) -> bool {
+/// Whether a handler with this `command` and `args` runs Cairn's hook for `host`: the exec
+/// form (`cairn-hook` with the host as its first argument), or a shell command `exec
+/// cairn-hook HOST …`, `cairn-hook HOST …` or `cairn hook HOST …` as earlier installs wrote it
+/// (an install updates it in place, an uninstall removes it).
+pub(crate) fn is_cairn_handler(command: &str, args: Option<&[Value]>, host: Host) -> bool {
+    if let Some(args) = args {
+        return command == HOOK_PROGRAM
+            && args.first().and_then(Value::as_str) == Some(host.as_str());
+    }
     let command = command.strip_prefix("exec ").unwrap_or(command);
     [HOOK_PROGRAM, "cairn hook"].iter().any(|program| {
         command
@@ -198,28 +244,37 @@ fn is_ours(handler: &Value, host: Host) -> bool {
     handler
         .get("command")
         .and_then(Value::as_str)
-        .is_some_and(|command| is_cairn_command(command, host))
+        .is_some_and(|command| {
+            let args = handler.get("args").and_then(Value::as_array);
+            is_cairn_handler(command, args.map(Vec::as_slice), host)
+        })
 }
 
-pub(crate) fn our_handler(host: Host, event: &str, command: &str) -> Value {
-    json!({"type": "command", "command": command, "timeout": timeout_secs(host, event)})
+/// A new handler of Cairn's for `host`'s `event`, its `owned` fields included.
+pub(crate) fn our_handler(host: Host, event: &str, owned: &Map<String, Value>) -> Value {
+    let mut handler = Map::new();
+    handler.insert("type".to_owned(), json!("command"));
+    handler.extend(owned.iter().map(|(k, v)| (k.clone(), v.clone())));
+    handler.insert("timeout".to_owned(), json!(timeout_secs(host, event)));
+    Value::Object(handler)
 }
 
-/// Adds Cairn's hook `command` for `host` to `settings` (updating an older Cairn command in
-/// place); returns the events added or updated. This is what an install means; the file is
-/// edited to mean exactly this.
+/// Adds Cairn's hook for `host` in the project at `dir` to `settings` (bringing an older
+/// Cairn handler up to date in place); returns the events added or updated. This is what an
+/// install means; the file is edited to mean exactly this.
 ///
 /// # Errors
 /// [`HookError::Settings`] when `settings` does not have the hosts' shape.
 pub fn merge(
     settings: &mut Value,
     host: Host,
-    command: &str,
+    dir: &Path,
     path: &Path,
 ) -> Result<Vec<String>, HookError> {
     let hooks = hooks_of(settings, path)?;
     let mut changed = Vec::new();
     for event in events(host) {
+        let owned = owned_fields(host, dir, event);
         let groups = hooks
             .entry((*event).to_owned())
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -235,15 +290,18 @@ pub fn merge(
             .filter(|handler| is_ours(handler, host))
         {
             present = true;
-            if handler.get("command").and_then(Value::as_str) != Some(command)
-                && let Some(object) = handler.as_object_mut()
-            {
-                object.insert("command".to_owned(), Value::String(command.to_owned()));
-                updated = true;
+            let Some(object) = handler.as_object_mut() else {
+                continue;
+            };
+            for (key, value) in &owned {
+                if object.get(key) != Some(value) {
+                    object.insert(key.clone(), value.clone());
+                    updated = true;
+                }
             }
         }
         if !present {
-            groups.push(json!({"hooks": [our_handler(host, event, command)]}));
+            groups.push(json!({"hooks": [our_handler(host, event, &owned)]}));
         }
         if !present || updated {
             changed.push((*event).to_owned());
@@ -394,12 +452,12 @@ fn plan_install(
     let mut expected = existing
         .as_ref()
         .map_or_else(|| Value::Object(Map::new()), |s| s.value.clone());
-    let events = merge(&mut expected, host, &command, &path)?;
+    let events = merge(&mut expected, host, dir, &path)?;
     if events.is_empty() {
         return Ok((None, events, created, command));
     }
     let text = edited(existing.as_ref(), &path, &expected, |root| {
-        merge_text(root, host, &command)
+        merge_text(root, host, dir)
     })?;
     Ok((Some(text), events, created, command))
 }
@@ -488,24 +546,14 @@ mod tests {
             "permissions": {"allow": ["Bash(npm test)"]},
             "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./check.sh"}]}]}
         });
-        let added = merge(
-            &mut settings,
-            Host::ClaudeCode,
-            "cairn hook claude-code",
-            path,
-        )
-        .unwrap();
+        let dir = Path::new("/work/project");
+        let added = merge(&mut settings, Host::ClaudeCode, dir, path).unwrap();
         assert_eq!(added.len(), events(Host::ClaudeCode).len());
         let once = settings.clone();
         assert!(
-            merge(
-                &mut settings,
-                Host::ClaudeCode,
-                "cairn hook claude-code",
-                path
-            )
-            .unwrap()
-            .is_empty()
+            merge(&mut settings, Host::ClaudeCode, dir, path)
+                .unwrap()
+                .is_empty()
         );
         assert_eq!(settings, once);
         assert_eq!(settings["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
@@ -531,7 +579,7 @@ mod tests {
         ] {
             let mut settings = bad.clone();
             assert!(
-                merge(&mut settings, Host::Codex, "cairn hook codex", path).is_err(),
+                merge(&mut settings, Host::Codex, Path::new("/p"), path).is_err(),
                 "{bad}"
             );
             assert_eq!(settings, bad);

@@ -8,7 +8,7 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode};
 use serde_json::{Value, json};
 
-use super::{Settings, events, is_cairn_command, our_handler, shape_error};
+use super::{Settings, events, is_cairn_handler, our_handler, owned_fields, shape_error};
 use crate::error::HookError;
 use crate::host::Host;
 
@@ -55,39 +55,67 @@ fn handlers_of(group: &CstNode) -> Option<(CstArray, Vec<CstObject>)> {
     Some((handlers, objects))
 }
 
-fn command_of(handler: &CstObject) -> Option<String> {
-    string_of(handler.get("command")?.value())
+/// What the member `key` of `object` means, if it is there and is JSON.
+fn value_of(object: &CstObject, key: &str) -> Option<Value> {
+    let node = object.get(key)?.value()?;
+    cairn_core::strict_json::parse_str(&node.to_string()).ok()
 }
 
-/// Applies the install to the file's syntax tree, as [`merge`] does to its value.
-pub(super) fn merge_text(root: &CstRootNode, host: Host, command: &str) -> Option<()> {
+/// Whether `handler` runs Cairn's hook for `host`, in either form.
+fn is_ours(handler: &CstObject, host: Host) -> bool {
+    let Some(command) = string_of(handler.get("command").and_then(|prop| prop.value())) else {
+        return false;
+    };
+    let args = value_of(handler, "args");
+    is_cairn_handler(
+        &command,
+        args.as_ref().and_then(Value::as_array).map(Vec::as_slice),
+        host,
+    )
+}
+
+/// Applies the install to the file's syntax tree, as [`super::merge`] does to its value: a
+/// field Cairn owns is set where it differs and added after the handler's `command` where it
+/// is missing (after the others); nothing else in the handler is touched.
+pub(super) fn merge_text(root: &CstRootNode, host: Host, dir: &Path) -> Option<()> {
     let top = root.object_value_or_set();
     let hooks = top.object_value_or_create("hooks")?;
     for event in events(host) {
+        let owned = owned_fields(host, dir, event);
         let groups = hooks.array_value_or_create(event)?;
         let mut present = false;
         for group in groups.elements() {
             let Some((_, handlers)) = handlers_of(&group) else {
                 continue;
             };
-            for handler in handlers {
-                let Some(current) = command_of(&handler) else {
-                    continue;
-                };
-                if is_cairn_command(&current, host) {
-                    present = true;
-                    if current != command {
-                        handler
-                            .get("command")?
-                            .set_value(CstInputValue::String(command.to_owned()));
+            for handler in handlers.iter().filter(|handler| is_ours(handler, host)) {
+                present = true;
+                for (key, value) in &owned {
+                    match handler.get(key) {
+                        Some(prop) if value_of(handler, key).as_ref() != Some(value) => {
+                            prop.set_value(input(value));
+                        }
+                        Some(_) => {}
+                        None => {
+                            // After the last of Cairn's fields already there (`command` at
+                            // least), so that they read in order.
+                            let after = handler
+                                .properties()
+                                .iter()
+                                .rposition(|prop| {
+                                    prop.name()
+                                        .and_then(|name| name.decoded_value().ok())
+                                        .is_some_and(|name| owned.contains_key(&name))
+                                })
+                                .map_or(0, |at| at + 1);
+                            handler.insert(after, key, input(value));
+                        }
                     }
                 }
             }
         }
         if !present {
-            groups.append(input(
-                &json!({"hooks": [our_handler(host, event, command)]}),
-            ));
+            groups.append(input(&json!({"hooks": [our_handler(host, event, &owned)]})));
         }
     }
     Some(())
@@ -111,7 +139,7 @@ pub(super) fn unmerge_text(root: &CstRootNode, host: Host, had_hooks: bool) -> O
             };
             let before = handlers.elements().len();
             for handler in objects {
-                if command_of(&handler).is_some_and(|c| is_cairn_command(&c, host)) {
+                if is_ours(&handler, host) {
                     handler.remove();
                 }
             }
