@@ -20,9 +20,11 @@
 //! The figure per configuration is the time added per tool call (which fires `PreToolUse` and
 //! `PostToolUse`): each session's wall time minus the baseline session's of the same round,
 //! divided by `CALLS`, median over the rounds (paired by round, so that a slow minute of a
-//! shared machine weighs on both sides). Target: Cairn's default install adds at most 1.5× what
-//! the no-op hook adds. Sessions are noisy (the host's own time per call varies by several
-//! milliseconds between minutes); more calls and rounds steady the figure.
+//! shared machine weighs on both sides). Each round starts at another configuration, and each
+//! session on a settled disk (`sync` after the set-up, before the clock starts). Target:
+//! Cairn's default install adds at most 1.5× what the no-op hook adds. Sessions are noisy (the
+//! host's own time per call varies by several milliseconds between minutes); more calls and
+//! rounds steady the figure.
 //!
 //! Run: `cargo bench -p cairn-cli --bench host_overhead` (needs `npm ci --prefix tests/hosts`;
 //! `CAIRN_BENCH_ROUNDS` sets the rounds, 5 by default; `CAIRN_BENCH_HOST_CALLS` the calls per
@@ -235,6 +237,9 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
             made["entry"]["id"].as_str().unwrap().to_owned(),
         ));
     }
+    // What setting up wrote (the install's keys and store, the settings file) goes to disk
+    // now, not while the session is timed: every configuration starts on a settled disk.
+    let _ = Command::new("sync").status();
     let started = Instant::now();
     let child = run.spawn("Run the commands.", false);
     let out = run.finish(child);
@@ -284,9 +289,12 @@ fn main() {
         session(&installed, *config, 2);
     }
     let mut times = vec![Vec::new(); configs.len()];
-    for _ in 0..rounds {
-        for (k, config) in configs.iter().enumerate() {
-            times[k].push(session(&installed, *config, calls));
+    // Each round starts one configuration further on, so that none always runs right after
+    // the same other one (a server still exiting, the page cache a session leaves).
+    for round in 0..rounds {
+        for offset in 0..configs.len() {
+            let k = (round + offset) % configs.len();
+            times[k].push(session(&installed, configs[k], calls));
         }
     }
     // What a configuration adds is taken round by round against the baseline session of the
