@@ -128,21 +128,42 @@ impl std::fmt::Debug for Environment {
 }
 
 impl Environment {
-    /// Prepares what the first calls in `project` would otherwise wait for: the store opened
-    /// (a long-lived opener such as [`KeptStores`] keeps it) and the policy gate built (the
-    /// gate cache keeps it). A failure is left alone: the call that needs the store or the
-    /// gate meets it again and answers it as it always does. The resident server runs this
-    /// beside its first calls, which wait for what it is building rather than build it twice.
-    pub fn warm(&self, project: &Project) {
+    /// The store of `project`'s calls: the one given explicitly, else the project's own.
+    ///
+    /// # Errors
+    /// The store's, when it does not open.
+    fn store_of(&self, project: &Project) -> Result<Arc<dyn Store>, StoreError> {
         let path = self
             .store_path
             .clone()
             .unwrap_or_else(|| project.store_path());
-        let _ = self.stores.open(&path);
-        if self.gate.is_none() {
-            let tools = project.tools();
-            let _ = self.gates.load(&project.policies(), tools.as_deref());
+        self.stores.open(&path)
+    }
+
+    /// The gate of `project`'s calls: the one the process fixed, else the project's policy
+    /// set (through the gate cache).
+    ///
+    /// # Errors
+    /// [`HookError`] when the policy set does not load.
+    fn gate_of(&self, project: &Project) -> Result<Arc<dyn Gate>, HookError> {
+        if let Some(gate) = &self.gate {
+            return Ok(Arc::clone(gate));
         }
+        let tools = project.tools();
+        let gate: Arc<dyn Gate> = self.gates.load(&project.policies(), tools.as_deref())?;
+        Ok(gate)
+    }
+
+    /// Prepares what the first tool call in `project` would otherwise wait for: the policy
+    /// gate built (the gate cache keeps it). A failure is left alone: the call that needs the
+    /// gate meets it again and answers it as it always does. The resident server runs this
+    /// beside its first calls, which wait for what it is building rather than build it twice.
+    ///
+    /// The store is not opened here: it is opened by the first call that needs it, which
+    /// checks its schema then — a server that opened it at its start could miss a newer
+    /// Cairn's migration made in between.
+    pub fn warm(&self, project: &Project) {
+        let _ = self.gate_of(project);
     }
 }
 
@@ -335,12 +356,7 @@ impl<'a> Session<'a> {
         if let Some(store) = &self.store {
             return Ok(Arc::clone(store));
         }
-        let path = self
-            .env
-            .store_path
-            .clone()
-            .unwrap_or_else(|| self.project.store_path());
-        let store = self.env.stores.open(&path)?;
+        let store = self.env.store_of(self.project)?;
         self.store = Some(Arc::clone(&store));
         Ok(store)
     }
@@ -507,15 +523,7 @@ impl<'a> Session<'a> {
 
     /// The project's policy gate.
     pub(crate) fn policy_gate(&self) -> Result<Arc<dyn Gate>, HookError> {
-        if let Some(gate) = &self.env.gate {
-            return Ok(Arc::clone(gate));
-        }
-        let tools = self.project.tools();
-        let gate: Arc<dyn Gate> = self
-            .env
-            .gates
-            .load(&self.project.policies(), tools.as_deref())?;
-        Ok(gate)
+        self.env.gate_of(self.project)
     }
 
     /// The project's guard: its configuration, and the store and keys when they live

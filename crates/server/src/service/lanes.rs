@@ -133,15 +133,14 @@ impl Service {
         evidence_ref: String,
         passed: bool,
     ) -> Result<Receipt, ApiError> {
-        self.lane_event(
-            caller,
-            run,
-            &LaneEvent::Evidence {
-                lane_id,
-                evidence_ref,
-                passed,
-            },
-        )
+        let event = LaneEvent::Evidence {
+            lane_id,
+            evidence_ref,
+            passed,
+        };
+        self.with_executor(caller, run, |executor, _| {
+            Ok(executor.record_lane_event(&event)?)
+        })
     }
 
     /// Hands a lane from its current owner to `to_owner`: the handoff, bound to the lane's
@@ -183,17 +182,6 @@ impl Service {
             // own key is not trusted records nothing.
             let receipt = executor.accept_handoff(&note, trusted)?;
             Ok((receipt, note))
-        })
-    }
-
-    fn lane_event(
-        &self,
-        caller: &Caller,
-        run: &cairn_core::RunId,
-        event: &LaneEvent,
-    ) -> Result<Receipt, ApiError> {
-        self.with_executor(caller, run, |executor, _| {
-            Ok(executor.record_lane_event(event)?)
         })
     }
 }
