@@ -216,3 +216,37 @@ fn a_broken_exchange_or_a_missing_cairn_denies_a_tool_call_only() {
     assert_eq!(out.code, 0, "{out:?}");
     assert!(out.stderr.contains("hook_cairn_missing"), "{out:?}");
 }
+
+/// On Linux with glibc the hook binaries carry their unwinder (`crates/cli/build.rs`): loading
+/// `libgcc_s.so.1` cost 0.12–0.14 ms at every hook process's start. A panic still unwinds to
+/// the deny (`hook_faults::a_panic_inside_the_gate_denies_and_records_nothing` runs on it).
+#[test]
+fn the_hook_binaries_do_not_load_the_shared_unwinder() {
+    if !cfg!(all(target_os = "linux", target_env = "gnu")) {
+        eprintln!("skipped: the unwinder is linked statically on Linux with glibc only");
+        return;
+    }
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let printed = Command::new(cc)
+        .arg("-print-file-name=libgcc_eh.a")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_default();
+    if !Path::new(&printed).is_absolute() {
+        eprintln!(
+            "skipped: the C compiler knows no libgcc_eh.a, so the build links the shared unwinder"
+        );
+        return;
+    }
+    for binary in [
+        env!("CARGO_BIN_EXE_cairn-hook"),
+        env!("CARGO_BIN_EXE_cairn"),
+    ] {
+        let bytes = std::fs::read(binary).unwrap();
+        // A needed library is named, NUL-terminated, in the dynamic string table.
+        assert!(
+            !bytes.windows(14).any(|w| w == b"libgcc_s.so.1\0"),
+            "{binary} needs libgcc_s.so.1"
+        );
+    }
+}
