@@ -13,9 +13,11 @@
 //! panic unwinds and is caught exactly as before (the hook tests' `catch_unwind` paths run
 //! on it).
 //!
-//! It does nothing elsewhere, when cross-compiling, when `crt-static` is already asked for,
-//! or when the C compiler does not know a `libgcc_eh.a` (the binaries then link
-//! `libgcc_s.so.1` as usual).
+//! The alias is offered only once a small position-independent program that unwinds has been
+//! linked with it by the C compiler (a `libgcc_eh.a` built without `-fPIC`, as on a GCC that
+//! does not make PIE by default, cannot go into Rust's PIE binaries). It does nothing
+//! elsewhere, when cross-compiling, when `crt-static` is already asked for, or when that probe
+//! fails: the binaries then link `libgcc_s.so.1` as usual, and the build says so.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -31,31 +33,71 @@ fn main() {
     if var("CARGO_CFG_TARGET_OS") != "linux"
         || var("CARGO_CFG_TARGET_ENV") != "gnu"
         || var("TARGET") != var("HOST")
-        || static_crt
     {
         return;
     }
-    let Some(archive) = static_unwinder() else {
-        println!(
-            "cargo::warning=no libgcc_eh.a found; cairn-hook links the shared unwinder (libgcc_s.so.1) and starts about 0.1 ms slower"
-        );
+    // What was decided is told to the package's tests (`CAIRN_UNWINDER`), which check it.
+    if static_crt {
+        println!("cargo::rustc-env=CAIRN_UNWINDER=static");
         return;
-    };
+    }
     let dir = PathBuf::from(var("OUT_DIR")).join("static-unwinder");
-    let alias = dir.join("libgcc_s.a");
-    let made = std::fs::create_dir_all(&dir).and_then(|()| {
-        match std::fs::remove_file(&alias) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
+    match offer_static_unwinder(&dir) {
+        Ok(()) => {
+            println!("cargo::rustc-link-search=native={}", dir.display());
+            println!("cargo::rustc-env=CAIRN_UNWINDER=static");
         }
-        link(&archive, &alias)
-    });
-    match made {
-        Ok(()) => println!("cargo::rustc-link-search=native={}", dir.display()),
-        Err(e) => println!(
-            "cargo::warning=could not offer {} as the unwinder ({e}); linking the shared one",
-            archive.display()
-        ),
+        Err(why) => {
+            let why = why.replace(['\n', '\r'], " ");
+            println!(
+                "cargo::warning=the binaries link the shared unwinder (libgcc_s.so.1), so each hook process starts about 0.13 ms later: {why}"
+            );
+            println!("cargo::rustc-env=CAIRN_UNWINDER=shared: {why}");
+        }
+    }
+}
+
+/// Puts `libgcc_s.a` → `libgcc_eh.a` in `dir` and checks a PIE program links with it; on any
+/// failure `dir` holds no alias.
+fn offer_static_unwinder(dir: &Path) -> Result<(), String> {
+    let cc = env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let archive = static_unwinder(&cc).ok_or("the C compiler knows no libgcc_eh.a")?;
+    let alias = dir.join("libgcc_s.a");
+    let io = |e: std::io::Error| format!("{}: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(io)?;
+    match std::fs::remove_file(&alias) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+        _ => {}
+    }
+    link(&archive, &alias).map_err(io)?;
+    let probe = dir.join("probe.c");
+    std::fs::write(
+        &probe,
+        "int _Unwind_Backtrace(void *, void *);\nint main(void) { return _Unwind_Backtrace(0, 0) < 0; }\n",
+    )
+    .map_err(io)?;
+    let linked = Command::new(&cc)
+        .args(["-fPIE", "-pie"])
+        .arg(&probe)
+        .arg("-o")
+        .arg(dir.join("probe"))
+        .arg("-L")
+        .arg(dir)
+        .arg("-lgcc_s")
+        .output();
+    match linked {
+        Ok(out) if out.status.success() => Ok(()),
+        failed => {
+            let _ = std::fs::remove_file(&alias);
+            Err(match failed {
+                Ok(out) => format!(
+                    "{} does not link into a PIE program: {}",
+                    archive.display(),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+                Err(e) => format!("the C compiler could not be run: {e}"),
+            })
+        }
     }
 }
 
@@ -71,9 +113,8 @@ fn link(original: &Path, alias: &Path) -> std::io::Result<()> {
     std::fs::copy(original, alias).map(|_| ())
 }
 
-/// `libgcc_eh.a` as the C compiler that links the binaries finds it.
-fn static_unwinder() -> Option<PathBuf> {
-    let cc = env::var_os("CC").unwrap_or_else(|| "cc".into());
+/// `libgcc_eh.a` as the C compiler `cc` finds it.
+fn static_unwinder(cc: &std::ffi::OsStr) -> Option<PathBuf> {
     let output = Command::new(cc)
         .arg("-print-file-name=libgcc_eh.a")
         .output()

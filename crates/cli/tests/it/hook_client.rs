@@ -226,16 +226,12 @@ fn the_hook_binaries_do_not_load_the_shared_unwinder() {
         eprintln!("skipped: the unwinder is linked statically on Linux with glibc only");
         return;
     }
-    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-    let printed = Command::new(cc)
-        .arg("-print-file-name=libgcc_eh.a")
-        .output()
-        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-        .unwrap_or_default();
-    if !Path::new(&printed).is_absolute() {
-        eprintln!(
-            "skipped: the C compiler knows no libgcc_eh.a, so the build links the shared unwinder"
-        );
+    // The build script says what it decided on every Linux-with-glibc build.
+    let Some(decided) = option_env!("CAIRN_UNWINDER") else {
+        panic!("crates/cli/build.rs said nothing of the unwinder (CAIRN_UNWINDER)");
+    };
+    if decided != "static" {
+        eprintln!("skipped: the build fell back to the shared unwinder ({decided})");
         return;
     }
     for binary in [
