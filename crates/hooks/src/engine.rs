@@ -154,15 +154,16 @@ impl Environment {
         Ok(gate)
     }
 
-    /// Prepares what the first tool call in `project` would otherwise wait for: the policy
-    /// gate built (the gate cache keeps it). A failure is left alone: the call that needs the
-    /// gate meets it again and answers it as it always does. The resident server runs this
-    /// beside its first calls, which wait for what it is building rather than build it twice.
+    /// Prepares what the first calls in `project` would otherwise wait for: the store opened
+    /// (the long-lived opener keeps it) and the policy gate built (the gate cache keeps it).
+    /// A failure is left alone: the call that needs the store or the gate meets it again and
+    /// answers it as it always does. The resident server runs this beside its first calls,
+    /// which wait for what it is building rather than build it twice.
     ///
-    /// The store is not opened here: it is opened by the first call that needs it, which
-    /// checks its schema then — a server that opened it at its start could miss a newer
-    /// Cairn's migration made in between.
+    /// Opening the store early is safe against a newer Cairn migrating it later: the store
+    /// checks its schema again in every write transaction (`store_schema_too_new`).
     pub fn warm(&self, project: &Project) {
+        let _ = self.store_of(project);
         let _ = self.gate_of(project);
     }
 }

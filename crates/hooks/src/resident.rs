@@ -241,8 +241,8 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
         waiting: AtomicUsize::new(1),
         threads: AtomicUsize::new(1),
     });
-    // The policy gate is built beside the first calls (the first call of a session comes
-    // within milliseconds of the server's start).
+    // The store and the policy gate are made ready beside the first calls (the first call
+    // of a session comes within milliseconds of the server's start).
     let warming = Arc::clone(&workers);
     let warmed = project.clone();
     let _ = std::thread::Builder::new()

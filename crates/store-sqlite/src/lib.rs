@@ -17,7 +17,8 @@
 //! ```
 //!
 //! Every commit is one `BEGIN IMMEDIATE` transaction with `synchronous=FULL`, so an
-//! acknowledged append survives a crash or `kill -9`. `batch` durability is group commit:
+//! acknowledged append survives a crash or `kill -9`; each checks first that no newer Cairn
+//! has migrated the store since it was opened (`store_schema_too_new`). `batch` durability is group commit:
 //! the runtime hands several records to one [`Store::append`], paying one fsync for all.
 
 mod schema;
@@ -641,8 +642,9 @@ const ROW_COLUMNS: &str = "step_index, body, kind, task_id, tool_name, args_size
 
 impl Store for SqliteStore {
     fn open_run(&self, meta: &RunMeta) -> Result<(), StoreError> {
-        let conn = self.durable_conn()?;
-        let inserted = conn
+        let mut conn = self.durable_conn()?;
+        let tx = schema::begin_write(&mut conn)?;
+        let inserted = tx
             .execute(
                 "INSERT INTO runs (tenant_id, run_id, task_id, opened_at_us) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT DO NOTHING",
@@ -659,7 +661,7 @@ impl Store for SqliteStore {
                 run: meta.run_id.clone(),
             });
         }
-        Ok(())
+        tx.commit().map_err(backend)
     }
 
     fn append(&self, commit: &Commit<'_>) -> Result<(), StoreError> {
@@ -667,9 +669,7 @@ impl Store for SqliteStore {
             return Ok(());
         }
         let mut conn = self.durable_conn()?;
-        let tx = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(backend)?;
+        let tx = schema::begin_write(&mut conn)?;
         append_in(&tx, commit)?;
         tx.commit().map_err(backend)
     }
@@ -691,13 +691,10 @@ impl Store for SqliteStore {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(backend)?;
-        let kept = conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(backend)
-            .and_then(|tx| {
-                put_content(&tx, content)?;
-                tx.commit().map_err(backend)
-            });
+        let kept = schema::begin_write(&mut conn).and_then(|tx| {
+            put_content(&tx, content)?;
+            tx.commit().map_err(backend)
+        });
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(backend)?;
         self.relaxed
@@ -729,10 +726,9 @@ impl Store for SqliteStore {
             );
             results
         };
-        let mut tx = match conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-        {
+        let mut tx = match schema::begin_write(&mut conn) {
             Ok(tx) => tx,
-            Err(e) => return all_failed(backend(e)),
+            Err(e) => return all_failed(e),
         };
         let mut results = Vec::with_capacity(commits.len());
         for commit in commits {
@@ -923,13 +919,15 @@ impl Store for SqliteStore {
     }
 
     fn gc_content(&self, now: Timestamp) -> Result<u64, StoreError> {
-        let removed = self
-            .conn()
+        let mut conn = self.conn();
+        let tx = schema::begin_write(&mut conn)?;
+        let removed = tx
             .execute(
                 "DELETE FROM content WHERE expires_at_us <= ?1",
                 params![micros(now)],
             )
             .map_err(backend)?;
+        tx.commit().map_err(backend)?;
         Ok(removed as u64)
     }
 

@@ -84,6 +84,33 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub const CURRENT_VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// Begins a write transaction (`BEGIN IMMEDIATE`) on a store this build understands.
+///
+/// The schema was checked when the store was opened, but a long-lived writer (the hooks'
+/// resident server, `cairn serve`) keeps its connection while a newer Cairn may migrate the
+/// file; writing records a newer schema does not expect would be worse than refusing. So
+/// every write re-reads `PRAGMA user_version` under the write lock — a read of the cached
+/// header page — and refuses a version it does not know.
+///
+/// # Errors
+/// [`StoreError::SchemaTooNew`]; SQLite's when the transaction cannot begin.
+pub fn begin_write(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, StoreError> {
+    let tx = conn
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(backend)?;
+    let found: i64 = tx
+        .prepare_cached("PRAGMA user_version")
+        .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+        .map_err(backend)?;
+    if found > CURRENT_VERSION {
+        return Err(StoreError::SchemaTooNew {
+            found,
+            supported: CURRENT_VERSION,
+        });
+    }
+    Ok(tx)
+}
+
 /// Refuses a database that is not a Cairn store before anything touches it: one of another
 /// application (version 0 with tables), a file that is not SQLite at all, or — when the caller
 /// only reads — an empty one.

@@ -341,3 +341,32 @@ fn the_tool_result_a_model_was_shown_is_kept_for_the_next_step() {
         }
     }
 }
+
+/// A server that opened the store before a newer Cairn migrated it does not go on writing with
+/// the schema it checked then: the next call's intent record is refused, and the call denied,
+/// as `store_schema_too_new`; nothing is written.
+#[test]
+fn a_server_whose_store_a_newer_cairn_migrated_denies_and_writes_nothing() {
+    let dir = project();
+    let mut server = serve(dir.path(), "10m");
+    // The server has the store open: it answered (and recorded) a call.
+    let first = pre_tool_use(dir.path(), 1);
+    assert_eq!((first.code, first.stdout.as_str()), (0, ""), "{first:?}");
+    assert_eq!(records(dir.path()), 1);
+
+    let db = dir.path().join(".cairn/cairn.db");
+    let newer = rusqlite::Connection::open(&db).unwrap();
+    newer.execute_batch("PRAGMA user_version = 999;").unwrap();
+    let refused = pre_tool_use(dir.path(), 2);
+    assert_eq!(refused.code, 2, "{refused:?}");
+    assert!(
+        refused.stderr.contains("error[store_schema_too_new]"),
+        "{refused:?}"
+    );
+    let count: i64 = newer
+        .query_row("SELECT COUNT(*) FROM records", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(count, 1, "the refused call wrote no record");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

@@ -147,3 +147,71 @@ fn keeping_content_leaves_every_later_commit_synced() {
     store.keep_content(&tenant, &run, &[item]).unwrap();
     assert!(store.is_fully_synchronous().unwrap());
 }
+
+/// A long-lived writer (the hooks' resident server, `cairn serve`) keeps its connection: when a
+/// newer Cairn migrates the store meanwhile, every later write is refused as
+/// `store_schema_too_new` and writes nothing, instead of going on with the schema it checked
+/// when it opened the store.
+#[test]
+fn a_store_migrated_by_a_newer_cairn_while_open_refuses_every_write() {
+    use cairn_ledger::Store;
+    use cairn_ledger::store::{ContentItem, RunMeta};
+    use cairn_test_support::store_conformance::{append, at, ids, step};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cairn.db");
+    let store = open(&db);
+    let (tenant_id, run_id, task_id) = ids();
+    let meta = RunMeta {
+        tenant_id: tenant_id.clone(),
+        run_id: run_id.clone(),
+        task_id,
+        opened_at: at(0),
+    };
+    store.open_run(&meta).unwrap();
+    let first = step(0, None, "a");
+    append(&store, std::slice::from_ref(&first)).unwrap();
+
+    let newer = rusqlite::Connection::open(&db).unwrap();
+    newer
+        .execute_batch(&format!("PRAGMA user_version = {}", CURRENT_VERSION + 1))
+        .unwrap();
+    let too_new = |result: Result<(), cairn_ledger::StoreError>, what: &str| {
+        let err = result.expect_err(what);
+        assert_eq!(
+            cairn_core::ErrorCode::code(&err),
+            "store_schema_too_new",
+            "{what}: {err}"
+        );
+    };
+    too_new(
+        append(&store, &[step(1, Some(first.digest), "b")]),
+        "append",
+    );
+    let group = store.append_group(&[cairn_ledger::store::Commit::default()]);
+    too_new(group.into_iter().next().unwrap(), "append_group");
+    let other = RunMeta {
+        run_id: "run-other".parse().unwrap(),
+        ..meta
+    };
+    too_new(store.open_run(&other), "open_run");
+    let bytes = b"{\"shown\":1}".to_vec();
+    let item = ContentItem {
+        digest: cairn_core::Digest::of(&bytes),
+        bytes,
+        stored_at: at(1),
+        expires_at: at(2),
+    };
+    too_new(
+        store.keep_content(&tenant_id, &run_id, &[item]),
+        "keep_content",
+    );
+    too_new(store.gc_content(at(3)).map(|_| ()), "gc_content");
+
+    // Nothing was written: the run still holds its one record, the other run does not exist.
+    assert_eq!(store.run(&tenant_id, &run_id).unwrap().unwrap().records, 1);
+    assert!(store.run(&tenant_id, &other.run_id).unwrap().is_none());
+    let content: i64 = newer
+        .query_row("SELECT COUNT(*) FROM content", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(content, 0);
+}
