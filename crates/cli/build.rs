@@ -4,12 +4,12 @@
 //! `x86_64-unknown-linux-gnu` the standard library asks for the unwinder as the shared
 //! `libgcc_s.so.1` (`-lgcc_s`); loading it and running its constructor, which probes the
 //! CPU with `cpuid` (slow on a virtual machine), cost 0.12–0.14 ms per process on the CI
-//! machine — 0.25 ms per tool call (see `docs/guide/benchmarks.md`). A fully static build (`crt-static`)
-//! cannot be asked of `cargo install` without `--target` (the workspace's proc-macros must
-//! stay dynamic), but the unwinder alone can be linked in: GCC ships the same unwinder as the
-//! static archive `libgcc_eh.a`, which is what `-static-libgcc` links. This script offers
-//! that archive under the name the linker looks for, `libgcc_s.a`, in a folder searched before
-//! the system's, so `-lgcc_s` resolves to it. Nothing else changes: libc stays shared, and a
+//! machine — 0.25 ms per tool call (see `docs/guide/benchmarks.md`). A fully static build
+//! (`crt-static`) cannot be asked of `cargo install` without `--target` (the workspace's
+//! proc-macros must stay dynamic), but the unwinder alone can be linked in: GCC ships the same
+//! unwinder as the static archive `libgcc_eh.a`, which is what `-static-libgcc` links. This
+//! script offers that archive under the name the linker looks for, `libgcc_s.a`, in a folder
+//! searched before the system's, so `-lgcc_s` resolves to it. Nothing else changes: libc stays shared, and a
 //! panic unwinds and is caught exactly as before (the hook tests' `catch_unwind` paths run
 //! on it).
 //!

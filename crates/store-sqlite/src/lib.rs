@@ -18,8 +18,9 @@
 //!
 //! Every commit is one `BEGIN IMMEDIATE` transaction with `synchronous=FULL`, so an
 //! acknowledged append survives a crash or `kill -9`; each checks first that no newer Cairn
-//! has migrated the store since it was opened (`store_schema_too_new`). `batch` durability is group commit:
-//! the runtime hands several records to one [`Store::append`], paying one fsync for all.
+//! has migrated the store since it was opened (`store_schema_too_new`). `batch` durability
+//! is group commit: the runtime hands several records to one [`Store::append`], paying one
+//! fsync for all.
 
 mod schema;
 
