@@ -27,9 +27,6 @@ fn main() {
     println!("cargo::rerun-if-changed=build.rs");
     println!("cargo::rerun-if-env-changed=CC");
     let var = |name: &str| env::var(name).unwrap_or_default();
-    let static_crt = var("CARGO_CFG_TARGET_FEATURE")
-        .split(',')
-        .any(|feature| feature == "crt-static");
     if var("CARGO_CFG_TARGET_OS") != "linux"
         || var("CARGO_CFG_TARGET_ENV") != "gnu"
         || var("TARGET") != var("HOST")
@@ -37,7 +34,10 @@ fn main() {
         return;
     }
     // What was decided is told to the package's tests (`CAIRN_UNWINDER`), which check it.
-    if static_crt {
+    if var("CARGO_CFG_TARGET_FEATURE")
+        .split(',')
+        .any(|feature| feature == "crt-static")
+    {
         println!("cargo::rustc-env=CAIRN_UNWINDER=static");
         return;
     }
@@ -70,34 +70,39 @@ fn offer_static_unwinder(dir: &Path) -> Result<(), String> {
         _ => {}
     }
     link(&archive, &alias).map_err(io)?;
-    let probe = dir.join("probe.c");
+    let probed = probe(&cc, dir).map_err(|why| format!("{}: {why}", archive.display()));
+    if probed.is_err() {
+        let _ = std::fs::remove_file(&alias);
+    }
+    probed
+}
+
+/// Links a PIE program that unwinds with `-lgcc_s` searched in `dir` first, as the binaries'
+/// link will.
+fn probe(cc: &std::ffi::OsStr, dir: &Path) -> Result<(), String> {
+    let source = dir.join("probe.c");
     std::fs::write(
-        &probe,
+        &source,
         "int _Unwind_Backtrace(void *, void *);\nint main(void) { return _Unwind_Backtrace(0, 0) < 0; }\n",
     )
-    .map_err(io)?;
-    let linked = Command::new(&cc)
+    .map_err(|e| format!("{}: {e}", source.display()))?;
+    let out = Command::new(cc)
         .args(["-fPIE", "-pie"])
-        .arg(&probe)
+        .arg(&source)
         .arg("-o")
         .arg(dir.join("probe"))
         .arg("-L")
         .arg(dir)
         .arg("-lgcc_s")
-        .output();
-    match linked {
-        Ok(out) if out.status.success() => Ok(()),
-        failed => {
-            let _ = std::fs::remove_file(&alias);
-            Err(match failed {
-                Ok(out) => format!(
-                    "{} does not link into a PIE program: {}",
-                    archive.display(),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ),
-                Err(e) => format!("the C compiler could not be run: {e}"),
-            })
-        }
+        .output()
+        .map_err(|e| format!("the C compiler could not be run: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "does not link into a PIE program: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{Settings, events, is_cairn_handler, our_handler, owned_fields, shape_error};
 use crate::error::HookError;
@@ -74,6 +74,33 @@ fn is_ours(handler: &CstObject, host: Host) -> bool {
     )
 }
 
+/// Sets each of Cairn's `owned` fields of `handler`: replaced where it differs, and where it is
+/// missing inserted after the last of Cairn's fields already there (`command` at least), so
+/// that they read in order. Nothing else in the handler is touched.
+fn set_owned(handler: &CstObject, owned: &Map<String, Value>) {
+    for (key, value) in owned {
+        match handler.get(key) {
+            Some(prop) => {
+                if value_of(handler, key).as_ref() != Some(value) {
+                    prop.set_value(input(value));
+                }
+            }
+            None => {
+                let after = handler
+                    .properties()
+                    .iter()
+                    .rposition(|prop| {
+                        prop.name()
+                            .and_then(|name| name.decoded_value().ok())
+                            .is_some_and(|name| owned.contains_key(&name))
+                    })
+                    .map_or(0, |at| at + 1);
+                handler.insert(after, key, input(value));
+            }
+        }
+    }
+}
+
 /// Applies the install to the file's syntax tree, as [`super::merge`] does to its value: a
 /// field Cairn owns is set where it differs and added after the handler's `command` where it
 /// is missing (after the others); nothing else in the handler is touched.
@@ -90,28 +117,7 @@ pub(super) fn merge_text(root: &CstRootNode, host: Host, dir: &Path) -> Option<(
             };
             for handler in handlers.iter().filter(|handler| is_ours(handler, host)) {
                 present = true;
-                for (key, value) in &owned {
-                    match handler.get(key) {
-                        Some(prop) if value_of(handler, key).as_ref() != Some(value) => {
-                            prop.set_value(input(value));
-                        }
-                        Some(_) => {}
-                        None => {
-                            // After the last of Cairn's fields already there (`command` at
-                            // least), so that they read in order.
-                            let after = handler
-                                .properties()
-                                .iter()
-                                .rposition(|prop| {
-                                    prop.name()
-                                        .and_then(|name| name.decoded_value().ok())
-                                        .is_some_and(|name| owned.contains_key(&name))
-                                })
-                                .map_or(0, |at| at + 1);
-                            handler.insert(after, key, input(value));
-                        }
-                    }
-                }
+                set_owned(handler, &owned);
             }
         }
         if !present {
