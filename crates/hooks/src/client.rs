@@ -148,15 +148,69 @@ pub fn failed(blocks: bool, reason: &str, code: &str) -> Answer {
     }
 }
 
-/// The answer to a call the resident server was asked: its own, or the failure of the
-/// exchange (`blocks`: whether the call must be denied when it cannot be decided; `limit`:
-/// the deadline's length).
+/// The answer to a call the resident server was asked: its own (vetted, see [`vet`]), or the
+/// failure of the exchange (`blocks`: whether the call must be denied when it cannot be
+/// decided; `limit`: the deadline's length).
 #[must_use]
 pub fn resident_answer(result: Result<Answer, HookError>, blocks: bool, limit: Duration) -> Answer {
-    result.unwrap_or_else(|error| match error {
-        HookError::ResidentLate { .. } => late(blocks, limit),
-        error => failed(blocks, &error.to_string(), error.code()),
-    })
+    match result {
+        Ok(answer) => vet(answer, blocks, "the resident hook server"),
+        Err(HookError::ResidentLate { .. }) => late(blocks, limit),
+        Err(error) => failed(blocks, &error.to_string(), error.code()),
+    }
+}
+
+/// The stable code of an answer from another process that is not one Cairn gives.
+pub const ANSWER_INVALID: &str = "hook_answer_invalid";
+
+/// `answer`, received `from` another process (the resident server, a hook worker, the
+/// service), if it is one Cairn could have given for the event; else the event's failure
+/// answer (issue 34, 10). Exit 0 passes only a well-formed allow: for an event that `blocks`
+/// (a `PreToolUse`), nothing on stdout or Cairn's explicit allow, and never an answer that
+/// says it denies; for every other event, nothing or a JSON object on stdout, and never exit
+/// 2 (which would keep a `Stop` from stopping). Anything else is denied when it `blocks`,
+/// and answered exit 0 with a note otherwise.
+#[must_use]
+pub fn vet(answer: Answer, blocks: bool, from: &str) -> Answer {
+    match inconsistency(&answer, blocks) {
+        None => answer,
+        Some(reason) => failed(
+            blocks,
+            &format!("{from} gave an answer Cairn never gives: {reason}"),
+            ANSWER_INVALID,
+        ),
+    }
+}
+
+/// What is wrong with `answer` for an event that `blocks` (or not), if anything.
+fn inconsistency(answer: &Answer, blocks: bool) -> Option<String> {
+    match (answer.exit, blocks) {
+        (EXIT_BLOCK, true) => return None,
+        (EXIT_BLOCK, false) => return Some("exit 2 for an event that is never blocked".into()),
+        (0, _) if answer.denies => return Some("it denies the call with exit 0".into()),
+        (0, _) => {}
+        (other, _) => return Some(format!("exit {other}")),
+    }
+    let stdout = answer.stdout.as_deref()?;
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_str(stdout) else {
+        return Some("its stdout is not a JSON object".into());
+    };
+    if !blocks {
+        return None;
+    }
+    let explicit_allow = object.len() == 1
+        && object
+            .get("hookSpecificOutput")
+            .and_then(serde_json::Value::as_object)
+            .is_some_and(|output| {
+                output.get("permissionDecision").and_then(serde_json::Value::as_str)
+                    == Some("allow")
+                    && output.keys().all(|key| {
+                        ["hookEventName", "permissionDecision", "permissionDecisionReason"]
+                            .contains(&key.as_str())
+                    })
+            });
+    (!explicit_allow).then(|| "its stdout is not an allow".into())
 }
 
 /// How a call's project is found: `project` (the hook command's `--project`), else (Claude

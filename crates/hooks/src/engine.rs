@@ -185,13 +185,7 @@ pub fn handle(host: Host, stdin: &[u8], env: &Environment) -> Answer {
         .resolve(input.host, &input.session_id, input.cwd.as_deref())
     {
         Ok(Some(project)) => project,
-        Ok(None) => {
-            let start = input.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
-            return Answer::note(format!(
-                "cairn: no .cairn/ project at or above `{}`; nothing recorded (run `cairn hooks install` there)",
-                start.display()
-            ));
-        }
+        Ok(None) => return no_project(&input),
         Err(error) => return failure(&input.event, &error),
     };
     env.binding
@@ -203,6 +197,28 @@ pub fn handle(host: Host, stdin: &[u8], env: &Environment) -> Answer {
         Err(panic) => HookError::Panic(panic_message(panic.as_ref())),
     };
     failure(&input.event, &error)
+}
+
+/// The answer when no project is found for `input` (no `--project`, no `CLAUDE_PROJECT_DIR`,
+/// no session binding, no `.cairn/` at or above `cwd`). The hook was configured to decide and
+/// has nothing to decide with: a `PreToolUse` is denied (issue 34, 11) with how to fix it;
+/// every other event passes with a note, so that a compaction or a stop is never blocked.
+fn no_project(input: &HookInput) -> Answer {
+    let start = input.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+    let line = format!(
+        "error[{}]: no .cairn/ project at or above `{}`",
+        HookError::PROJECT_MISSING.name(),
+        start.display()
+    );
+    match &input.event {
+        Event::PreToolUse(tool) => Answer::fail_closed(format!(
+            "Cairn denied this `{}` call: its hook runs here but finds no project to decide it with ({line}). Nothing was run or recorded. Run `cairn hooks install` in the project (its hooks name the project with `--project`), or remove Cairn's hooks from settings that do not belong to a Cairn project.",
+            tool.name
+        )),
+        _ => Answer::note(format!(
+            "cairn: {line}; nothing recorded (run `cairn hooks install` there)"
+        )),
+    }
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {

@@ -22,8 +22,9 @@
 //!
 //! - [`engine`]: one invocation — [`handle`] parses, finds the project
 //!   ([`project::Binding`]: the one the hook names, the session's, or the nearest `.cairn/`
-//!   at or above the payload's `cwd`; none: nothing is recorded and the call is not
-//!   blocked), locks the session, acts and answers; it never panics and never fails open.
+//!   at or above the payload's `cwd`; none: nothing is recorded, a `PreToolUse` is denied
+//!   and every other event passes), locks the session, acts and answers; it never panics
+//!   and never fails open.
 //! - [`session`]: what survives between invocations (`.cairn/sessions/<run>.json`).
 //! - [`gate`]: the session's restrictions in front of the project's Cedar gate, and the
 //!   test-only fault switch.

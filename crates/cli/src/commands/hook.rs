@@ -210,7 +210,7 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
         .map(cairn_hooks::project::Project::root)
         .or(args.project.as_deref());
     let answer = match worker(ctx, args, named, &stdin, deadline) {
-        Ok(answer) => answer,
+        Ok(answer) => client::vet(answer, blocks, "the hook worker"),
         Err(WorkerFailure::Late) => late(blocks, limit),
         Err(WorkerFailure::Failed(reason)) => failed(blocks, &reason, "hook_worker_failed"),
     };
@@ -287,17 +287,12 @@ fn through_service(
         );
     }
     match serde_json::from_slice::<Answer>(&answer.body) {
-        // INVARIANT: the host sees exit 0 or 2 only.
-        Ok(answer) if answer.exit == 0 || answer.exit == cairn_hooks::answer::EXIT_BLOCK => answer,
-        Ok(answer) => failed(
-            blocks,
-            &format!("the service answered exit {}", answer.exit),
-            "service_answer_invalid",
-        ),
+        // INVARIANT: the host sees exit 0 only for an allow of a call, 2 for a denial.
+        Ok(answer) => client::vet(answer, blocks, &format!("the service at {endpoint}")),
         Err(e) => failed(
             blocks,
             &format!("the service's answer is unreadable: {e}"),
-            "service_answer_invalid",
+            client::ANSWER_INVALID,
         ),
     }
 }
@@ -380,13 +375,6 @@ fn worker(
     let answer: Answer = serde_json::from_slice(&answer).map_err(|e| {
         WorkerFailure::Failed(format!("the hook worker's answer is unreadable: {e}"))
     })?;
-    // INVARIANT: the host sees exit 0 or 2 only.
-    if answer.exit != 0 && answer.exit != cairn_hooks::answer::EXIT_BLOCK {
-        return Err(WorkerFailure::Failed(format!(
-            "the hook worker answered exit {}",
-            answer.exit
-        )));
-    }
     Ok(answer)
 }
 

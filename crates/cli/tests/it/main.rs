@@ -30,6 +30,7 @@ mod interop;
 mod interop_mutations;
 mod issue_15;
 mod issue_15_property;
+mod issue_34_answers;
 mod keys;
 mod policy;
 mod postgres;

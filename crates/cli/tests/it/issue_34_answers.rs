@@ -1,0 +1,174 @@
+//! Issue 34, 10: a hook obeys only an answer Cairn could have given. A service (anything
+//! listening at `CAIRN_SERVER`) or a resident server that answers an inconsistent answer —
+//! exit 0 with `"denies": true`, exit 0 with stdout that is not JSON, a `PreToolUse` "allowed"
+//! with another decision on stdout, exit 2 for a `Stop` — makes `cairn hook` and `cairn-hook`
+//! deny the tool call (exit 2), and never blocks an event that must not be blocked.
+
+use crate::common;
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+use std::process::Command;
+
+use common::{socket, with_stdin as run};
+use serde_json::{Value, json};
+
+/// Answers every HTTP request on a loopback port with `body` (status 200, JSON), for as many
+/// requests as `answers` holds; returns the service's address and the thread.
+fn fake_service(answers: Vec<Value>) -> (String, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let thread = std::thread::spawn(move || {
+        for body in answers {
+            let (mut stream, _) = listener.accept().unwrap();
+            stream
+                .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+                .unwrap();
+            read_request(&mut stream);
+            let body = body.to_string();
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            stream.write_all(reply.as_bytes()).unwrap();
+        }
+    });
+    (address, thread)
+}
+
+/// Reads one HTTP request (headers, then `content-length` bytes of body).
+fn read_request(stream: &mut std::net::TcpStream) {
+    let mut seen = Vec::new();
+    let mut byte = [0_u8; 1];
+    while !seen.ends_with(b"\r\n\r\n") {
+        if stream.read(&mut byte).unwrap() == 0 {
+            return;
+        }
+        seen.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&seen).to_ascii_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|line| line.strip_prefix("content-length:"))
+        .map_or(0, |n| n.trim().parse().unwrap());
+    let mut body = vec![0_u8; length];
+    stream.read_exact(&mut body).unwrap();
+}
+
+fn pre_tool_use(dir: &Path) -> String {
+    json!({
+        "session_id": "s34", "cwd": dir, "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "echo hi"}, "tool_use_id": "toolu_1",
+    })
+    .to_string()
+}
+
+fn stop(dir: &Path) -> String {
+    json!({"session_id": "s34", "cwd": dir, "hook_event_name": "Stop", "stop_hook_active": false})
+        .to_string()
+}
+
+/// The answers no Cairn gives to a `PreToolUse`.
+fn inconsistent_for_a_call() -> Vec<Value> {
+    vec![
+        json!({"exit": 0, "denies": true, "stdout": null, "stderr": null}),
+        json!({"exit": 0, "denies": false, "stdout": "not json", "stderr": null}),
+        json!({"exit": 0, "denies": false, "stdout": "[1]", "stderr": null}),
+        json!({"exit": 0, "denies": false, "stderr": null,
+               "stdout": "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"ask\"}}"}),
+        json!({"exit": 0, "denies": false, "stderr": null,
+               "stdout": "{\"continue\":false,\"hookSpecificOutput\":{\"permissionDecision\":\"allow\"}}"}),
+        json!({"exit": 1, "denies": false, "stdout": null, "stderr": null}),
+    ]
+}
+
+/// Both hook commands, with `env` set.
+fn hook_commands(dir: &Path, env: &[(&str, &str)]) -> Vec<Command> {
+    let mut cairn = common::command_in(dir);
+    cairn.args(["hook", "claude-code"]);
+    let mut thin = common::program_in(env!("CARGO_BIN_EXE_cairn-hook"), dir);
+    thin.arg("claude-code");
+    let mut commands = vec![cairn, thin];
+    for command in &mut commands {
+        for (name, value) in env {
+            command.env(name, value);
+        }
+    }
+    commands
+}
+
+#[test]
+fn an_inconsistent_answer_from_the_service_denies_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for answer in inconsistent_for_a_call() {
+        for mut command in hook_commands(d, &[]) {
+            let (address, service) = fake_service(vec![answer.clone()]);
+            command
+                .env("CAIRN_SERVER", &address)
+                .env("CAIRN_TOKEN", "cairn_agent_fake");
+            let out = run(&mut command, &pre_tool_use(d));
+            service.join().unwrap();
+            assert_eq!(out.code, 2, "{answer} was obeyed: {out:?}");
+            assert!(out.stderr.contains("hook_answer_invalid"), "{out:?}");
+        }
+    }
+    // An explicit allow and a silent one pass; a deny denies.
+    let allow = json!({"exit": 0, "denies": false, "stderr": null,
+        "stdout": "{\"hookSpecificOutput\":{\"hookEventName\":\"PreToolUse\",\"permissionDecision\":\"allow\",\"permissionDecisionReason\":\"ok\"}}"});
+    let silent = json!({"exit": 0, "denies": false, "stdout": null, "stderr": null});
+    for answer in [allow, silent] {
+        let (address, service) = fake_service(vec![answer.clone()]);
+        let mut command = hook_commands(d, &[("CAIRN_SERVER", &address), ("CAIRN_TOKEN", "t")])
+            .remove(0);
+        let out = run(&mut command, &pre_tool_use(d));
+        service.join().unwrap();
+        assert_eq!(out.code, 0, "{answer}: {out:?}");
+    }
+}
+
+#[test]
+fn an_inconsistent_answer_to_a_stop_never_blocks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let answers = [
+        json!({"exit": 2, "denies": true, "stdout": null, "stderr": "keep going"}),
+        json!({"exit": 0, "denies": false, "stdout": "not json", "stderr": null}),
+    ];
+    for answer in answers {
+        let (address, service) = fake_service(vec![answer.clone()]);
+        let mut command = hook_commands(d, &[("CAIRN_SERVER", &address), ("CAIRN_TOKEN", "t")])
+            .remove(0);
+        let out = run(&mut command, &stop(d));
+        service.join().unwrap();
+        assert_eq!(out.code, 0, "{answer}: {out:?}");
+        assert!(out.stdout.is_empty(), "{answer}: {out:?}");
+        assert!(out.stderr.contains("hook_answer_invalid"), "{out:?}");
+    }
+}
+
+#[test]
+fn an_inconsistent_answer_from_a_resident_server_denies_the_call() {
+    let dir = common::init_project();
+    let d = dir.path();
+    let answers = inconsistent_for_a_call();
+    let count = answers.len() * 2;
+    let listener = UnixListener::bind(socket(d)).unwrap();
+    let server = std::thread::spawn(move || {
+        for answer in answers.iter().flat_map(|a| [a, a]) {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = Vec::new();
+            stream.read_to_end(&mut request).unwrap();
+            stream.write_all(answer.to_string().as_bytes()).unwrap();
+        }
+    });
+    for i in 0..count {
+        let mut command = hook_commands(d, &[]).remove(i % 2);
+        let out = run(&mut command, &pre_tool_use(d));
+        assert_eq!(out.code, 2, "answer {i} was obeyed: {out:?}");
+        assert!(out.stderr.contains("hook_answer_invalid"), "{out:?}");
+    }
+    server.join().unwrap();
+}
