@@ -203,11 +203,17 @@ fn inconsistency(answer: &Answer, blocks: bool) -> Option<String> {
             .get("hookSpecificOutput")
             .and_then(serde_json::Value::as_object)
             .is_some_and(|output| {
-                output.get("permissionDecision").and_then(serde_json::Value::as_str)
+                output
+                    .get("permissionDecision")
+                    .and_then(serde_json::Value::as_str)
                     == Some("allow")
                     && output.keys().all(|key| {
-                        ["hookEventName", "permissionDecision", "permissionDecisionReason"]
-                            .contains(&key.as_str())
+                        [
+                            "hookEventName",
+                            "permissionDecision",
+                            "permissionDecisionReason",
+                        ]
+                        .contains(&key.as_str())
                     })
             });
     (!explicit_allow).then(|| "its stdout is not an allow".into())

@@ -355,7 +355,9 @@ impl<'a> Session<'a> {
         match event {
             Event::PreToolUse(tool) => self.pre_tool_use(tool),
             Event::PostToolUse { tool, outcome } => self.post_tool_use(tool, outcome, event.name()),
-            Event::UserPromptSubmit { prompt } => self.user_prompt(prompt.as_deref()),
+            Event::UserPromptSubmit { prompt, agent } => {
+                self.user_prompt(prompt.as_deref(), agent.as_deref())
+            }
             Event::PreCompact { trigger } => self.pre_compact(trigger),
             Event::PostCompact { trigger, summary } => {
                 self.post_compact(trigger, summary.as_deref())

@@ -67,11 +67,42 @@ pub struct ToolUse {
     pub agent: Option<String>,
 }
 
+/// A tool's `tool_response`: the exact bytes the host sent, and the JSON they read as.
+#[derive(Debug, Clone)]
+pub struct Response {
+    raw: Box<RawValue>,
+    value: Option<Value>,
+}
+
+impl Response {
+    /// Reads `raw`: a lone surrogate escape reads as U+FFFD (see
+    /// [`lone_surrogates_replaced`]); a response that still does not read (nesting past
+    /// `serde_json`'s limit) keeps only its bytes, and its outcome is unknown.
+    fn read(raw: Box<RawValue>) -> Self {
+        let value = serde_json::from_str(raw.get())
+            .or_else(|_| serde_json::from_str(&lone_surrogates_replaced(raw.get())))
+            .ok();
+        Self { raw, value }
+    }
+
+    /// The response as JSON, when it reads.
+    #[must_use]
+    pub const fn value(&self) -> Option<&Value> {
+        self.value.as_ref()
+    }
+
+    /// The exact bytes the host sent.
+    #[must_use]
+    pub fn raw(&self) -> &str {
+        self.raw.get()
+    }
+}
+
 /// How a tool call ended, as `PostToolUse` or `PostToolUseFailure` report it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum ToolOutcome {
     /// It returned this response.
-    Response(Value),
+    Response(Response),
     /// It failed with this error; `interrupted` when the host interrupted it.
     Failure {
         /// The host's error text.
@@ -97,6 +128,8 @@ pub enum Event {
     UserPromptSubmit {
         /// The prompt, when the host sends it.
         prompt: Option<String>,
+        /// The subagent it was given to (`agent_id`, Codex), when not the main agent.
+        agent: Option<String>,
     },
     /// A compaction is about to start.
     PreCompact {
@@ -203,7 +236,8 @@ fn malformed(reason: impl Into<String>, event: Option<&str>) -> HookError {
     }
 }
 
-/// Field `name` parsed as `T`; `None` when absent or `null`.
+/// Field `name` parsed as `T`; `None` when absent or `null`. A lone surrogate escape in it
+/// reads as U+FFFD (see [`lone_surrogates_replaced`]).
 fn field<T: DeserializeOwned>(
     map: &RawMap,
     name: &str,
@@ -214,9 +248,59 @@ fn field<T: DeserializeOwned>(
         None => Ok(None),
         Some(raw) if raw.get().trim() == "null" => Ok(None),
         Some(raw) => serde_json::from_str(raw.get())
+            .or_else(|_| serde_json::from_str(&lone_surrogates_replaced(raw.get())))
             .map(Some)
             .map_err(|_| malformed(format!("`{name}` must be {what}"), event)),
     }
+}
+
+/// `json` with every escape of a lone UTF-16 surrogate (`\ud800` not followed by the escape
+/// of a low surrogate, or a low surrogate's escape on its own) replaced by `\ufffd`. Claude
+/// Code hands a broken string to its hooks both ways — as U+FFFD in a call's `tool_input`,
+/// as the raw escape in its `tool_response` (issue 34, 2) — and both must read as the same
+/// text. Hook input read this way is never a decision's arguments: those go to the strict
+/// reader, which refuses lone surrogates.
+#[must_use]
+pub fn lone_surrogates_replaced(json: &str) -> std::borrow::Cow<'_, str> {
+    /// The code unit of the escape `\uXXXX` at the start of `text`, if it is one.
+    fn unit(text: &str) -> Option<u16> {
+        let hex = text.strip_prefix("\\u")?.get(..4)?;
+        u16::from_str_radix(hex, 16).ok()
+    }
+    let is_high = |u: u16| (0xD800..0xDC00).contains(&u);
+    let is_low = |u: u16| (0xDC00..0xE000).contains(&u);
+    if !json.contains("\\u") {
+        return std::borrow::Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len());
+    let mut rest = json;
+    while let Some(at) = rest.find('\\') {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let keep = match unit(from) {
+            Some(high) if is_high(high) => {
+                if from.get(6..).and_then(unit).is_some_and(is_low) {
+                    12
+                } else {
+                    0
+                }
+            }
+            Some(low) if is_low(low) => 0,
+            Some(_) => 6,
+            // Any other escape (`\\`, `\"`) is kept whole, so that the backslash it ends with
+            // is never read as the start of the next one.
+            None => 2,
+        };
+        if keep == 0 {
+            out.push_str("\\ufffd");
+            rest = from.get(6..).unwrap_or_default();
+        } else {
+            out.push_str(from.get(..keep).unwrap_or(from));
+            rest = from.get(keep..).unwrap_or_default();
+        }
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
 }
 
 fn required<T: DeserializeOwned>(
@@ -362,9 +446,11 @@ fn parse_event(map: &RawMap, name: &str) -> Result<Event, HookError> {
         "PreToolUse" => Event::PreToolUse(tool_use(map, name, true)?),
         "PostToolUse" => Event::PostToolUse {
             tool: tool_use(map, name, false)?,
-            outcome: ToolOutcome::Response(
-                field(map, "tool_response", "JSON", event_name)?.unwrap_or(Value::Null),
-            ),
+            outcome: ToolOutcome::Response(Response::read(match map.get("tool_response") {
+                Some(raw) => raw.clone(),
+                None => RawValue::from_string("null".to_owned())
+                    .map_err(|e| malformed(e.to_string(), event_name))?,
+            })),
         },
         "PostToolUseFailure" => {
             let error: Option<Value> = field(map, "error", "JSON", event_name)?;
@@ -384,6 +470,7 @@ fn parse_event(map: &RawMap, name: &str) -> Result<Event, HookError> {
         }
         "UserPromptSubmit" => Event::UserPromptSubmit {
             prompt: text("prompt")?,
+            agent: text("agent_id")?.filter(|a| !a.is_empty()),
         },
         "PreCompact" => Event::PreCompact {
             trigger: text("trigger")?.unwrap_or_else(|| "unknown".to_owned()),
@@ -427,6 +514,29 @@ mod tests {
         };
         assert_eq!(tool.input.get(), r#"{"command" : "ls",  "b":1.50}"#);
         assert_eq!(tool.id.as_deref(), Some("t1"));
+    }
+
+    #[test]
+    fn a_lone_surrogate_reads_as_the_replacement_character() {
+        assert_eq!(lone_surrogates_replaced(r#""a\ud800b""#), r#""a\ufffdb""#);
+        assert_eq!(
+            lone_surrogates_replaced(r#""\udc00\ud83d""#),
+            r#""\ufffd\ufffd""#
+        );
+        // A pair, an escaped backslash before `u`, and other escapes stay as they are.
+        for kept in [r#""\ud83d\ude00""#, r#""\\ud800""#, r#""\u0041\n\"""#] {
+            assert_eq!(lone_surrogates_replaced(kept), kept);
+        }
+        let text = br#"{"session_id":"s","hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{},"tool_response":{"filePath":"src/\ud800.rs"}}"#;
+        let Event::PostToolUse {
+            outcome: ToolOutcome::Response(response),
+            ..
+        } = parse(Host::ClaudeCode, text).unwrap().event
+        else {
+            panic!("not a PostToolUse")
+        };
+        assert_eq!(response.value().unwrap()["filePath"], "src/\u{fffd}.rs");
+        assert_eq!(response.raw(), r#"{"filePath":"src/\ud800.rs"}"#);
     }
 
     #[test]

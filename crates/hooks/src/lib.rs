@@ -28,6 +28,9 @@
 //! - [`session`]: what survives between invocations (`.cairn/sessions/<run>.json`).
 //! - [`gate`]: the session's restrictions in front of the project's Cedar gate, and the
 //!   test-only fault switch.
+//! - [`outcome`]: what a `PostToolUse` says of a call's outcome, read against the shapes
+//!   the pinned hosts report (anything else is unknown), and Claude Code's report of a
+//!   background task's end.
 //! - `tools` and `boundary`: the events (their module docs state the decisions: which
 //!   failures are unknown side effects, `Stop` versus `SessionEnd`, the session facts).
 //! - [`config`]: `.cairn/hooks.json`, including which tools are consequential.
@@ -66,6 +69,7 @@ pub mod gate;
 pub mod host;
 pub mod input;
 pub mod install;
+pub mod outcome;
 pub mod project;
 #[cfg(unix)]
 pub mod resident;

@@ -66,6 +66,18 @@ pub struct PendingStep {
     pub agent: Option<String>,
 }
 
+/// A call the host moved to the background before it ended (its outcome is recorded as
+/// unknown), remembered by its task until the host reports the task's end.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackgroundCall {
+    /// The step it was recorded as.
+    pub step: u64,
+    /// The tool.
+    pub tool: String,
+    /// The host's id of the call, which the host's report of the task's end names too.
+    pub tool_use_id: String,
+}
+
 /// Where the session is in the boundary protocol.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -188,6 +200,9 @@ pub struct SessionState {
     /// `Some(true)` — and saved — before a hook records one; `None` when not known.
     #[serde(default)]
     pub unresolved_hint: Option<bool>,
+    /// Calls moved to the background whose task has not reported its end, by task id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub background: BTreeMap<String, BackgroundCall>,
 }
 
 impl SessionState {
@@ -206,25 +221,21 @@ impl SessionState {
             continuity: None,
             decisions: None,
             unresolved_hint: None,
+            background: BTreeMap::new(),
         }
     }
 
     /// Remembers an admitted call, forgetting the oldest beyond the limit.
     pub fn remember(&mut self, tool_use_id: String, step: PendingStep) {
         self.steps.insert(tool_use_id, step);
-        while self.steps.len() > MAX_PENDING_STEPS {
-            let oldest = self
-                .steps
-                .iter()
-                .min_by_key(|(_, s)| s.step)
-                .map(|(k, _)| k.clone());
-            match oldest {
-                Some(key) => {
-                    self.steps.remove(&key);
-                }
-                None => break,
-            }
-        }
+        keep_newest(&mut self.steps, |s| s.step);
+    }
+
+    /// Remembers a call moved to the background as its `task`, forgetting the oldest beyond
+    /// the limit (a forgotten one stays recorded as unknown, for a person to reconcile).
+    pub fn remember_background(&mut self, task: String, call: BackgroundCall) {
+        self.background.insert(task, call);
+        keep_newest(&mut self.background, |c| c.step);
     }
 
     /// Forgets what was tied to the current run (it was closed): the next event opens the
@@ -239,6 +250,23 @@ impl SessionState {
         next.continuity = self.continuity.clone();
         next.decisions = self.decisions.clone();
         *self = next;
+    }
+}
+
+/// Forgets the entries of `map` with the lowest `step` until at most [`MAX_PENDING_STEPS`]
+/// are left.
+fn keep_newest<T>(map: &mut BTreeMap<String, T>, step: impl Fn(&T) -> u64) {
+    while map.len() > MAX_PENDING_STEPS {
+        let oldest = map
+            .iter()
+            .min_by_key(|(_, entry)| step(entry))
+            .map(|(key, _)| key.clone());
+        match oldest {
+            Some(key) => {
+                map.remove(&key);
+            }
+            None => break,
+        }
     }
 }
 

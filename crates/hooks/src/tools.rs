@@ -4,43 +4,81 @@
 //!
 //! # Outcomes
 //!
-//! - A response becomes the observation `{"step", "result"}` whose digest the next record
-//!   names (the same shape `Executor::execute` observes).
+//! What a report says is read by [`crate::outcome::classify`] against the shapes the pinned
+//! hosts report; anything Cairn cannot read is unknown, never done.
+//!
+//! - A response of a call that ran to its end becomes the observation `{"step", "result"}`
+//!   whose digest the next record names (the same shape `Executor::execute` observes).
 //! - A failure whose outcome is known — the tool ran and reported an error, such as a
 //!   command's non-zero exit — becomes `{"step", "error"}`. It is not an unknown side
 //!   effect: blocking `Bash` after every failing test run would make the hooks unusable.
-//! - A failure whose outcome is unknown — interrupted (`is_interrupt`, `interrupted: true`)
-//!   or timed out — of a consequential call admitted in this session is recorded as
-//!   `side_effect_unknown` under the call's idempotency key `<run>:<step>` (what
-//!   `Executor::execute_effect` records), and every consequential call is refused until
-//!   `cairn reconcile` names the outcome.
+//! - A consequential call whose outcome is not known — interrupted, timed out, killed by a
+//!   signal, moved to the background, or reported in a shape Cairn does not recognise — is
+//!   recorded as `side_effect_unknown` under the call's idempotency key `<run>:<step>` (what
+//!   `Executor::execute_effect` records), with the reason, and every consequential call is
+//!   refused until its outcome is observed — the host's report that a background task ran to
+//!   its own end (Claude Code's `<task-notification>`), recorded as a reconciliation whose
+//!   evidence is that report — or until `cairn reconcile` names it.
+//! - A response that does not read as JSON at all is still observed: by the digest of the
+//!   exact bytes the host sent.
 
 use std::sync::Arc;
 
 use cairn_ledger::record::{Label, ToolRef};
 use cairn_runtime::effects::{idempotency_key, unknown_event};
-use cairn_runtime::{Admitted, Denial, Executor, ToolCall};
+use cairn_runtime::reconcile::{ObservedOutcome, reconcile_with};
+use cairn_runtime::{Admitted, Denial, Executor, RuntimeError, ToolCall};
 use serde_json::{Value, json};
 
 use crate::answer::Answer;
 use crate::error::HookError;
 use crate::gate::{HookGate, Restriction};
 use crate::input::{ToolOutcome, ToolUse};
-use crate::session::PendingStep;
+use crate::outcome::OutcomeClass;
+use crate::session::{BackgroundCall, PendingStep};
 
 /// The version recorded for host tools (the hosts do not version them).
 const TOOL_VERSION: &str = "unversioned";
 
-/// Whether a tool's outcome is unknown: interrupted or timed out after dispatch.
-fn outcome_unknown(outcome: &ToolOutcome) -> bool {
+/// The observation of a call's report: its result, its error, or — when the response does
+/// not read as JSON — the digest of the exact bytes the host sent, so that nothing the model
+/// was shown goes unrecorded.
+fn observed(step: Option<u64>, outcome: &ToolOutcome, class: &OutcomeClass) -> Value {
     match outcome {
-        ToolOutcome::Failure { interrupted, error } => {
-            let error = error.to_ascii_lowercase();
-            *interrupted || error.contains("timed out") || error.contains("timeout")
-        }
-        ToolOutcome::Response(value) => ["interrupted", "timed_out", "timedOut"]
-            .iter()
-            .any(|flag| value.get(flag).and_then(Value::as_bool) == Some(true)),
+        ToolOutcome::Failure { error, .. } => json!({"step": step, "error": error}),
+        ToolOutcome::Response(response) => match response.value() {
+            Some(value)
+                if class.is_known() || matches!(class, OutcomeClass::Backgrounded { .. }) =>
+            {
+                json!({"step": step, "result": value})
+            }
+            Some(value) => json!({"step": step, "result": value, "unrecognised": true}),
+            None => json!({"step": step, "unreadable_result": {
+                "sha256": cairn_core::Digest::of(response.raw().as_bytes()).to_string(),
+                "bytes": response.raw().len(),
+            }}),
+        },
+    }
+}
+
+/// What the model is told of a consequential call whose outcome is unknown.
+fn unknown_told(tool: &str, class: &OutcomeClass, key: &str, run: &str) -> String {
+    let reconcile = format!(
+        "a person checks the effect and runs `cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF`"
+    );
+    match class {
+        OutcomeClass::Backgrounded { task, at_timeout } => format!(
+            "[Cairn] This `{tool}` call was moved to the background{} (task `{task}`) before it finished, so its outcome is unknown: it is recorded as side_effect_unknown under idempotency key `{key}`. Do not run it again. Consequential calls are refused until the host reports the task's end, or until {reconcile}.",
+            if *at_timeout {
+                " when it outlived its timeout"
+            } else {
+                ""
+            }
+        ),
+        OutcomeClass::Unknown { detail, .. } => format!(
+            "[Cairn] The outcome of this `{tool}` call is unknown ({detail}), so it may or may not have taken effect. It is recorded under idempotency key `{key}`. Do not retry it: consequential calls are refused until {reconcile}."
+        ),
+        OutcomeClass::Completed | OutcomeClass::Failed => String::new(),
     }
 }
 
@@ -149,17 +187,23 @@ impl crate::engine::Session<'_> {
         self.decision_restriction()
     }
 
-    /// `PostToolUse` / `PostToolUseFailure`: record what came of the call.
+    /// `PostToolUse` / `PostToolUseFailure`: record what came of the call, as
+    /// [`crate::outcome::classify`] reads the report. A consequential call whose outcome is
+    /// not known — moved to the background, interrupted, timed out, reported in a shape Cairn
+    /// does not recognise — is recorded as `side_effect_unknown` under its idempotency key;
+    /// a call moved to the background is remembered by its task, whose end the host reports
+    /// later ([`Self::background_task_ended`]).
     pub(crate) fn post_tool_use(
         &mut self,
         tool: &ToolUse,
         outcome: &ToolOutcome,
         event: &str,
     ) -> Result<Answer, HookError> {
+        let class = crate::outcome::classify(self.host, &tool.name, outcome);
         let mut recorder = self.recorder()?;
         let pending = tool.id.as_ref().and_then(|id| self.state.steps.remove(id));
         let mut step = pending.as_ref().map(|p| p.step);
-        if step.is_none() && outcome_unknown(outcome) {
+        if step.is_none() && !class.is_known() {
             // The state lost the call (a power loss, a state file reset): the latest admitted
             // call of the same tool is the best evidence of which step this was.
             let rows = self
@@ -171,32 +215,39 @@ impl crate::engine::Session<'_> {
             || self.config.tools.is_consequential(&tool.name),
             |p| p.consequential,
         );
-        let error = match outcome {
-            ToolOutcome::Failure { error, .. } => error.clone(),
-            ToolOutcome::Response(_) => "the call was interrupted or timed out".to_owned(),
-        };
         let mut told = Vec::new();
-        let observation = match (outcome, step) {
-            (outcome, Some(step)) if consequential && outcome_unknown(outcome) => {
-                // Saved before the record: a later `PreToolUse` must never skip the records
-                // that hold an unresolved side effect.
-                self.state.unresolved_hint = Some(true);
-                self.files.save(&self.state)?;
-                let key = idempotency_key(recorder.run_id().as_str(), step);
-                recorder.record_boundary(unknown_event(&key)?, None)?;
-                told.push(format!(
-                    "[Cairn] The outcome of this `{}` call is unknown ({}), so it may or may not have taken effect. It is recorded under idempotency key `{key}`. Do not retry it: consequential calls are refused until a person checks the effect and runs `cairn reconcile --run {} --key {key} --outcome applied|not_executed --evidence REF`.",
-                    tool.name,
-                    if error.is_empty() { "interrupted" } else { "interrupted or timed out" },
-                    recorder.run_id()
-                ));
-                json!({"step": step, "error": error, "outcome_unknown": true, "idempotency_key": key})
+        let mut observation = observed(step, outcome, &class);
+        if let (Some(step), true) = (step, consequential && !class.is_known()) {
+            // Saved before the record: a later `PreToolUse` must never skip the records that
+            // hold an unresolved side effect.
+            self.state.unresolved_hint = Some(true);
+            self.files.save(&self.state)?;
+            let run = recorder.run_id().to_string();
+            let key = idempotency_key(&run, step);
+            let mut record = unknown_event(&key)?;
+            let reason = match &class {
+                OutcomeClass::Backgrounded { .. } => "moved_to_background",
+                OutcomeClass::Unknown { reason, .. } => reason,
+                OutcomeClass::Completed | OutcomeClass::Failed => "unknown",
+            };
+            record.reason = Some(Label::new(reason)?);
+            recorder.record_boundary(record, None)?;
+            told.push(unknown_told(&tool.name, &class, &key, &run));
+            if let (OutcomeClass::Backgrounded { task, .. }, Some(id)) = (&class, &tool.id) {
+                self.state.remember_background(
+                    task.clone(),
+                    BackgroundCall {
+                        step,
+                        tool: tool.name.clone(),
+                        tool_use_id: id.clone(),
+                    },
+                );
             }
-            (ToolOutcome::Response(value), _) if !outcome_unknown(outcome) => {
-                json!({"step": step, "result": value})
+            if let Some(object) = observation.as_object_mut() {
+                object.insert("outcome_unknown".to_owned(), json!(true));
+                object.insert("idempotency_key".to_owned(), json!(key));
             }
-            _ => json!({"step": step, "error": error}),
-        };
+        }
         recorder.observe(&observation)?;
         recorder.flush()?;
         self.state.observation = recorder.current_observation();
@@ -205,16 +256,88 @@ impl crate::engine::Session<'_> {
         Ok(self.answer_with_context(event, told))
     }
 
-    /// `UserPromptSubmit`: the prompt is what the model is shown next.
-    pub(crate) fn user_prompt(&mut self, prompt: Option<&str>) -> Result<Answer, HookError> {
+    /// `UserPromptSubmit`: the prompt is what the model is shown next. A prompt that is the
+    /// host's report of a background task's end settles the call that started it. Any other
+    /// prompt to the main agent starts a new turn: a call of the turn before that never
+    /// reported its outcome — the user interrupted it (Esc), and Claude Code sends neither
+    /// `PostToolUse` nor `Stop` for that — is `side_effect_unknown` now, before the model can
+    /// run it again.
+    pub(crate) fn user_prompt(
+        &mut self,
+        prompt: Option<&str>,
+        agent: Option<&str>,
+    ) -> Result<Answer, HookError> {
+        let notification = prompt.and_then(crate::outcome::TaskNotification::parse);
+        let mut told = Vec::new();
+        if notification.is_none() && agent.is_none() {
+            told.extend(self.settle_pending("user_prompt", Settle::MainAgent)?);
+        }
         if let Some(prompt) = prompt {
             let mut recorder = self.recorder()?;
             recorder.observe(&json!({ "user_prompt": prompt }))?;
             recorder.flush()?;
             self.state.observation = recorder.current_observation();
+            drop(recorder);
+        }
+        if let Some(ended) = &notification {
+            told.extend(self.background_task_ended(ended)?);
         }
         self.rehydrate_standalone_if_due()?;
-        Ok(self.answer_with_context("UserPromptSubmit", Vec::new()))
+        Ok(self.answer_with_context("UserPromptSubmit", told))
+    }
+
+    /// The host reports that the background task `ended`. When it is the task of a call this
+    /// session moved to the background (the same task id and `tool_use_id`) and it ran to its
+    /// own end, the call's unknown outcome is reconciled as `applied` with the host's report as
+    /// evidence; a task killed or stopped stays unknown until a person reconciles it.
+    fn background_task_ended(
+        &mut self,
+        ended: &crate::outcome::TaskNotification,
+    ) -> Result<Option<String>, HookError> {
+        let Some(call) = self
+            .state
+            .background
+            .get(&ended.task)
+            .filter(|call| call.tool_use_id == ended.tool_use_id)
+            .cloned()
+        else {
+            return Ok(None);
+        };
+        self.state.background.remove(&ended.task);
+        let mut recorder = self.recorder()?;
+        let run = recorder.run_id().to_string();
+        let key = idempotency_key(&run, call.step);
+        let how = ended.exit_code.map_or_else(
+            || ended.status.clone(),
+            |code| format!("{} with exit code {code}", ended.status),
+        );
+        if !ended.ran_to_its_end() {
+            return Ok(Some(format!(
+                "[Cairn] The background task `{}` of the `{}` call recorded under idempotency key `{key}` ended ({how}) without running to its own end, so its effect is still unknown. Consequential calls stay refused until a person checks the effect and runs `cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF`.",
+                ended.task, call.tool
+            )));
+        }
+        let evidence = format!(
+            "host:{}:task:{}:{}:exit-{}",
+            self.host.as_str(),
+            ended.task,
+            ended.status,
+            ended
+                .exit_code
+                .map_or_else(|| "none".to_owned(), |c| c.to_string())
+        );
+        match reconcile_with(&mut recorder, &key, ObservedOutcome::Applied, &evidence) {
+            Ok(_) => {}
+            // Reconciled already (by a person, or by an earlier report of the same task).
+            Err(RuntimeError::InvalidInput { .. }) => return Ok(None),
+            Err(error) => return Err(error.into()),
+        }
+        recorder.flush()?;
+        self.state.observation = recorder.current_observation();
+        Ok(Some(format!(
+            "[Cairn] The background task `{}` of the `{}` call recorded under idempotency key `{key}` ran to its end ({how}): Claude Code's report is recorded as its outcome, and that call no longer blocks consequential calls.",
+            ended.task, call.tool
+        )))
     }
 
     /// `Stop`: the end of a turn, not of the session. Records are durable already (`sync`);
@@ -273,7 +396,7 @@ impl crate::engine::Session<'_> {
             recorder.record_boundary(record, None)?;
             self.state.steps.remove(&id);
             told.push(format!(
-                "[Cairn] The `{}` call admitted as step {} never reported its outcome before `{event}` (the host was stopped while it ran, or left it running), so it may or may not have taken effect. It is recorded as side_effect_unknown under idempotency key `{key}`; consequential calls are refused until a person checks the effect and runs `cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF`.",
+                "[Cairn] The `{}` call admitted as step {} never reported its outcome before `{event}` (it was interrupted, the host was stopped while it ran, or it was left running), so it may or may not have taken effect. It is recorded as side_effect_unknown under idempotency key `{key}`; consequential calls are refused until a person checks the effect and runs `cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF`.",
                 pending.tool, pending.step
             ));
         }

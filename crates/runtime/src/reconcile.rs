@@ -160,7 +160,34 @@ pub fn reconcile_run(
     outcome: ObservedOutcome,
     evidence: &str,
 ) -> Result<Receipt, RuntimeError> {
-    let rows = store.rows(tenant, run)?;
+    let mut recorder = Recorder::resume(
+        store,
+        clock,
+        tenant,
+        run,
+        RecorderOptions {
+            durability: Durability::Sync,
+            content_retention: None,
+        },
+    )?;
+    reconcile_with(&mut recorder, key, outcome, evidence)
+}
+
+/// Records the reconciliation of `key` with the writer of its run the caller holds — the
+/// hooks, when the host itself reports how a call whose outcome was unknown ended (a
+/// background task's end) — after checking against the run's records that `key` is
+/// unresolved.
+///
+/// # Errors
+/// [`RuntimeError::InvalidInput`] when `key` is not unresolved in the run; store failures.
+pub fn reconcile_with(
+    recorder: &mut Recorder,
+    key: &str,
+    outcome: ObservedOutcome,
+    evidence: &str,
+) -> Result<Receipt, RuntimeError> {
+    let run = recorder.run_id().clone();
+    let rows = recorder.store().rows(recorder.tenant_id(), &run)?;
     let unresolved = Unresolved::from_rows(&rows);
     if !unresolved.contains(key) {
         let open: Vec<&str> = unresolved.iter().map(|(k, _)| k).collect();
@@ -176,15 +203,5 @@ pub fn reconcile_run(
             },
         });
     }
-    let mut recorder = Recorder::resume(
-        store,
-        clock,
-        tenant,
-        run,
-        RecorderOptions {
-            durability: Durability::Sync,
-            content_retention: None,
-        },
-    )?;
-    record_reconciliation(&mut recorder, key, outcome, evidence)
+    record_reconciliation(recorder, key, outcome, evidence)
 }

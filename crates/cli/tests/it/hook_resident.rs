@@ -315,7 +315,7 @@ fn the_tool_result_a_model_was_shown_is_kept_for_the_next_step() {
         event(
             "PostToolUse",
             0,
-            json!({"tool_response": {"stdout": "SHOWN-TO-THE-MODEL", "stderr": ""}}),
+            json!({"tool_response": {"stdout": "SHOWN-TO-THE-MODEL", "stderr": "", "interrupted": false, "isImage": false}}),
         );
         event("PreToolUse", 1, json!({}));
         let shown = Output::of(command_in(dir.path()).args([

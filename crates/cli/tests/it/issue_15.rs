@@ -681,10 +681,11 @@ fn issue_15_item_12_a_tool_named_like_the_checkpoint_schema_keeps_its_bundle_ver
     let d = dir.path();
     let call = pre_tool_use("named", d, "cairn.checkpoint/v1", "{}");
     hook(d, "claude-code", &call).expect(0);
-    // Its outcome comes back (a call left without one at SessionEnd keeps the run open).
+    // Its outcome comes back, a known failure (a call left without one at SessionEnd, or
+    // with a response of a shape Cairn does not know, keeps the run open).
     let mut done: serde_json::Value = serde_json::from_str(&call).unwrap();
-    done["hook_event_name"] = json!("PostToolUse");
-    done["tool_response"] = json!({"ok": true});
+    done["hook_event_name"] = json!("PostToolUseFailure");
+    done["error"] = json!("the tool reported an error");
     hook(d, "claude-code", &done.to_string()).expect(0);
     let end = json!({"session_id": "named", "cwd": d, "hook_event_name": "SessionEnd", "reason": "other"});
     hook(d, "claude-code", &end.to_string()).expect(0);

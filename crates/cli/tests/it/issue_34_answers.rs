@@ -121,8 +121,8 @@ fn an_inconsistent_answer_from_the_service_denies_the_call() {
     let silent = json!({"exit": 0, "denies": false, "stdout": null, "stderr": null});
     for answer in [allow, silent] {
         let (address, service) = fake_service(vec![answer.clone()]);
-        let mut command = hook_commands(d, &[("CAIRN_SERVER", &address), ("CAIRN_TOKEN", "t")])
-            .remove(0);
+        let mut command =
+            hook_commands(d, &[("CAIRN_SERVER", &address), ("CAIRN_TOKEN", "t")]).remove(0);
         let out = run(&mut command, &pre_tool_use(d));
         service.join().unwrap();
         assert_eq!(out.code, 0, "{answer}: {out:?}");
@@ -139,8 +139,8 @@ fn an_inconsistent_answer_to_a_stop_never_blocks_it() {
     ];
     for answer in answers {
         let (address, service) = fake_service(vec![answer.clone()]);
-        let mut command = hook_commands(d, &[("CAIRN_SERVER", &address), ("CAIRN_TOKEN", "t")])
-            .remove(0);
+        let mut command =
+            hook_commands(d, &[("CAIRN_SERVER", &address), ("CAIRN_TOKEN", "t")]).remove(0);
         let out = run(&mut command, &stop(d));
         service.join().unwrap();
         assert_eq!(out.code, 0, "{answer}: {out:?}");

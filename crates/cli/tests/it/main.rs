@@ -33,6 +33,8 @@ mod issue_15_property;
 mod issue_34_answers;
 mod keys;
 mod policy;
+mod post_tool_use_corpus;
+
 mod postgres;
 mod proof;
 mod real_hosts;

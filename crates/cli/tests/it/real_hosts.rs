@@ -187,6 +187,7 @@ impl Play<'_> {
 
     /// Checks what `expect` says:
     /// - `"absent"` / `"present"`: project files; `"contains"`: `{"path": "text"}`;
+    ///   `"equals"`: `{"path": "the whole text"}`;
     /// - `"runs"`: the runs (`cairn runs list --json`), each partially matched, in order;
     /// - `"records"`: the records of `${RUN}` (or of `"run"`) in a short form — `kind`,
     ///   `tool`, `decision`, `rules`, `event`, `trigger`, `reason`, `termination` — each
@@ -199,10 +200,11 @@ impl Play<'_> {
     ///   `"last_request_once"`: texts the latest main request carries exactly once;
     /// - `"cli"`: `[args, exit, "text stdout contains"]` triples.
     fn check(&self, at: &str, expect: &Value) {
-        const KNOWN: [&str; 12] = [
+        const KNOWN: [&str; 13] = [
             "absent",
             "present",
             "contains",
+            "equals",
             "runs",
             "run",
             "records",
@@ -230,6 +232,13 @@ impl Play<'_> {
                 self.run.project.join(&path).exists(),
                 "{at}: {path} does not exist"
             );
+        }
+        if let Some(files) = expect.get("equals").and_then(Value::as_object) {
+            for (path, text) in files {
+                let actual =
+                    std::fs::read_to_string(self.run.project.join(path)).unwrap_or_default();
+                assert_eq!(actual, text.as_str().unwrap(), "{at}: {path}");
+            }
         }
         if let Some(files) = expect.get("contains").and_then(Value::as_object) {
             for (path, text) in files {
