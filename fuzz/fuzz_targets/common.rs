@@ -72,6 +72,7 @@ pub static HOOK: LazyLock<HookFixture> = LazyLock::new(|| {
             fixed: None,
             explicit: Some(root.clone()),
             index: None,
+            home: Some(root.join(".cairn-home")),
         },
         namespace: None,
         gate: None,

@@ -169,7 +169,7 @@ fn serve(project: &Path) -> std::process::Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let socket = project.join(".cairn").join("hookd.sock");
+    let socket = cairn_runtime::layout::state_dir_in(HOME.path(), project).join("hookd.sock");
     let started = Instant::now();
     while !socket.exists() {
         assert!(started.elapsed() < Duration::from_secs(10), "no socket");

@@ -188,7 +188,9 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
                     .stderr(Stdio::null())
                     .spawn()
                     .unwrap();
-                let socket = project.join(".cairn/hookd.sock");
+                let socket =
+                    cairn_runtime::layout::state_dir_in(&root.join("cairn-home"), &project)
+                        .join("hookd.sock");
                 let started = Instant::now();
                 while !socket.exists() {
                     assert!(started.elapsed() < Duration::from_secs(10), "no socket");
@@ -258,7 +260,10 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
         let _ = child.wait();
     }
     // An auto-started server sees its socket go with the folder and exits.
-    let _ = std::fs::remove_file(project.join(".cairn/hookd.sock"));
+    let _ = std::fs::remove_file(
+        cairn_runtime::layout::state_dir_in(&project.join("../cairn-home"), &project)
+            .join("hookd.sock"),
+    );
     took
 }
 

@@ -139,6 +139,9 @@ pub enum Command {
     /// Say which set-up is in force here (local, service client, service host) and what it
     /// protects against; exit 1 when a check fails.
     Doctor(DoctorArgs),
+    /// Say where this project's configuration, store and keys are (the store and keys live
+    /// outside the working tree, in the Cairn home).
+    Where,
     /// Create, list and revoke the service's tokens (each bound to one tenant and one role).
     #[command(subcommand)]
     Tokens(TokensCommand),

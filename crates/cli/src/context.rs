@@ -11,6 +11,7 @@ use cairn_ledger::keys::TrustedKeys;
 use cairn_ledger::store::OpenMode;
 use cairn_ledger::store::RunInfo;
 use cairn_runtime::keyring::Keyring;
+use cairn_runtime::layout::Project;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::{Global, RunSelector};
@@ -40,8 +41,9 @@ impl Context {
         }
     }
 
-    /// The store: explicit (a file path or a `postgres://` URL), else `.cairn/cairn.db` of
-    /// the nearest enclosing project, else in the current directory (SPEC §9.1).
+    /// The store: explicit (a file path or a `postgres://` URL), else the store of the
+    /// nearest enclosing project (in its state folder, see `cairn where`), else
+    /// `.cairn/cairn.db` in the current directory (SPEC §9.1).
     pub fn store_location(&self) -> Result<StoreLocation, Failure> {
         match &self.explicit_store {
             Some(text) => StoreLocation::parse(text),
@@ -60,39 +62,55 @@ impl Context {
         self.store_location()?.open(OpenMode::MustExist)
     }
 
-    /// The `.cairn/` folder that goes with the store — its keys, policies and decision files
+    /// The configuration folder that goes with the store — its policies and tool catalog
     /// (see [`Context::cairn_dir_for`]).
     pub fn cairn_dir(&self) -> Result<PathBuf, Failure> {
         self.cairn_dir_for(&self.store_location()?)
     }
 
-    /// The `.cairn/` folder that goes with the store at `location`: the folder of a store
-    /// file; for a database store, the nearest enclosing project's `.cairn/`, else `.cairn/`
-    /// in the current directory.
+    /// The configuration folder that goes with the store at `location`: the folder of a
+    /// store file given explicitly; else the nearest enclosing project's `.cairn/`, else
+    /// `.cairn/` in the current directory.
     pub fn cairn_dir_for(&self, location: &StoreLocation) -> Result<PathBuf, Failure> {
-        Ok(match location {
-            StoreLocation::File(path) => path
-                .parent()
-                .filter(|dir| !dir.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-            StoreLocation::Postgres(_) => {
-                let cwd = current_dir()?;
-                find_project(&cwd).unwrap_or(cwd).join(PROJECT_DIR)
-            }
-        })
+        match location {
+            StoreLocation::File(path) if self.explicit_store.is_some() => Ok(parent_of(path)),
+            _ => Ok(self.project_here()?.dir().to_path_buf()),
+        }
     }
 
-    /// The key directory: explicit, else `keys/` in [`Context::cairn_dir`].
+    /// The state folder that goes with the store — its keys and decision files (see
+    /// [`Context::state_dir_for`]).
+    pub fn state_dir(&self) -> Result<PathBuf, Failure> {
+        self.state_dir_for(&self.store_location()?)
+    }
+
+    /// The state folder that goes with the store at `location`: the folder of a store file
+    /// (the project's state folder, for its own store); for a database store, the nearest
+    /// enclosing project's state folder, else `.cairn/` in the current directory.
+    pub fn state_dir_for(&self, location: &StoreLocation) -> Result<PathBuf, Failure> {
+        match location {
+            StoreLocation::File(path) => Ok(parent_of(path)),
+            StoreLocation::Postgres(_) => Ok(self.project_here()?.state().to_path_buf()),
+        }
+    }
+
+    /// The nearest enclosing project, else a project in the current directory.
+    fn project_here(&self) -> Result<Project, Failure> {
+        let cwd = current_dir()?;
+        Ok(Project::find(&cwd).unwrap_or_else(|| Project::at(&cwd)))
+    }
+
+    /// The key directory: explicit, else `keys/` in [`Context::state_dir`].
     pub fn keys_dir(&self) -> Result<PathBuf, Failure> {
         self.keys_dir_for(&self.store_location()?)
     }
 
-    /// The key directory for the store at `location`: explicit, else `keys/` in its
-    /// `.cairn/` folder.
+    /// The key directory for the store at `location`: explicit, else `keys/` in its state
+    /// folder.
     pub fn keys_dir_for(&self, location: &StoreLocation) -> Result<PathBuf, Failure> {
         match &self.explicit_keys {
             Some(dir) => Ok(dir.clone()),
-            None => Ok(self.cairn_dir_for(location)?.join(KEYS_DIR)),
+            None => Ok(self.state_dir_for(location)?.join(KEYS_DIR)),
         }
     }
 
@@ -142,17 +160,24 @@ fn current_dir() -> Result<PathBuf, Failure> {
     })
 }
 
-/// The nearest directory at or above `start` that has a `.cairn/` folder.
-pub fn find_project(start: &Path) -> Option<PathBuf> {
-    cairn_runtime::layout::Project::find(start).map(|project| project.root().to_path_buf())
+/// The folder a store file is in (`.` for a bare file name).
+fn parent_of(path: &Path) -> PathBuf {
+    path.parent()
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
-/// `.cairn/cairn.db` in the nearest project, else in `cwd`.
+/// The nearest directory at or above `start` that has a `.cairn/` folder.
+pub fn find_project(start: &Path) -> Option<PathBuf> {
+    Project::find(start).map(|project| project.root().to_path_buf())
+}
+
+/// The store of the nearest project (in its state folder), else `.cairn/cairn.db` in `cwd`.
 pub fn default_store_path(cwd: &Path) -> PathBuf {
-    find_project(cwd)
-        .unwrap_or_else(|| cwd.to_path_buf())
-        .join(PROJECT_DIR)
-        .join(STORE_FILE)
+    Project::find(cwd).map_or_else(
+        || cwd.join(PROJECT_DIR).join(STORE_FILE),
+        |project| project.store_path(),
+    )
 }
 
 /// Parses identifiers given on the command line, naming the flag on error.
@@ -199,30 +224,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_store_is_in_the_nearest_enclosing_project() {
+    fn the_default_store_is_the_nearest_enclosing_projects() {
         let root = tempfile::tempdir().unwrap();
         let nested = root.path().join("a/b");
         std::fs::create_dir_all(&nested).unwrap();
         assert_eq!(default_store_path(&nested), nested.join(".cairn/cairn.db"));
-        std::fs::create_dir_all(root.path().join("a/.cairn")).unwrap();
+        std::fs::create_dir_all(root.path().join("a/.cairn/keys")).unwrap();
+        // A project made before its state moved out of the working tree keeps it there.
         assert_eq!(
             default_store_path(&nested),
             root.path().join("a/.cairn/cairn.db")
         );
+        std::fs::remove_dir(root.path().join("a/.cairn/keys")).unwrap();
+        assert_eq!(
+            default_store_path(&nested),
+            Project::at(&root.path().join("a")).store_path()
+        );
     }
 
     #[test]
-    fn a_database_store_keeps_its_keys_in_the_project() {
+    fn a_database_store_keeps_its_keys_in_the_projects_state() {
         let ctx = Context {
             explicit_store: Some("postgres://cairn:s3cret@db/ledger".to_owned()),
             explicit_keys: None,
             json: false,
         };
-        assert!(matches!(
-            ctx.store_location().unwrap(),
-            StoreLocation::Postgres(_)
-        ));
-        let keys = ctx.keys_dir().unwrap();
-        assert!(keys.ends_with(".cairn/keys"), "{}", keys.display());
+        let location = ctx.store_location().unwrap();
+        assert!(matches!(location, StoreLocation::Postgres(_)));
+        let cwd = std::env::current_dir().unwrap();
+        let project = Project::find(&cwd).unwrap_or_else(|| Project::at(&cwd));
+        assert_eq!(ctx.keys_dir().unwrap(), project.keys_dir());
+        assert_eq!(ctx.cairn_dir().unwrap(), project.dir());
     }
 }

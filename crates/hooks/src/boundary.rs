@@ -88,9 +88,9 @@ impl Session<'_> {
     ) -> Result<DecisionFiles, cairn_runtime::decision_files::DecisionFilesError> {
         match &self.env.namespace {
             Some(namespace) => {
-                DecisionFiles::open_tenant(self.project.dir(), &namespace.tenant, self.keys_dir())
+                DecisionFiles::open_tenant(self.project.state(), &namespace.tenant, self.keys_dir())
             }
-            None => DecisionFiles::open(self.project.dir(), self.keys_dir()),
+            None => DecisionFiles::open(self.project.state(), self.keys_dir()),
         }
     }
 

@@ -233,22 +233,15 @@ pub fn binding(host: Host, project: Option<PathBuf>) -> Binding {
         fixed: None,
         explicit,
         index: session_index(),
+        home: None,
     }
 }
 
-/// The session index folder: `$CAIRN_HOME/sessions`, else under `$XDG_STATE_HOME/cairn` or
-/// `~/.local/state/cairn`.
+/// The session index folder: `sessions/` in the Cairn home
+/// (`cairn_runtime::layout::cairn_home`).
 #[must_use]
 pub fn session_index() -> Option<PathBuf> {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let home = var("CAIRN_HOME")
-        .or_else(|| var("XDG_STATE_HOME").map(|dir| dir.join("cairn")))
-        .or_else(|| var("HOME").map(|dir| dir.join(".local/state/cairn")))?;
-    Some(home.join("sessions"))
+    Some(cairn_runtime::layout::cairn_home()?.join("sessions"))
 }
 
 /// Writes `answer` for the host and returns the exit code: 0 or 2 only. A refusal whose

@@ -327,6 +327,9 @@ impl<'a> Session<'a> {
             ),
             None => run_base(input.host, &input.session_id),
         };
+        project
+            .prepare_state()
+            .map_err(|e| HookError::io(project.state(), &e))?;
         let files = SessionFiles::lock(&project.sessions(), &base)?;
         let state = files.load(&input.session_id)?;
         Ok(Self {
@@ -545,10 +548,13 @@ impl<'a> Session<'a> {
         self.env.gate_of(self.project)
     }
 
-    /// The project's guard: its configuration, and the store and keys when they live
-    /// elsewhere (`--store`, `--keys`).
+    /// The project's guard: its configuration, its state folder (outside the working tree),
+    /// and the store and keys when they live elsewhere (`--store`, `--keys`).
     pub(crate) fn guard(&self) -> cairn_runtime::protect::ProjectGuard {
         let mut extra: Vec<PathBuf> = self.env.keys_dir.iter().cloned().collect();
+        if self.project.state_is_apart() {
+            extra.push(self.project.state().to_path_buf());
+        }
         if let Some(store) = &self.env.store_path {
             extra.extend(self.env.stores.files(store));
         }

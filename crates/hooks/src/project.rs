@@ -27,6 +27,10 @@ pub struct Binding {
     /// The folder of the session index (`$CAIRN_HOME/sessions`, by default under the user's
     /// state folder); `None` keeps no index.
     pub index: Option<PathBuf>,
+    /// The Cairn home the projects' state folders are in, when the process fixes it (a test
+    /// or a fuzz target answering calls in-process); `None`: this user's
+    /// (`cairn_runtime::layout::cairn_home`).
+    pub home: Option<PathBuf>,
 }
 
 impl Binding {
@@ -45,16 +49,32 @@ impl Binding {
             return Ok(Some(project.clone()));
         }
         if let Some(dir) = &self.explicit {
-            return existing(dir, "named by the hook command").map(Some);
+            return self.existing(dir, "named by the hook command").map(Some);
         }
         if let Some(dir) = self.bound(host, session_id) {
-            return existing(&dir, "the session started there").map(Some);
+            return self.existing(&dir, "the session started there").map(Some);
         }
         let start = cwd
             .map(Path::to_path_buf)
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("."));
-        Ok(Project::find(&start))
+        Ok(Project::find_in(&start, self.home().as_deref()))
+    }
+
+    /// The Cairn home of the projects' state.
+    fn home(&self) -> Option<PathBuf> {
+        self.home.clone().or_else(cairn_runtime::layout::cairn_home)
+    }
+
+    /// The project at `dir`, which must have a `.cairn/` folder.
+    fn existing(&self, dir: &Path, how: &'static str) -> Result<Project, HookError> {
+        if dir.as_os_str().is_empty() || !dir.join(PROJECT_DIR).is_dir() {
+            return Err(HookError::ProjectMissing {
+                dir: dir.to_path_buf(),
+                how,
+            });
+        }
+        Ok(Project::at_in(dir, self.home().as_deref()))
     }
 
     /// The project of the hook call `stdin` of `host`, if the call can be read that far and
@@ -111,14 +131,4 @@ impl Binding {
         let dir = self.index.as_ref()?;
         Some(dir.join(crate::host::run_base(host, session_id)))
     }
-}
-
-fn existing(dir: &Path, how: &'static str) -> Result<Project, HookError> {
-    if dir.as_os_str().is_empty() || !dir.join(PROJECT_DIR).is_dir() {
-        return Err(HookError::ProjectMissing {
-            dir: dir.to_path_buf(),
-            how,
-        });
-    }
-    Ok(Project::at(dir))
 }

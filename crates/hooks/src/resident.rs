@@ -67,7 +67,7 @@ struct Request {
 /// The socket of `project`'s resident server.
 #[must_use]
 pub fn socket_path(project: &Project) -> PathBuf {
-    project.dir().join(SOCKET_FILE)
+    project.state().join(SOCKET_FILE)
 }
 
 /// Sends the hook call `stdin` of `host` to the resident server of its `project` (see
@@ -206,8 +206,11 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
     // Bound under a private name, made owner-only, then linked into place — a link, unlike a
     // rename, never replaces the socket of a server that started at the same moment: no
     // client ever reaches a socket others could use, and only one server wins.
+    project
+        .prepare_state()
+        .map_err(|e| failed(format!("cannot create the project's state folder: {e}")))?;
     let staging = project
-        .dir()
+        .state()
         .join(format!("{SOCKET_FILE}.{}", std::process::id()));
     let _ = std::fs::remove_file(&staging);
     let listener = UnixListener::bind(&staging).map_err(|e| failed(e.to_string()))?;
@@ -229,7 +232,7 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
     watch(
         socket.clone(),
         ours,
-        project.dir().join("policies"),
+        project.policies(),
         Arc::clone(&activity),
         idle,
     );

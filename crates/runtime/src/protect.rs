@@ -13,14 +13,23 @@
 //! - a call with a path argument ([`PATH_ARGS`], or the files a patch names) that resolves
 //!   into a protected path — read or write, since the keys and the store are in there too;
 //! - a call with a shell command argument ([`COMMAND_ARGS`]) whose text names a protected
-//!   path (`.cairn` as a path component, the hosts' settings files, the configured store or
-//!   keys) or runs one of Cairn's human-only commands: `cairn reconcile`, `cairn decisions
-//!   set|approve-change|snapshot`, `cairn keys …`, `cairn hooks install|uninstall`, `cairn init`.
-//!   Approvals and reconciliations are a person's, never the agent's.
+//!   path (`.cairn` as a path component in any letter case, the hosts' settings files, the
+//!   project's state folder, the configured store or keys) or runs one of Cairn's human-only
+//!   commands: `cairn reconcile`, `cairn decisions set|approve-change|snapshot`, `cairn keys
+//!   …`, `cairn hooks install|uninstall`, `cairn init`. Approvals and reconciliations are a
+//!   person's, never the agent's;
+//! - a shell command that would remove or revert Cairn's files without naming them (issue 34,
+//!   3; [`sweeping_command`]): `git clean --force` of the whole tree (untracked and, with
+//!   `-x`, ignored files: an uncommitted `.cairn/` and hook settings go with them), `git
+//!   stash --include-untracked` / `--all`, `git checkout -- .`, `git checkout --force`, `git
+//!   restore .`, `git reset --hard`, and `rm -r` of the project root or a folder above it
+//!   (`rm -rf .`, `rm -rf ..`, `rm -rf *`).
 //!
 //! The command check is a conservative text match — a tripwire, not a sandbox: a command
-//! that builds a path out of pieces (`.ca""irn`), a script written first and run later, or a
-//! hard link made beforehand gets past it. Only the separate-user service (`cairn serve`)
+//! that builds a path out of pieces (`.ca""irn`, `c=.cai; rm -rf ${c}rn`), a script written
+//! first and run later, or a hard link made beforehand gets past it. The ledger and the keys
+//! are out of the working tree anyway (`crate::layout`), so what these commands reach is
+//! the configuration, which a person restores with `git` or `cairn hooks install`. Only the separate-user service (`cairn serve`)
 //! puts these files out of the agent's reach; until then this rule catches the direct
 //! attempts, and each attempt is recorded.
 //!
@@ -96,6 +105,8 @@ pub struct ProjectGuard {
     protected: Vec<PathBuf>,
     /// Protected locations outside the project, as text to look for in commands.
     outside: Vec<String>,
+    /// Whether the project's file system ignores letter case (`.CAIRN` is `.cairn`).
+    case_insensitive: bool,
 }
 
 impl ProjectGuard {
@@ -119,10 +130,15 @@ impl ProjectGuard {
             }
         }
         outside.retain(|text| !text.is_empty());
+        let case_insensitive = same_file(
+            &root.join(PROJECT_DIR),
+            &root.join(PROJECT_DIR.to_ascii_uppercase()),
+        );
         Self {
             root,
             protected,
             outside,
+            case_insensitive,
         }
     }
 
@@ -174,10 +190,11 @@ impl ProjectGuard {
 
     fn path_refusal(&self, raw: &str) -> Option<String> {
         let resolved = self.resolve(raw);
-        let hit = self
-            .protected
-            .iter()
-            .find(|protected| resolved.starts_with(protected))?;
+        let folded = |path: &Path| PathBuf::from(path.to_string_lossy().to_lowercase());
+        let hit = self.protected.iter().find(|protected| {
+            resolved.starts_with(protected)
+                || (self.case_insensitive && folded(&resolved).starts_with(folded(protected)))
+        })?;
         Some(format!(
             "`{raw}` resolves to `{}`, inside `{}`, which holds Cairn's own policies, keys, store or the host's hook settings",
             resolved.display(),
@@ -200,6 +217,11 @@ impl ProjectGuard {
         {
             return Some(format!(
                 "the command names `{file}`, part of Cairn's configuration or the host's hook settings"
+            ));
+        }
+        if let Some(command) = sweeping_command(text, &self.root) {
+            return Some(format!(
+                "`{command}` would remove or revert Cairn's configuration or the host's hook settings without naming them (clean, stash or reset the paths you mean instead)"
             ));
         }
         human_only_command(text).map(|command| {
@@ -234,15 +256,141 @@ fn patch_paths(patch: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Whether `text` has `.cairn` as a path component: not preceded by a name character, and
-/// followed by the end, `/`, or anything that cannot continue a file name.
+/// Whether `a` and `b` are the same existing file (one reached under two spellings).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Whether `text` has `.cairn` as a path component, in any letter case (a file system that
+/// ignores case reads `.CAIRN` as `.cairn`): not preceded by a name character, and followed
+/// by the end, `/`, or anything that cannot continue a file name.
 fn names_cairn_folder(text: &str) -> bool {
     let name_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let text = text.to_ascii_lowercase();
     text.match_indices(PROJECT_DIR).any(|(at, needle)| {
         let before = text.get(..at).and_then(|s| s.chars().next_back());
         let after = text.get(at + needle.len()..).and_then(|s| s.chars().next());
         !before.is_some_and(name_char) && !after.is_some_and(name_char)
     })
+}
+
+/// The words of each simple command in `text` (split at `;`, `&`, `|`, newlines and
+/// parentheses; quotes dropped), without leading variable assignments and the wrappers that
+/// run the rest as a command (`sudo`, `env`, `command`, `exec`, `nohup`, `time`).
+fn simple_commands(text: &str) -> Vec<Vec<&str>> {
+    text.split([';', '&', '|', '\n', '(', ')', '`'])
+        .map(|part| {
+            let words: Vec<&str> = part
+                .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\''))
+                .filter(|word| !word.is_empty())
+                .collect();
+            let skip = words
+                .iter()
+                .take_while(|word| {
+                    word.contains('=')
+                        || matches!(
+                            **word,
+                            "sudo" | "env" | "command" | "exec" | "nohup" | "time"
+                        )
+                })
+                .count();
+            words.into_iter().skip(skip).collect::<Vec<_>>()
+        })
+        .filter(|words| !words.is_empty())
+        .collect()
+}
+
+/// The first command in `text` that would remove or revert files of the whole working tree
+/// of the project at `root` — its untracked or ignored files (where an uncommitted `.cairn/`
+/// and hook settings are), or its uncommitted changes — without naming them (issue 34, 3).
+#[must_use]
+pub fn sweeping_command(text: &str, root: &Path) -> Option<String> {
+    simple_commands(text).into_iter().find_map(|words| {
+        let program = words.first()?.rsplit('/').next()?;
+        let swept = match program {
+            "git" => sweeping_git(words.get(1..)?),
+            "rm" => removes_above(words.get(1..)?, root),
+            _ => false,
+        };
+        swept.then(|| words.join(" "))
+    })
+}
+
+/// Whether `git ARGS` cleans, stashes or resets the whole working tree.
+fn sweeping_git(args: &[&str]) -> bool {
+    // Global options come before the subcommand; `-C` and `-c` take a value.
+    let mut rest = args.iter().copied();
+    let sub = loop {
+        match rest.next() {
+            Some("-C" | "-c") => {
+                rest.next();
+            }
+            Some(word) if word.starts_with('-') => {}
+            Some(word) => break word,
+            None => return false,
+        }
+    };
+    let args: Vec<&str> = rest.collect();
+    let short = |flag: char| {
+        args.iter()
+            .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains(flag))
+    };
+    let long = |flag: &str| args.contains(&flag);
+    let whole_tree = |paths: &[&str]| {
+        paths.is_empty()
+            || paths
+                .iter()
+                .any(|p| matches!(*p, "." | "./" | ":/" | "*" | "/"))
+    };
+    let operands: Vec<&str> = args
+        .iter()
+        .copied()
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    match sub {
+        "clean" => (short('f') || long("--force")) && whole_tree(&operands),
+        "stash" => short('u') || short('a') || long("--include-untracked") || long("--all"),
+        "checkout" => {
+            let after_dashes: Vec<&str> = args
+                .iter()
+                .skip_while(|a| **a != "--")
+                .skip(1)
+                .copied()
+                .collect();
+            short('f')
+                || long("--force")
+                || (args.contains(&"--") && whole_tree(&after_dashes))
+                || operands.iter().any(|p| matches!(*p, "." | ":/"))
+        }
+        "restore" => operands
+            .iter()
+            .any(|p| matches!(*p, "." | "./" | ":/" | "*")),
+        "reset" => long("--hard"),
+        _ => false,
+    }
+}
+
+/// Whether `rm ARGS` removes, recursively, the project at `root` or a folder above it
+/// (`.`, `..`, `*`, `~`, the root's own path).
+fn removes_above(args: &[&str], root: &Path) -> bool {
+    let recursive = args.iter().any(|a| {
+        *a == "--recursive"
+            || (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R']))
+    });
+    recursive
+        && args.iter().filter(|a| !a.starts_with('-')).any(|target| {
+            let target = target.trim_end_matches('/');
+            let everything = matches!(target, "" | "*" | "./*" | ".*" | "./.*" | "$HOME")
+                || target.starts_with('~');
+            if everything {
+                return true;
+            }
+            root.starts_with(resolve_below(root, target))
+        })
 }
 
 /// The first human-only `cairn` command in `text`, if any.
@@ -418,6 +566,61 @@ mod tests {
     }
 
     #[test]
+    fn commands_that_sweep_the_working_tree_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("project");
+        std::fs::create_dir_all(root.join("build")).unwrap();
+        let guard = ProjectGuard::new(&root, &[]);
+        let up = format!("rm -rf {}", dir.path().display());
+        for refused in [
+            "git clean -fdx",
+            "git clean -f -d -X",
+            "cd src && git clean --force -d .",
+            "git -C . clean -xfd :/",
+            "git stash -u",
+            "git stash push --include-untracked -m wip",
+            "git stash --all",
+            "git checkout -- .",
+            "git checkout -f main",
+            "git restore .",
+            "git reset --hard HEAD~1",
+            "rm -rf build/ ..",
+            "rm -rf .",
+            "rm -fr *",
+            "rm -r ~",
+            "sudo rm -rf ./",
+            up.as_str(),
+            "true && FOO=1 git clean -fdx",
+            "mv .CAIRN/policies x",
+        ] {
+            assert!(
+                guard.refusal(&json!({"command": refused})).is_some(),
+                "{refused}"
+            );
+        }
+        for allowed in [
+            "git clean -n",
+            "git clean -fdx build/",
+            "git stash",
+            "git stash pop",
+            "git checkout -- src/main.rs",
+            "git checkout main",
+            "git restore src/lib.rs",
+            "git reset --soft HEAD~1",
+            "rm -rf build target/debug",
+            "rm -rf build/*.o",
+            "rm -f .",
+            "cargo clean",
+        ] {
+            assert_eq!(
+                guard.refusal(&json!({"command": allowed})),
+                None,
+                "{allowed}"
+            );
+        }
+    }
+
+    #[test]
     fn file_paths_into_the_configuration_are_refused_however_spelled() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
@@ -438,6 +641,19 @@ mod tests {
             );
         }
         assert_eq!(guard.refusal(&json!({"file_path": "docs/readme.md"})), None);
+        // On a case-sensitive file system `.Cairn` is another folder…
+        assert_eq!(
+            guard.refusal(&json!({"file_path": ".Cairn/policies/x.cedar"})),
+            None
+        );
+        // … where the file system ignores case (here: `.CAIRN` reaches `.cairn`), it is not.
+        std::os::unix::fs::symlink(root.join(".cairn"), root.join(".CAIRN")).unwrap();
+        let folding = ProjectGuard::new(root, &[]);
+        assert!(
+            folding
+                .refusal(&json!({"file_path": ".Cairn/policies/x.cedar"}))
+                .is_some()
+        );
         let patch = "*** Begin Patch\n*** Update File: .cairn/hooks.json\n@@\n*** End Patch";
         assert!(guard.refusal(&json!({"input": patch})).is_some());
     }

@@ -37,7 +37,7 @@ pub fn run(ctx: &Context, args: DecisionsArgs) -> Result<Outcome, Failure> {
                 cairn_core::TenantId::new(tenant.as_str()).map_err(at_field("--tenant"))?;
             let data = match &args.data {
                 Some(dir) => dir.clone(),
-                None => ctx.cairn_dir()?,
+                None => ctx.state_dir()?,
             };
             let keys = match &ctx.explicit_keys {
                 Some(keys) => keys.clone(),
@@ -102,10 +102,10 @@ pub fn run(ctx: &Context, args: DecisionsArgs) -> Result<Outcome, Failure> {
     }
 }
 
-/// The decision files of the resolved project: `.cairn/` is the folder of the store file,
+/// The decision files of the resolved project: in the state folder that holds the store,
 /// the HMAC key lives in the key directory.
 pub(super) fn open_files(ctx: &Context) -> Result<DecisionFiles, Failure> {
-    Ok(DecisionFiles::open(ctx.cairn_dir()?, ctx.keys_dir()?)?)
+    Ok(DecisionFiles::open(ctx.state_dir()?, ctx.keys_dir()?)?)
 }
 
 /// `--now`, or the system clock.

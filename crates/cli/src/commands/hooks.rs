@@ -18,8 +18,9 @@ use crate::failure::{CliCode, Failure};
 use crate::output::Outcome;
 
 /// What `.cairn/.gitignore` keeps out of version control: the store, private keys and the
-/// per-session state.
-const GITIGNORE: &str = "# Written by `cairn hooks install`: the ledger, private keys and session state stay local.\ncairn.db\ncairn.db-*\nkeys/\nsessions/\nhookd.sock*\n";
+/// per-session state of a project that keeps them in `.cairn/` (made before they moved to
+/// the state folder outside the working tree), so that none is ever committed.
+const GITIGNORE: &str = "# Written by `cairn hooks install`: Cairn keeps the ledger, private keys and session state\n# outside the working tree (`cairn where`); in a project made before that, they are these.\ncairn.db\ncairn.db-*\nkeys/\nsessions/\ndecisions/\nhookd.sock*\n";
 
 /// Runs `cairn hooks …`.
 pub fn run(ctx: &Context, command: HooksCommand) -> Result<Outcome, Failure> {
@@ -74,6 +75,7 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
             fixed: None,
             explicit: Some(project.root().to_path_buf()),
             index: None,
+            home: None,
         },
         namespace: None,
         gate: None,
@@ -150,7 +152,7 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     let mut human = String::new();
     let project = base.join(PROJECT_DIR);
     let scaffolded = if project.is_dir() {
-        init::restrict_project(&project)?;
+        init::restrict_project(&cairn_runtime::layout::Project::at(&base))?;
         let _ = writeln!(
             human,
             "kept the existing {} (its policies apply)",

@@ -1,14 +1,14 @@
 //! `cairn init`: scaffolds `.cairn/` in observe-first mode — a policy set that allows and
 //! records everything (with commented examples of tighter rules), a tool catalog declaring
 //! the hosts' built-in tools, an example of lanes (`lanes.example.json`, not read until
-//! copied to `lanes.json`), and a checkpoint signing key. Existing files are never
-//! overwritten.
+//! copied to `lanes.json`), and, in the project's state folder outside the working tree
+//! (`cairn where`), a checkpoint signing key. Existing files are never overwritten.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use cairn_runtime::keyring::{Keyring, KeyringError};
-use cairn_runtime::layout::{KEYS_DIR, POLICIES_DIR, TOOLS_FILE};
+use cairn_runtime::layout::{Project, TOOLS_FILE};
 
 use crate::args::InitArgs;
 use crate::context::{Context, PROJECT_DIR};
@@ -51,6 +51,8 @@ fn write_new(path: &Path, text: &str) -> Result<bool, Failure> {
 pub(crate) struct Scaffold {
     /// The `.cairn/` folder.
     pub project: PathBuf,
+    /// The state folder (the store and keys), outside the working tree.
+    pub state: PathBuf,
     /// Files it created.
     pub created: Vec<PathBuf>,
     /// Files that were there already.
@@ -81,10 +83,12 @@ pub fn run(_ctx: &Context, args: &InitArgs) -> Result<Outcome, Failure> {
         policy_file,
         policy_set_version,
         signing_key,
+        state,
     } = scaffold(&base)?;
     let mut human = format!(
-        "initialised {} (observe-first: every call allowed and recorded)\n",
-        project.display()
+        "initialised {} (observe-first: every call allowed and recorded)\n  the store and keys live in {} (outside the working tree: `cairn where`)\n",
+        project.display(),
+        state.display()
     );
     for path in &created {
         let _ = writeln!(human, "  created  {}", path.display());
@@ -102,6 +106,7 @@ pub fn run(_ctx: &Context, args: &InitArgs) -> Result<Outcome, Failure> {
     Ok(Outcome::ok(
         serde_json::json!({
             "project": project,
+            "state": state,
             "created": created,
             "kept": kept,
             "policy_set_version": policy_set_version,
@@ -111,37 +116,57 @@ pub fn run(_ctx: &Context, args: &InitArgs) -> Result<Outcome, Failure> {
     ))
 }
 
-/// Makes `.cairn/` owner-only (0700) and the store in it, with its side files, owner-only
-/// (0600): they hold the retained raw arguments and observations. Fixes a project created
-/// before Cairn created them so.
-pub(crate) fn restrict_project(project: &Path) -> Result<(), Failure> {
+/// Makes the project's folders owner-only (0700) — `.cairn/` and its state folder — and
+/// the store, with its side files, owner-only (0600): they hold the retained raw arguments
+/// and observations. Creates the state folder if missing, and fixes a project created before
+/// Cairn created them so.
+pub(crate) fn restrict_project(project: &Project) -> Result<(), Failure> {
+    let io = |path: &Path, e: std::io::Error| {
+        Failure::new(
+            CliCode::IO,
+            format!("cannot prepare `{}`: {e}", path.display()),
+        )
+    };
+    project
+        .prepare_state()
+        .map_err(|e| io(project.state(), e))?;
     #[cfg(unix)]
-    {
+    for dir in [project.dir(), project.state()] {
         use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(project, std::fs::Permissions::from_mode(0o700)).map_err(|e| {
-            Failure::new(
-                CliCode::IO,
-                format!("cannot restrict `{}`: {e}", project.display()),
-            )
-        })?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| io(dir, e))?;
     }
-    cairn_store_sqlite::SqliteStore::restrict_to_owner(&project.join(crate::context::STORE_FILE))
+    cairn_store_sqlite::SqliteStore::restrict_to_owner(&project.store_path())
         .map_err(|e| Failure::from_error(&e))
 }
 
-/// Scaffolds `.cairn/` in `base` in observe-first mode (also used by `cairn hooks install`):
-/// existing files are kept, missing ones created, and the policy set must load.
+/// Scaffolds `.cairn/` in `base` in observe-first mode (also used by `cairn hooks install`),
+/// and the project's state folder outside the working tree (its signing key): existing files
+/// are kept, missing ones created, and the policy set must load.
 pub(crate) fn scaffold(base: &Path) -> Result<Scaffold, Failure> {
-    scaffold_folder(base.join(PROJECT_DIR))
+    let dir = base.join(PROJECT_DIR);
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        Failure::new(
+            CliCode::UNWRITABLE_OUTPUT,
+            format!("cannot create `{}`: {e}", dir.display()),
+        )
+    })?;
+    scaffold_project(&Project::at(base))
 }
 
-/// Scaffolds the folder `project` itself (a `.cairn/` folder, or the service's folder).
-pub(crate) fn scaffold_folder(project: PathBuf) -> Result<Scaffold, Failure> {
-    let policy_file = project.join(POLICIES_DIR).join("starter.cedar");
-    let tools_file = project.join(TOOLS_FILE);
+/// Scaffolds the folder `dir` itself, configuration and state together (the service's
+/// folder).
+pub(crate) fn scaffold_folder(dir: PathBuf) -> Result<Scaffold, Failure> {
+    scaffold_project(&Project::folder(&dir, &dir))
+}
+
+/// Scaffolds `project`: its configuration in its folder, its key in its state.
+fn scaffold_project(project: &Project) -> Result<Scaffold, Failure> {
+    let policy_file = project.policies().join("starter.cedar");
+    let tools_file = project.dir().join(TOOLS_FILE);
     let mut created: Vec<PathBuf> = Vec::new();
     let mut kept: Vec<PathBuf> = Vec::new();
-    let lanes_example = project.join(LANES_EXAMPLE_FILE);
+    let lanes_example = project.dir().join(LANES_EXAMPLE_FILE);
     for (path, text) in [
         (&policy_file, STARTER_POLICY),
         (&tools_file, STARTER_TOOLS),
@@ -153,7 +178,8 @@ pub(crate) fn scaffold_folder(project: PathBuf) -> Result<Scaffold, Failure> {
             kept.push(path.clone());
         }
     }
-    let keyring = Keyring::open(project.join(KEYS_DIR));
+    restrict_project(project)?;
+    let keyring = Keyring::open(project.keys_dir());
     let key = match keyring.active_signing_key() {
         Ok(key) => key.verifier_key(),
         Err(KeyringError::NoSigningKey { .. }) => {
@@ -164,11 +190,11 @@ pub(crate) fn scaffold_folder(project: PathBuf) -> Result<Scaffold, Failure> {
         }
         Err(e) => return Err(e.into()),
     };
-    restrict_project(&project)?;
     // The gate must load what we just wrote; a broken starter set would be a Cairn bug.
-    let gate = cairn_runtime::project::load_gate(&project.join(POLICIES_DIR), Some(&tools_file))?;
+    let gate = cairn_runtime::project::load_gate(&project.policies(), Some(&tools_file))?;
     Ok(Scaffold {
-        project,
+        project: project.dir().to_path_buf(),
+        state: project.state().to_path_buf(),
         created,
         kept,
         policy_file,

@@ -22,6 +22,7 @@ mod serve;
 mod status;
 mod store;
 mod tokens;
+mod r#where;
 
 use crate::args::Command;
 use crate::context::Context;
@@ -54,5 +55,6 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::Serve(args) => serve::run(ctx, &args),
         Command::Tokens(cmd) => tokens::run(cmd),
         Command::Doctor(args) => doctor::run(&args),
+        Command::Where => r#where::run(ctx),
     }
 }

@@ -66,7 +66,7 @@ fn assert_compaction_passes(dir: &Path, fault: Option<&str>) {
 fn a_corrupt_store_denies_and_never_blocks_compaction() {
     let dir = project();
     std::fs::write(
-        dir.path().join(".cairn/cairn.db"),
+        common::state(dir.path()).join("cairn.db"),
         b"this is not a SQLite database, it is garbage\0\x01\x02".repeat(200),
     )
     .unwrap();
@@ -91,7 +91,7 @@ fn a_corrupt_store_denies_and_never_blocks_compaction() {
 #[test]
 fn a_store_written_by_a_newer_cairn_denies() {
     let dir = project();
-    let db = dir.path().join(".cairn/cairn.db");
+    let db = common::state(dir.path()).join("cairn.db");
     // A first call creates the store; then its schema is pushed past this build's.
     hook(
         dir.path(),
@@ -227,7 +227,7 @@ fn a_corrupt_session_state_denies_until_it_is_removed() {
         None,
     )
     .expect(0);
-    let state = dir.path().join(".cairn/sessions/cc-fault-session.json");
+    let state = common::state(dir.path()).join("sessions/cc-fault-session.json");
     std::fs::write(
         &state,
         "{\"schema_version\": \"cairn.hook-session/v1\", \"steps\": [",

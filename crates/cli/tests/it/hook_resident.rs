@@ -248,7 +248,7 @@ fn the_servers_write_ahead_log_does_not_grow_with_the_session() {
     let dir = project();
     let d = dir.path();
     let mut server = serve(d, "2m");
-    let wal = d.join(".cairn").join("cairn.db-wal");
+    let wal = common::state(d).join("cairn.db-wal");
     let mut largest = 0;
     for i in 0..240 {
         pre_tool_use(d, i).expect(0);
@@ -354,7 +354,7 @@ fn a_server_whose_store_a_newer_cairn_migrated_denies_and_writes_nothing() {
     assert_eq!((first.code, first.stdout.as_str()), (0, ""), "{first:?}");
     assert_eq!(records(dir.path()), 1);
 
-    let db = dir.path().join(".cairn/cairn.db");
+    let db = common::state(dir.path()).join("cairn.db");
     let newer = rusqlite::Connection::open(&db).unwrap();
     newer.execute_batch("PRAGMA user_version = 999;").unwrap();
     let refused = pre_tool_use(dir.path(), 2);

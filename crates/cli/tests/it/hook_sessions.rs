@@ -226,7 +226,7 @@ fn run_case_in(dir: &Path, project: &Path) -> Vec<Output> {
         .iter()
         .map(|(line, step)| run_step(&case, *line, step, project))
         .collect();
-    if project.join(".cairn/cairn.db").exists() {
+    if common::state(project).join("cairn.db").exists() {
         Output::of(command_in(project).args(["ledger", "verify", "--all"])).expect(0);
     }
     outputs
@@ -386,6 +386,27 @@ fn plain_unstamped(line: &str) -> String {
     out
 }
 
+/// Removes everything in `project`, again while a process (the resident server the local
+/// run started in the background, which makes its state folder as it starts) writes there.
+fn empty_folder(project: &Path) {
+    let started = std::time::Instant::now();
+    loop {
+        let removed = std::fs::read_dir(project).unwrap().all(|entry| {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).is_ok()
+            } else {
+                std::fs::remove_file(&path).is_ok()
+            }
+        });
+        if removed {
+            return;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// `cairn serve` over the project's `.cairn/` folder, and the agent it answers.
 fn serve(project: &Path) -> (common::Serving, Service) {
     let data = project.join(".cairn");
@@ -436,18 +457,13 @@ fn recorded_hook_sessions_answer_the_same_through_the_service() {
         // Afresh, but with the same keys (the signing key and the decisions' HMAC key), so
         // that signatures and keyed digests can be compared.
         let keep = tempfile::tempdir().unwrap();
-        let cairn = project.join(".cairn");
-        std::fs::rename(cairn.join("keys"), keep.path().join("keys")).unwrap();
-        let hmac = cairn.join(cairn_runtime::decision_files::HMAC_KEY_FILE);
+        let state = common::state(&project);
+        std::fs::rename(state.join("keys"), keep.path().join("keys")).unwrap();
+        let hmac = state.join(cairn_runtime::decision_files::HMAC_KEY_FILE);
         let kept_hmac = hmac.exists().then(|| std::fs::read(&hmac).unwrap());
-        for entry in std::fs::read_dir(&project).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                std::fs::remove_dir_all(&path).unwrap();
-            } else {
-                std::fs::remove_file(&path).unwrap();
-            }
-        }
+        empty_folder(&project);
+        // The service keeps everything in its folder (here the project's `.cairn/`).
+        let cairn = project.join(".cairn");
         std::fs::create_dir_all(&cairn).unwrap();
         std::fs::rename(keep.path().join("keys"), cairn.join("keys")).unwrap();
         if let Some(bytes) = kept_hmac {

@@ -66,7 +66,9 @@ fn install_into_a_fresh_folder_scaffolds_observe_first_and_uninstall_leaves_noth
     out.expect(0);
     assert!(out.stdout.contains("observe-first"), "{out:?}");
     assert!(d.join(".cairn/policies/starter.cedar").is_file());
-    assert!(d.join(".cairn/keys/active").exists() || d.join(".cairn/keys").is_dir());
+    // The key lives in the project's state folder, outside the working tree.
+    assert!(common::state(d).join("keys/active").exists());
+    assert!(!d.join(".cairn/keys").exists());
     let gitignore = std::fs::read_to_string(d.join(".cairn/.gitignore")).unwrap();
     assert!(gitignore.contains("keys/") && gitignore.contains("cairn.db"));
     let settings = read(&d.join(".claude/settings.json"));

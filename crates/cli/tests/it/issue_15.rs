@@ -196,7 +196,7 @@ fn issue_15_item_3_a_store_locked_by_another_process_is_denied_within_the_deadli
         &pre_tool_use("lock", d, "Bash", r#"{"command": "ls"}"#),
     )
     .expect(0);
-    let db = rusqlite::Connection::open(d.join(".cairn/cairn.db")).unwrap();
+    let db = rusqlite::Connection::open(common::state(d).join("cairn.db")).unwrap();
     db.execute_batch("BEGIN EXCLUSIVE").unwrap();
     for host in HOSTS {
         let started = Instant::now();
@@ -316,12 +316,18 @@ fn issue_15_item_4_a_session_stays_gated_in_its_project_wherever_its_cwd_goes() 
             2,
             "both recorded"
         );
-        // A new session whose hook names its project, started outside it.
-        let named = hook_with(
-            elsewhere.path(),
+        // A new session whose hook names its project, started outside it (by the same user:
+        // the same Cairn home, where the project's state is).
+        let mut command = command_in(elsewhere.path());
+        command.env("CAIRN_HOME", d.join(".cairn-home")).args([
+            "hook",
             host,
-            &["--project", d.to_str().unwrap()],
-            &pre_tool_use("named", elsewhere.path(), "Bash", r#"{"command": "ls"}"#),
+            "--project",
+            d.to_str().unwrap(),
+        ]);
+        let named = raw_hook(
+            &mut command,
+            pre_tool_use("named", elsewhere.path(), "Bash", r#"{"command": "ls"}"#),
         );
         named.expect(2);
         assert_eq!(exported(d, &run_of(host, "named")).len(), 1);
@@ -330,6 +336,7 @@ fn issue_15_item_4_a_session_stays_gated_in_its_project_wherever_its_cwd_goes() 
     let mut command = command_in(elsewhere.path());
     command
         .env("CLAUDE_PROJECT_DIR", d)
+        .env("CAIRN_HOME", d.join(".cairn-home"))
         .args(["hook", "claude-code"]);
     raw_hook(
         &mut command,
@@ -500,7 +507,7 @@ fn issue_15_item_7_a_slow_client_holds_neither_the_server_nor_other_calls() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let socket = d.join(".cairn/hookd.sock");
+    let socket = common::state(d).join("hookd.sock");
     let ready = Instant::now();
     while std::os::unix::net::UnixStream::connect(&socket).is_err() {
         assert!(
@@ -580,11 +587,11 @@ fn issue_15_item_8_a_summary_goes_only_to_the_content_store_under_its_retention(
     .expect(0);
     compaction(d, "sum", secret);
     assert_eq!(
-        files_holding(&d.join(".cairn/sessions"), secret.as_bytes()),
+        files_holding(&common::state(d).join("sessions"), secret.as_bytes()),
         Vec::<String>::new()
     );
     // Kept in the content store under the default retention…
-    assert!(!files_holding(&d.join(".cairn"), secret.as_bytes()).is_empty());
+    assert!(!files_holding(&common::state(d), secret.as_bytes()).is_empty());
 
     // … and nowhere at all with retention off.
     let dir = project(REFUND_POLICY, REFUND_TOOLS);
@@ -618,20 +625,21 @@ fn issue_15_item_9_the_store_is_owner_only_and_keys_others_can_write_are_refused
     )
     .expect(0);
     for file in ["cairn.db", "cairn.db-wal", "cairn.db-shm"] {
-        assert_eq!(mode(&d.join(".cairn").join(file)), 0o600, "{file}");
+        assert_eq!(mode(&common::state(d).join(file)), 0o600, "{file}");
     }
     assert_eq!(mode(&d.join(".cairn")), 0o700);
+    assert_eq!(mode(&common::state(d)), 0o700);
     // A store left world-readable by an older Cairn is fixed by `init`.
     std::fs::set_permissions(
-        d.join(".cairn/cairn.db"),
+        common::state(d).join("cairn.db"),
         std::fs::Permissions::from_mode(0o644),
     )
     .unwrap();
     Output::of(command_in(d).args(["init", "--dir", d.to_str().unwrap()])).expect(0);
-    assert_eq!(mode(&d.join(".cairn/cairn.db")), 0o600);
+    assert_eq!(mode(&common::state(d).join("cairn.db")), 0o600);
     // A keys folder others can write is refused, loudly.
     std::fs::set_permissions(
-        d.join(".cairn/keys"),
+        common::state(d).join("keys"),
         std::fs::Permissions::from_mode(0o777),
     )
     .unwrap();
@@ -661,16 +669,16 @@ fn issue_15_item_11_a_store_whose_pages_are_garbage_is_reported_as_tampering() {
         .expect(0);
     }
     // Fold the write-ahead log into the file, then overwrite pages after the header.
-    let db = rusqlite::Connection::open(d.join(".cairn/cairn.db")).unwrap();
+    let db = rusqlite::Connection::open(common::state(d).join("cairn.db")).unwrap();
     db.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")
         .unwrap();
     drop(db);
-    let mut bytes = std::fs::read(d.join(".cairn/cairn.db")).unwrap();
+    let mut bytes = std::fs::read(common::state(d).join("cairn.db")).unwrap();
     let page = 16 << 10;
     for byte in bytes.iter_mut().skip(page) {
         *byte = 0xa5;
     }
-    std::fs::write(d.join(".cairn/cairn.db"), bytes).unwrap();
+    std::fs::write(common::state(d).join("cairn.db"), bytes).unwrap();
     let out = Output::of(command_in(d).args(["--json", "ledger", "verify", "--all"]));
     assert_eq!(out.expect(5).error_code(), "store_corrupt", "{out:?}");
 }
@@ -744,7 +752,7 @@ fn issue_15_item_14_an_invalid_policy_id_is_invalid_input() {
 fn issue_15_item_14_a_missing_signing_key_is_said_at_session_start_and_in_runs_list() {
     let dir = project(REFUND_POLICY, REFUND_TOOLS);
     let d = dir.path();
-    std::fs::remove_dir_all(d.join(".cairn/keys")).unwrap();
+    std::fs::remove_dir_all(common::state(d).join("keys")).unwrap();
     let start = json!({"session_id": "nokey", "cwd": d, "hook_event_name": "SessionStart", "source": "startup"});
     let out = hook(d, "claude-code", &start.to_string());
     out.expect(0);

@@ -62,7 +62,9 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
     let tools = dir.path().join(".cairn/tools.json");
     let gate = cairn_runtime::project::load_gate(&policies, Some(&tools)).unwrap();
     let opener = Arc::new(KeptStores::new(Sqlite));
-    let store = opener.open(&dir.path().join(".cairn/cairn.db")).unwrap();
+    let store = opener
+        .open(&common::state(dir.path()).join("cairn.db"))
+        .unwrap();
     let env = Environment {
         clock: Arc::new(cairn_core::SystemClock),
         stores: opener,
@@ -74,6 +76,7 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
             fixed: None,
             explicit: Some(dir.path().to_path_buf()),
             index: None,
+            home: Some(dir.path().join(".cairn-home")),
         },
         namespace: None,
         gate: None,

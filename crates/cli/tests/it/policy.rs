@@ -38,7 +38,8 @@ fn init_scaffolds_an_observe_first_project_that_loads_and_allows_everything() {
     );
     assert!(project.path(".cairn/policies/starter.cedar").is_file());
     assert!(project.path(".cairn/tools.json").is_file());
-    let keys = common::files_with_extension(&project.keys_dir(), "key");
+    // The signing key is in the project's state folder, outside the working tree.
+    let keys = common::files_with_extension(&common::state(project.root()).join("keys"), "key");
     assert_eq!(keys.len(), 1);
     assert_eq!(
         std::fs::metadata(&keys[0]).unwrap().permissions().mode() & 0o777,

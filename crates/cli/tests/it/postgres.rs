@@ -101,7 +101,7 @@ fn hooks_gate_and_record_into_postgres_and_deny_when_it_does_not_answer() {
     assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
     assert!(runs[0]["records"].as_u64().unwrap() >= 1, "{runs}");
     // Nothing went to the project's own SQLite file.
-    assert!(!dir.join(".cairn/cairn.db").exists());
+    assert!(!common::state(dir).join("cairn.db").exists());
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

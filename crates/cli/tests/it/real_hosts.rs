@@ -17,6 +17,8 @@
 //!     project (`exit` 0 by default);
 //!   - `{"write": {"path": "text"}}` writes project files (a person's or an attacker's hand);
 //!     `{"replace": {"path": ["from", "to"]}}` edits one;
+//!   - `{"sh": "command"}` runs a shell command in the project, as its developer would
+//!     (`git` with a fixed identity; it must exit 0);
 //!   - `{"check": {…}}` checks the state now (see [`check`]).
 //! - `"check"` — the checks after the last step, and `"checks_by_host"` — more of them for
 //!   one host (`{"codex": {…}}`); `cairn ledger verify --all` must also pass unless
@@ -122,8 +124,10 @@ impl Play<'_> {
         let at = format!("{} step {index}", self.context());
         for key in step.as_object().unwrap().keys() {
             assert!(
-                ["only", "host", "exit", "cli", "write", "replace", "check"]
-                    .contains(&key.as_str()),
+                [
+                    "only", "host", "exit", "cli", "write", "replace", "sh", "check"
+                ]
+                .contains(&key.as_str()),
                 "{at}: unknown step key `{key}`"
             );
         }
@@ -164,6 +168,20 @@ impl Play<'_> {
                 .collect();
             let exit = step.get("exit").and_then(Value::as_i64).unwrap_or(0);
             self.cairn(&args).expect(i32::try_from(exit).unwrap());
+        } else if let Some(script) = step.get("sh").and_then(Value::as_str) {
+            let out = Output::of(
+                std::process::Command::new("sh")
+                    .args(["-c", script])
+                    .current_dir(&self.run.project)
+                    .env("GIT_AUTHOR_NAME", "Dev")
+                    .env("GIT_AUTHOR_EMAIL", "dev@example.invalid")
+                    .env("GIT_COMMITTER_NAME", "Dev")
+                    .env("GIT_COMMITTER_EMAIL", "dev@example.invalid")
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("HOME", self.run.project.join("../home"))
+                    .stdin(std::process::Stdio::null()),
+            );
+            assert_eq!(out.code, 0, "{at}: `{script}` failed: {out:?}");
         } else if let Some(files) = step.get("write").and_then(Value::as_object) {
             write_files(&self.run.project, files);
         } else if let Some(edits) = step.get("replace").and_then(Value::as_object) {
@@ -457,7 +475,7 @@ fn serve(play: &Play<'_>, root: &Path) -> (common::Serving, (String, String, Str
     let socket = root.join("cairn.sock");
     let mut command = command_in(project);
     command
-        .args(["serve", "--data"])
+        .args(["serve", "--init", "--data"])
         .arg(&data)
         .arg("--agents-root")
         .arg(project)

@@ -50,6 +50,18 @@ fn demo_store(ctx: &Context, args: &DemoArgs) -> Result<StoreLocation, Failure> 
         return Ok(StoreLocation::File(dir.join(PROJECT_DIR).join(STORE_FILE)));
     }
     if ctx.has_configured_store() {
+        // The enclosing project's store, in its state folder (made if missing).
+        if let Some(project) = std::env::current_dir()
+            .ok()
+            .and_then(|cwd| cairn_runtime::layout::Project::find(&cwd))
+        {
+            project.prepare_state().map_err(|e| {
+                Failure::new(
+                    CliCode::IO,
+                    format!("cannot create `{}`: {e}", project.state().display()),
+                )
+            })?;
+        }
         return ctx.store_location();
     }
     let dir = tempfile::Builder::new()

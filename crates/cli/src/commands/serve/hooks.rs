@@ -94,6 +94,7 @@ impl HookAnswerer for ServiceHooks {
                 fixed: Some(self.project.clone()),
                 explicit: None,
                 index: None,
+                home: None,
             },
             namespace: Some(Namespace {
                 tenant: caller.tenant.clone(),

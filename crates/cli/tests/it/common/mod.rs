@@ -95,9 +95,15 @@ pub fn with_stdin(command: &mut Command, stdin: &str) -> Output {
     }
 }
 
+/// The state folder (store, keys, sessions, socket) of the project at `dir`, in the Cairn
+/// home [`command_in`] gives every command (`dir/.cairn-home`).
+pub fn state(dir: &Path) -> PathBuf {
+    cairn_runtime::layout::state_dir_in(&dir.join(".cairn-home"), dir)
+}
+
 /// The socket of the resident server of the project at `dir`.
 pub fn socket(dir: &Path) -> PathBuf {
-    dir.join(".cairn").join("hookd.sock")
+    state(dir).join("hookd.sock")
 }
 
 /// Starts `cairn hooks serve` for the project at `dir` (exiting after `idle` without a
