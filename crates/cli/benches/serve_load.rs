@@ -5,7 +5,9 @@
 //!
 //! Each request is `POST /v1/runs/{run}/steps`: authenticate the agent token, read the body,
 //! decide with the Cedar gate, seal the intent record (RFC 8785, SHA-256, chained) and append
-//! it — with `--durability batch` (the service's default) to the store's group commit. The
+//! it — in the service's default durability, `group`, where the answer waits for the group
+//! commit that makes the record durable (`CAIRN_BENCH_DURABILITY=async` measures the mode that
+//! answers before the commit, `sync` the one that commits each request alone). The
 //! requests go round-robin over as many runs as connections, so runs are written side by side
 //! as a fleet of agents would.
 //!
@@ -85,6 +87,12 @@ fn serve(data: &Path, store: Option<&str>, init: bool) -> Served {
         .stderr(Stdio::inherit());
     if let Some(store) = store {
         command.args(["--store", store]);
+    }
+    if let Some(mode) = std::env::var("CAIRN_BENCH_DURABILITY")
+        .ok()
+        .filter(|mode| !mode.is_empty())
+    {
+        command.args(["--durability", &mode]);
     }
     let child = command.spawn().expect("cairn serve starts");
     let started = Instant::now();
@@ -328,7 +336,9 @@ fn main() {
         .filter(|list: &Vec<u64>| !list.is_empty())
         .unwrap_or_else(|| vec![8, 16, 32]);
     println!(
-        "cairn serve under wrk: {concurrencies:?} connections, {seconds} s per concurrency and store, batch durability"
+        "cairn serve under wrk: {concurrencies:?} connections, {seconds} s per concurrency and store, {} durability",
+        std::env::var("CAIRN_BENCH_DURABILITY")
+            .unwrap_or_else(|_| "group (the default)".to_owned())
     );
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("service");

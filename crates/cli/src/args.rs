@@ -174,9 +174,11 @@ pub struct ServeArgs {
     /// group: 660).
     #[arg(long, value_name = "OCTAL", default_value = "660")]
     pub socket_mode: String,
-    /// When records become durable: `batch` (group commit, flushed before a boundary or a
-    /// close and whenever a request asks for `sync`) or `sync` (before every answer).
-    #[arg(long, value_name = "MODE", default_value = "batch")]
+    /// When records become durable: `group` (before the answer; concurrent requests share
+    /// one commit), `sync` (each request commits its own before its answer) or `async`
+    /// (answered before the commit, which comes within 20 ms: a crash loses the acknowledged
+    /// steps of that window).
+    #[arg(long, value_name = "MODE", default_value = "group")]
     pub durability: String,
     /// The largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]

@@ -63,6 +63,22 @@ impl StoreLocation {
     pub fn open(&self, mode: OpenMode) -> Result<Arc<dyn Store>, Failure> {
         Ok(open(self, mode)?)
     }
+
+    /// Opens the store for a writer that commits without pause (`cairn serve`): a SQLite
+    /// file has its write-ahead log checkpointed by a thread of its own.
+    ///
+    /// # Errors
+    /// The store's own.
+    pub fn open_for_service(&self, mode: OpenMode) -> Result<Arc<dyn Store>, Failure> {
+        match self {
+            Self::File(path) => {
+                let store = Arc::new(SqliteStore::open(path, mode)?);
+                store.checkpoint_in_background()?;
+                Ok(store)
+            }
+            Self::Postgres(_) => self.open(mode),
+        }
+    }
 }
 
 /// Opens the store at `location` (the one place that knows every kind of store).

@@ -73,6 +73,10 @@ cairn_core::error_codes! {
         HOOK_HOST_UNKNOWN = NotFound("hook_host_unknown");
         /// The service is shutting down or the request's work could not be scheduled.
         SERVICE_UNAVAILABLE = Unavailable("service_unavailable");
+        /// The request's record was not committed in time (the call is not admitted).
+        NOT_COMMITTED = Unavailable("record_not_committed");
+        /// The request took longer than the service allows (its body came too slowly).
+        REQUEST_TIMEOUT = Unavailable("request_timeout");
         /// A bug: a task panicked.
         INTERNAL = Internal("service_internal");
     }

@@ -33,7 +33,7 @@
 //!     signing_key: SigningKey::generate(&mut rand_core::OsRng, "cairn.example")?,
 //!     trusted: TrustedKeys::default(),
 //!     tokens: TokenBook::load(&tokens)?,
-//!     durability: cairn_runtime::Durability::DEFAULT_BATCH,
+//!     durability: cairn_server::Commit::Group,
 //!     content_retention: None,
 //!     clock: Arc::new(SystemClock),
 //!     max_body_bytes: 1 << 20,
@@ -83,6 +83,6 @@ pub use api::{ApiDoc, openapi_document, router};
 pub use error::{ApiError, ServerCode, status_of};
 pub use listen::{Listen, Server, termination_signal};
 pub use service::{
-    DecisionHome, HookAnswerer, LanesFile, PolicyAdmin, PolicyFile, PolicySetView, Service,
+    Commit, DecisionHome, HookAnswerer, LanesFile, PolicyAdmin, PolicyFile, PolicySetView, Service,
     ServiceConfig,
 };

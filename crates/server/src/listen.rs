@@ -1,5 +1,14 @@
-//! Where the service listens (TCP and Unix sockets), how it runs its group commit, and how it
-//! shuts down: stop accepting, finish the requests in flight, commit every waiting record.
+//! Where the service listens (TCP and Unix sockets), how it serves each connection, how it
+//! runs its group commit, and how it shuts down.
+//!
+//! Every connection is bounded in time: a request's head must arrive within
+//! [`HEADER_TIMEOUT`] (and a connection idle between requests is closed after it), a whole
+//! request within [`REQUEST_TIMEOUT`] (`api`), so no client — a half-sent request, a slow
+//! body, a thousand idle connections — holds the service or its descriptors.
+//!
+//! On SIGTERM the service first commits every waiting record, then stops accepting, lets the
+//! requests in flight finish for at most [`DRAIN_TIMEOUT`] (closing the connections that are
+//! left), and commits once more.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -7,10 +16,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cairn_runtime::Durability;
 use tokio::net::{TcpListener, UnixListener};
 
-use crate::service::Service;
+use crate::service::{Commit, Service};
+
+/// How long a client may take to send a request's head, and how long a connection may stay
+/// idle between requests.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the requests in flight may take to finish once the service is stopping; the
+/// connections left after it are closed.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One address to listen on.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,8 +176,9 @@ impl Server {
         tcp.chain(unix).collect()
     }
 
-    /// Serves `service` until `shutdown` completes, then drains: no new connection is
-    /// accepted, requests in flight finish, and every waiting record is committed.
+    /// Serves `service` until `shutdown` completes, then drains: every waiting record is
+    /// committed first, no new connection is accepted, requests in flight finish (for at most
+    /// [`DRAIN_TIMEOUT`]), and every record they wrote is committed.
     ///
     /// # Errors
     /// A listener's failure.
@@ -172,9 +188,6 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-        };
         let mut served = Listeners {
             tasks: tokio::task::JoinSet::new(),
             stop: stop_rx.clone(),
@@ -195,11 +208,16 @@ impl Server {
         let Listeners {
             mut tasks, sockets, ..
         } = served;
-        let flusher = group_commit(Arc::clone(&service), stopped(stop_rx.clone()));
-        let flusher = tokio::spawn(flusher);
+        let committer = tokio::spawn(commit_loop(Arc::clone(&service), stop_rx.clone()));
+        let stopping = Arc::clone(&service);
         tokio::spawn(async move {
             shutdown.await;
-            tracing::info!("shutting down: draining requests in flight");
+            // What waits is committed before anything else: a supervisor's SIGKILL may follow.
+            let first = Arc::clone(&stopping);
+            let _ = tokio::task::spawn_blocking(move || first.flush_waiting(Duration::ZERO)).await;
+            tracing::info!(
+                "shutting down: every waiting record committed; draining requests in flight"
+            );
             let _ = stop_tx.send(true);
         });
         let mut result = Ok(());
@@ -210,7 +228,8 @@ impl Server {
                 Err(e) => result = Err(std::io::Error::other(e)),
             }
         }
-        let _ = flusher.await;
+        let _ = committer.await;
+        service.stop_committing();
         let drained = Arc::clone(&service);
         let _ = tokio::task::spawn_blocking(move || {
             drained.flush_waiting(Duration::ZERO);
@@ -232,8 +251,10 @@ struct Listeners {
 }
 
 impl Listeners {
-    /// Serves `app` on `listener` until the stop.
-    fn serve<L>(&mut self, listener: L, app: &axum::Router)
+    /// Serves `app` on `listener` until the stop, each connection on a task of its own with
+    /// the timeouts of [`serve_connection`]; then waits for the connections for at most
+    /// [`DRAIN_TIMEOUT`] and closes those left.
+    fn serve<L>(&mut self, mut listener: L, app: &axum::Router)
     where
         L: axum::serve::Listener,
         L::Addr: std::fmt::Debug,
@@ -241,11 +262,29 @@ impl Listeners {
         let app = app.clone();
         let mut stop = self.stop.clone();
         self.tasks.spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    let _ = stop.wait_for(|stop| *stop).await;
-                })
-                .await
+            let mut connections = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    () = stopped(&mut stop) => break,
+                    (io, _) = listener.accept() => {
+                        connections.spawn(serve_connection(io, app.clone(), stop.clone()));
+                    }
+                    Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                }
+            }
+            drop(listener);
+            let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
+                while connections.join_next().await.is_some() {}
+            })
+            .await;
+            if drained.is_err() {
+                tracing::warn!(
+                    left = connections.len(),
+                    "requests still in flight after the drain timeout: their connections are closed"
+                );
+                connections.abort_all();
+            }
+            Ok(())
         });
     }
 
@@ -276,31 +315,67 @@ impl Listeners {
     }
 }
 
+/// Serves one connection (HTTP/1.1) until it closes, the client is too slow, or the service
+/// stops: a request's head must arrive within [`HEADER_TIMEOUT`], which also closes a
+/// connection idle that long between requests; at the stop, the request in flight finishes
+/// and the connection closes.
+async fn serve_connection<I>(io: I, app: axum::Router, mut stop: tokio::sync::watch::Receiver<bool>)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper_util::service::TowerToHyperService::new(app);
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .keep_alive(true);
+    let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        () = stopped(&mut stop) => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
+
+/// Completes once the service is stopping.
+async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stop| *stop).await;
+}
+
 /// How long a live run may go unused before the service lets go of it (it is resumed from
 /// the store when used again).
 pub const IDLE_RUN: Duration = Duration::from_secs(600);
 
-/// Commits the records of batched runs that nothing else committed within the batch window,
-/// and lets go of the runs idle for [`IDLE_RUN`].
-async fn group_commit(service: Arc<Service>, stop: impl Future<Output = ()>) {
-    let batch = match service.config.durability {
-        Durability::Batch { max_delay, .. } => Some(max_delay),
-        Durability::Sync => None,
-    };
-    let period = batch.map_or(Duration::from_secs(1), |delay| {
-        (delay / 2).max(Duration::from_millis(1))
+/// Commits the service's records as its durability says, until the stop, and lets go of the
+/// runs idle for [`IDLE_RUN`]:
+///
+/// - `group`: the group committer, on a thread of its own ([`Service::commit_rounds`]);
+/// - `async`: every half window, the records that waited a whole window;
+/// - `sync`: nothing to commit here (each request commits its own).
+async fn commit_loop(service: Arc<Service>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    let committer = (service.durability() == Commit::Group).then(|| {
+        let committing = Arc::clone(&service);
+        std::thread::Builder::new()
+            .name("cairn-commit".to_owned())
+            .spawn(move || committing.commit_rounds())
     });
+    let period = match service.durability() {
+        Commit::Async { window } => (window / 2).max(Duration::from_millis(1)),
+        Commit::Group | Commit::Sync => Duration::from_secs(1),
+    };
     let mut ticks = tokio::time::interval(period);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tokio::pin!(stop);
     loop {
         tokio::select! {
-            () = &mut stop => return,
+            () = stopped(&mut stop) => break,
             _ = ticks.tick() => {
                 let service = Arc::clone(&service);
                 let _ = tokio::task::spawn_blocking(move || {
-                    if let Some(delay) = batch {
-                        service.flush_waiting(delay);
+                    if let Commit::Async { window } = service.durability() {
+                        service.flush_waiting(window);
                     }
                     service.evict_idle(IDLE_RUN);
                 })
@@ -308,6 +383,9 @@ async fn group_commit(service: Arc<Service>, stop: impl Future<Output = ()>) {
             }
         }
     }
+    // The requests still in flight are drained with the committer running; it stops with the
+    // last of them (`Server::run` ends it).
+    drop(committer);
 }
 
 /// Completes on SIGTERM or SIGINT (Ctrl-C).

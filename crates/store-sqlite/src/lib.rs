@@ -22,6 +22,7 @@
 //! is group commit: the runtime hands several records to one [`Store::append`], paying one
 //! fsync for all.
 
+mod append;
 mod schema;
 
 use std::path::{Path, PathBuf};
@@ -29,8 +30,6 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use cairn_core::{Digest, RunId, TaskId, TenantId, Timestamp};
-use cairn_ledger::merkle::{RootBuilder, leaf_hash};
-use cairn_ledger::record::{RecordKind, SealedRecord};
 use cairn_ledger::store::{
     Commit, ContentItem, CostDimension, CostRow, IndexColumns, KeptHead, ResumePoint, RunFilter,
     RunInfo, RunMeta, StoredContent, StoredEnvelope, StoredRow,
@@ -63,6 +62,10 @@ pub fn create_at_version(path: &Path, version: i64) -> Result<(), StoreError> {
 /// [`SqliteStore::tune_for_long_lived_process`] as it commits (1 MiB: 64 pages of 16 KiB).
 pub const SHORT_LIVED_WAL_LIMIT: u64 = 1 << 20;
 
+/// The size of the write-ahead log at which a writer checkpointed in the background
+/// ([`SqliteStore::checkpoint_in_background`]) checkpoints it itself: 64 MiB.
+pub const BACKGROUND_WAL_LIMIT: u64 = 64 << 20;
+
 /// How long a writer waits for another writer's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -76,6 +79,8 @@ pub struct SqliteStore {
     /// Set while the connection may not be `synchronous=FULL` ([`Store::keep_content`] relaxes
     /// it for one transaction): every durable commit makes sure of FULL first.
     relaxed: std::sync::atomic::AtomicBool,
+    /// The heads of the runs this store committed last (see `append`).
+    known: append::KnownHeads,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -104,153 +109,6 @@ fn put_content(tx: &Connection, content: &[ContentItem]) -> Result<(), StoreErro
             micros(item.stored_at),
             micros(item.expires_at),
         ])
-        .map_err(backend)?;
-    }
-    Ok(())
-}
-
-/// Appends `commit` inside the transaction (or savepoint) `tx`: checks the run exists, is open
-/// and continues at its next step, then writes the records, the content, the run's head and
-/// frontier, the envelope and the checkpoint.
-fn append_in(tx: &Connection, commit: &Commit<'_>) -> Result<(), StoreError> {
-    let Some(first) = commit.records.first().map(SealedRecord::record) else {
-        return Ok(());
-    };
-    let (tenant, run) = (first.tenant_id.as_str(), first.run_id.as_str());
-    // Statements on the path of every commit are prepared once per connection.
-    let exists: bool = tx
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM runs WHERE tenant_id = ?1 AND run_id = ?2)")
-        .and_then(|mut stmt| stmt.query_row(params![tenant, run], |row| row.get(0)))
-        .map_err(backend)?;
-    if !exists {
-        return Err(StoreError::RunNotFound {
-            run: first.run_id.clone(),
-        });
-    }
-    let last: Option<(i64, String)> = tx
-        .prepare_cached(
-            "SELECT step_index, kind FROM records WHERE tenant_id = ?1 AND run_id = ?2
-                 ORDER BY step_index DESC LIMIT 1",
-        )
-        .and_then(|mut stmt| {
-            stmt.query_row(params![tenant, run], |row| Ok((row.get(0)?, row.get(1)?)))
-                .optional()
-        })
-        .map_err(backend)?;
-    if last
-        .as_ref()
-        .is_some_and(|(_, kind)| kind == RecordKind::Terminal.as_str())
-    {
-        return Err(StoreError::RunTerminated {
-            run: first.run_id.clone(),
-        });
-    }
-    let next = last.map_or(0, |(step, _)| u64::try_from(step).unwrap_or(0) + 1);
-    commit.check_continues(next)?;
-    {
-        let mut insert = tx
-            .prepare_cached(
-                "INSERT INTO records (tenant_id, run_id, step_index, kind, task_id, tool_name,
-                         args_size, decision, termination_reason, recorded_at_us, digest, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )
-            .map_err(backend)?;
-        for sealed in commit.records {
-            let (record, body) = (sealed.record(), sealed.json());
-            let columns = IndexColumns::of(record);
-            insert
-                .execute(params![
-                    tenant,
-                    run,
-                    as_i64(record.step_index),
-                    columns.kind,
-                    columns.task_id,
-                    columns.tool_name,
-                    columns.args_size,
-                    columns.decision,
-                    columns.termination_reason,
-                    columns.recorded_at_us,
-                    columns.digest,
-                    body,
-                ])
-                .map_err(|e| match e.sqlite_error_code() {
-                    Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::Conflict {
-                        run: record.run_id.clone(),
-                        step: record.step_index,
-                    },
-                    _ => backend(e),
-                })?;
-        }
-        put_content(tx, commit.content)?;
-    }
-    // The run's head and tree frontier move with its records, in this transaction.
-    let stored: Option<Vec<u8>> = tx
-        .prepare_cached("SELECT frontier FROM runs WHERE tenant_id = ?1 AND run_id = ?2")
-        .and_then(|mut stmt| stmt.query_row(params![tenant, run], |row| row.get(0)))
-        .map_err(backend)?;
-    let mut tree = match stored.as_deref().and_then(RootBuilder::from_frontier) {
-        Some(tree) if tree.len() == next => tree,
-        // No frontier yet (a run written before schema 3), or one that disagrees with
-        // the records: rebuilt from the records, which are authoritative.
-        _ => {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT digest FROM records WHERE tenant_id = ?1 AND run_id = ?2
-                         AND step_index < ?3 ORDER BY step_index",
-                )
-                .map_err(backend)?;
-            let mut tree = RootBuilder::new();
-            let rows = stmt
-                .query_map(params![tenant, run, as_i64(next)], |row| {
-                    parse_col::<Digest>(row.get_ref(0)?.as_str()?)
-                })
-                .map_err(backend)?;
-            for digest in rows {
-                tree.push(leaf_hash(digest.map_err(backend)?.as_bytes()));
-            }
-            tree
-        }
-    };
-    for sealed in commit.records {
-        tree.push(leaf_hash(sealed.record().digest.as_bytes()));
-    }
-    let head = commit
-        .records
-        .last()
-        .map(|sealed| sealed.record().digest.to_string());
-    tx.prepare_cached(
-        "UPDATE runs SET head_digest = ?3, frontier = ?4 WHERE tenant_id = ?1 AND run_id = ?2",
-    )
-    .and_then(|mut stmt| stmt.execute(params![tenant, run, head, tree.frontier()]))
-    .map_err(backend)?;
-    if let Some(envelope) = commit.envelope {
-        let step = next + commit.records.len() as u64 - 1;
-        tx.execute(
-            "INSERT INTO envelopes (tenant_id, run_id, envelope_id, step_index, supersedes, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                tenant,
-                run,
-                envelope.envelope_id,
-                as_i64(step),
-                envelope.supersedes,
-                envelope.body
-            ],
-        )
-        .map_err(|e| match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::ConstraintViolation) => StoreError::Backend(format!(
-                "envelope `{}` of run `{run}` was saved before",
-                envelope.envelope_id
-            )),
-            _ => backend(e),
-        })?;
-    }
-    if let Some(note) = commit.checkpoint_note {
-        let size = next + commit.records.len() as u64;
-        tx.execute(
-            "INSERT INTO checkpoints (tenant_id, run_id, tree_size, note) VALUES (?1, ?2, ?3, ?4)",
-            params![tenant, run, as_i64(size), note],
-        )
         .map_err(backend)?;
     }
     Ok(())
@@ -365,7 +223,7 @@ impl SqliteStore {
         // Before changing anything (WAL mode rewrites the header), make sure the file is ours.
         schema::ensure_cairn_store(&conn, &display, mode)?;
         conn.execute_batch(
-            "PRAGMA page_size = 16384;
+            "PRAGMA page_size = 4096;
              PRAGMA journal_mode = WAL;
              PRAGMA synchronous = FULL;
              PRAGMA foreign_keys = ON;",
@@ -377,6 +235,7 @@ impl SqliteStore {
             path,
             conn: Mutex::new(conn),
             relaxed: std::sync::atomic::AtomicBool::new(false),
+            known: append::KnownHeads::default(),
         })
     }
 
@@ -431,6 +290,64 @@ impl SqliteStore {
     /// # Errors
     /// [`StoreError::Backend`] when FULL cannot be restored after [`Store::keep_content`]:
     /// nothing is committed then as if it were durable.
+    /// Every commit of `commits` in one transaction, without savepoints, each from the head
+    /// this store remembers when it has one: the runs' new heads, or `None` when any commit
+    /// fails (nothing is then written, and the caller commits them one by one).
+    fn append_all_known(
+        &self,
+        conn: &mut Connection,
+        commits: &[Commit<'_>],
+    ) -> Option<Vec<Option<append::RunHead>>> {
+        let tx = schema::begin_write(conn).ok()?;
+        let mut heads = Vec::with_capacity(commits.len());
+        for commit in commits {
+            let known = self.known.of(commit);
+            heads.push(append::append_in(&tx, commit, known.as_ref()).ok()?);
+        }
+        tx.commit().ok()?;
+        Some(heads)
+    }
+
+    /// Tunes the store for a writer that commits without pause (`cairn serve`'s group
+    /// commit): the write-ahead log is checkpointed into the database by a thread of its own,
+    /// on a connection of its own, so that a commit seldom pays for copying the log; the
+    /// committing connection still checkpoints itself once the log reaches
+    /// [`BACKGROUND_WAL_LIMIT`] (by then the thread has copied nearly all of it, so the copy is
+    /// short, and the log starts over). The thread stops when the store is dropped.
+    ///
+    /// # Errors
+    /// SQLite's, when the settings cannot be applied or the second connection not opened.
+    pub fn checkpoint_in_background(self: &std::sync::Arc<Self>) -> Result<(), StoreError> {
+        let page_size: i64 = self
+            .conn()
+            .query_row("PRAGMA page_size", [], |row| row.get(0))
+            .map_err(backend)?;
+        let pages = i64::try_from(BACKGROUND_WAL_LIMIT).unwrap_or(i64::MAX) / page_size.max(512);
+        self.conn()
+            .pragma_update(None, "wal_autocheckpoint", pages.max(1))
+            .map_err(backend)?;
+        let checkpointer = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(backend)?;
+        checkpointer
+            .busy_timeout(Duration::from_millis(50))
+            .map_err(backend)?;
+        let store = std::sync::Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("cairn-checkpoint".to_owned())
+            .spawn(move || {
+                while store.upgrade().is_some() {
+                    let _ =
+                        checkpointer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            })
+            .map_err(|e| StoreError::Backend(format!("cannot start the checkpointer: {e}")))?;
+        Ok(())
+    }
+
     fn durable_conn(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
         let conn = self.conn();
         if self.relaxed.load(std::sync::atomic::Ordering::SeqCst) {
@@ -671,8 +588,28 @@ impl Store for SqliteStore {
         }
         let mut conn = self.durable_conn()?;
         let tx = schema::begin_write(&mut conn)?;
-        append_in(&tx, commit)?;
-        tx.commit().map_err(backend)
+        let known = self.known.of(commit);
+        let appended = match append::append_in(&tx, commit, known.as_ref()) {
+            Err(_) if known.is_some() => {
+                // The remembered head is stale (another writer): from the file, afresh.
+                drop(tx);
+                self.known.forget(commit);
+                let tx = schema::begin_write(&mut conn)?;
+                let head = append::append_in(&tx, commit, None)?;
+                tx.commit().map_err(backend)?;
+                head
+            }
+            Err(error) => {
+                self.known.forget(commit);
+                return Err(error);
+            }
+            Ok(head) => {
+                tx.commit().map_err(backend)?;
+                head
+            }
+        };
+        self.known.note(commit, appended);
+        Ok(())
     }
 
     fn keep_content(
@@ -727,27 +664,47 @@ impl Store for SqliteStore {
             );
             results
         };
+        // First all together from the heads this store remembers, no savepoint between them:
+        // the common case of a service committing the runs it writes, round after round.
+        if let Some(heads) = self.append_all_known(&mut conn, commits) {
+            for (commit, head) in commits.iter().zip(heads) {
+                self.known.note(commit, head);
+            }
+            return commits.iter().map(|_| Ok(())).collect();
+        }
         let mut tx = match schema::begin_write(&mut conn) {
             Ok(tx) => tx,
             Err(e) => return all_failed(e),
         };
         let mut results = Vec::with_capacity(commits.len());
         for commit in commits {
-            let result = tx
-                .savepoint()
-                .map_err(backend)
-                .and_then(|mut savepoint| match append_in(&savepoint, commit) {
-                    Ok(()) => savepoint.commit().map_err(backend),
+            let result = tx.savepoint().map_err(backend).and_then(|mut savepoint| {
+                match append::append_in(&savepoint, commit, None) {
+                    Ok(head) => savepoint.commit().map_err(backend).map(|()| head),
                     Err(e) => {
                         let _ = savepoint.rollback();
                         Err(e)
                     }
-                });
+                }
+            });
             results.push(result);
         }
         match tx.commit() {
-            Ok(()) => results,
-            Err(e) => all_failed(backend(e)),
+            Ok(()) => commits
+                .iter()
+                .zip(results)
+                .map(|(commit, result)| {
+                    let head = result?;
+                    self.known.note(commit, head);
+                    Ok(())
+                })
+                .collect(),
+            Err(e) => {
+                for commit in commits {
+                    self.known.forget(commit);
+                }
+                all_failed(backend(e))
+            }
         }
     }
 

@@ -54,6 +54,17 @@ fn the_compose_file_runs_the_units_command_as_an_unprivileged_user() {
         unit_arguments(),
         "the same command as the systemd unit"
     );
+    // Issue 34, 9: a descriptor per connection, far past the 1,024 of a default limit.
+    let unit_limit: u64 = unit_setting("LimitNOFILE")
+        .expect("the unit sets LimitNOFILE")
+        .parse()
+        .unwrap();
+    assert!(unit_limit >= 65_536, "LimitNOFILE={unit_limit}");
+    assert_eq!(
+        cairn["ulimits"]["nofile"]["soft"].as_i64(),
+        i64::try_from(unit_limit).ok(),
+        "the same descriptor limit in Compose"
+    );
     let user = cairn["user"].as_str().expect("a user");
     assert!(
         user != "root" && user != "0",

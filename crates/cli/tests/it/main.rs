@@ -40,6 +40,7 @@ mod proof;
 mod real_hosts;
 mod reconcile;
 mod service_demo;
+mod service_durability;
 mod service_logs;
 mod service_policies;
 mod service_tenant_policies;

@@ -5,11 +5,10 @@
 use std::sync::Arc;
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::State;
 
 use super::extract::roles::AGENT;
-use super::extract::{Authenticated, PathParams, blocking};
+use super::extract::{Authenticated, PathParams, RawBody, blocking};
 use crate::error::{ApiError, ErrorBody, ServerCode};
 use crate::service::Service;
 
@@ -29,7 +28,7 @@ pub(super) async fn answer_hook(
     State(service): State<Arc<Service>>,
     caller: Authenticated,
     path: PathParams,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let caller = caller.with_role(AGENT, "send hook events")?;
     let host = path.get("host")?.to_owned();

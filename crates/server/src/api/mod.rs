@@ -159,12 +159,37 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v1/rlc/check", post(checks::check_rlc))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(within_deadline))
         .layer(axum::middleware::from_fn_with_state(
             Arc::clone(&service),
             observe_request,
         ))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(service)
+}
+
+/// How long one request may take, its body's arrival included: a client that sends its body
+/// a byte at a time holds a connection this long at most (a request's head is bounded by the
+/// connection's own `listen::HEADER_TIMEOUT`).
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Answers `request_timeout` for a request not done within [`REQUEST_TIMEOUT`]. A call whose
+/// admission is cut off this way is not admitted as far as the client knows (it denies it).
+async fn within_deadline(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::new(
+            ServerCode::REQUEST_TIMEOUT,
+            format!(
+                "the request was not done within {} s (its body came too slowly)",
+                REQUEST_TIMEOUT.as_secs()
+            ),
+        )
+        .into_response(),
+    }
 }
 
 /// Counts, times and logs every request: its route's template, method and status, the

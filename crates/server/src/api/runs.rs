@@ -193,7 +193,8 @@ pub struct StepRequestBody {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub observation: Option<serde_json::Value>,
-    /// `sync` commits the record before answering, whatever the service's durability.
+    /// `sync` commits the record on its own before answering, whatever the service's
+    /// durability (in the default `group` durability the answer waits for its commit anyway).
     #[serde(default)]
     pub durability: Option<DurabilityAsk>,
 }
@@ -202,9 +203,9 @@ pub struct StepRequestBody {
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DurabilityAsk {
-    /// Committed before the answer.
+    /// Committed on its own before the answer.
     Sync,
-    /// Committed with the next group commit (the service's default).
+    /// As the service's durability says.
     Batch,
 }
 
@@ -275,10 +276,13 @@ pub(super) async fn admit_step(
                 call: ToolCall { tool, lane, .. },
                 ..
             } = request;
-            blocking(move || service.admit(&caller, &run, &step_request(&body, tool, lane, sync)))
+            let admitting = Arc::clone(&service);
+            blocking(move || admitting.admit(&caller, &run, &step_request(&body, tool, lane, sync)))
                 .await?
         }
     };
+    // In group durability the answer waits for the round that commits the record.
+    service.durable(decision.commit.as_ref()).await?;
     Ok(Json(StepResponse {
         decision: if decision.allowed { "allow" } else { "deny" }.to_owned(),
         step: decision.step,
@@ -392,7 +396,9 @@ pub(super) async fn report_outcome(
         OutcomeStatus::Unknown => ReportedOutcome::Unknown(error),
     };
     let sync = matches!(query.durability, Some(DurabilityAsk::Sync));
-    let recorded = blocking(move || service.outcome(&caller, &run, step, outcome, sync)).await?;
+    let recording = Arc::clone(&service);
+    let recorded = blocking(move || recording.outcome(&caller, &run, step, outcome, sync)).await?;
+    service.durable(recorded.commit.as_ref()).await?;
     Ok(Json(OutcomeResponse {
         observation_digest: recorded.observation_digest.map(|d| d.to_string()),
         idempotency_key: recorded.idempotency_key,

@@ -4,6 +4,7 @@
 //! investigator reads is in `evidence`, the tenant's tokens in `tokens`, its task decisions in
 //! `decisions`, its policy set in `policies`; a run's lanes and their events are in `lanes`.
 
+mod commit;
 mod decisions;
 mod evidence;
 mod lanes;
@@ -26,6 +27,8 @@ use cairn_runtime::{
 
 use crate::error::{ApiError, ServerCode};
 use crate::tokens::{Caller, Role, TokenBook};
+pub use commit::{Commit, Ticket};
+use commit::{GroupCommit, RunKey};
 pub use decisions::DecisionHome;
 pub use lanes::{LaneState, LanesFile};
 pub use policies::{PolicyAdmin, PolicyFile, PolicySetView};
@@ -42,8 +45,9 @@ pub struct ServiceConfig {
     pub trusted: TrustedKeys,
     /// The tokens accepted.
     pub tokens: TokenBook,
-    /// How records become durable; `batch` unless the operator says otherwise.
-    pub durability: Durability,
+    /// When records become durable: [`Commit::Group`] (durable before the answer) unless the
+    /// operator says otherwise.
+    pub durability: Commit,
     /// How long raw arguments and observations are kept.
     pub content_retention: Option<jiff::SignedDuration>,
     /// The clock.
@@ -130,13 +134,12 @@ impl Live {
     }
 }
 
-type RunKey = (TenantId, RunId);
-
 /// The running service.
 pub struct Service {
     pub(crate) config: ServiceConfig,
     metrics: crate::metrics::Metrics,
     live: Mutex<HashMap<RunKey, Arc<Live>>>,
+    group: GroupCommit,
 }
 
 impl std::fmt::Debug for Service {
@@ -164,6 +167,8 @@ pub struct StepDecision {
     pub detail: Option<String>,
     /// The policy-set version that decided.
     pub policy_set_version: Option<Digest>,
+    /// What the answer waits for: the group commit of its record ([`Service::durable`]).
+    pub commit: Option<Ticket>,
 }
 
 /// What a step asks.
@@ -197,6 +202,8 @@ pub struct OutcomeRecorded {
     pub observation_digest: Option<Digest>,
     /// The idempotency key the capability is now blocked under, for an unknown outcome.
     pub idempotency_key: Option<String>,
+    /// What the answer waits for: the group commit of its records ([`Service::durable`]).
+    pub commit: Option<Ticket>,
 }
 
 impl Service {
@@ -207,7 +214,37 @@ impl Service {
             config,
             metrics: crate::metrics::Metrics::default(),
             live: Mutex::default(),
+            group: GroupCommit::default(),
         }
+    }
+
+    /// When records become durable.
+    #[must_use]
+    pub const fn durability(&self) -> Commit {
+        self.config.durability
+    }
+
+    /// Waits until the records `ticket` names are committed (the group commit's round that
+    /// holds them is durable); at once without a ticket.
+    ///
+    /// # Errors
+    /// `record_not_committed` when no round commits them in time: the call is not admitted.
+    pub async fn durable(&self, ticket: Option<&Ticket>) -> Result<(), ApiError> {
+        match ticket {
+            Some(ticket) => self.group.durable(ticket).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The ticket of what `executor`'s run has waiting now, when the service answers only
+    /// once it is committed (group durability) and something waits. Taken under the run's
+    /// lock.
+    fn ticket(&self, executor: &Executor) -> Option<Ticket> {
+        let recorder = executor.recorder_ref();
+        (self.config.durability == Commit::Group && recorder.waiting_records() > 0).then(|| {
+            self.group
+                .ticket((recorder.tenant_id().clone(), recorder.run_id().clone()))
+        })
     }
 
     /// What the service counts.
@@ -241,8 +278,8 @@ impl Service {
         // see `flush_waiting`), never by the request that happens to cross the window; a run
         // commits on its own only when this many records wait.
         let durability = match self.config.durability {
-            Durability::Sync => Durability::Sync,
-            Durability::Batch { .. } => Durability::Batch {
+            Commit::Sync => Durability::Sync,
+            Commit::Group | Commit::Async { .. } => Durability::Batch {
                 max_records: MAX_WAITING_RECORDS,
                 max_delay: std::time::Duration::from_secs(3_600),
             },
@@ -397,7 +434,7 @@ impl Service {
     /// Whether `request` is admitted into the group commit rather than committed before the
     /// reply.
     fn batches(&self, request: &StepRequest<'_>) -> bool {
-        !request.sync && !matches!(self.config.durability, Durability::Sync)
+        !request.sync && self.config.durability != Commit::Sync
     }
 
     /// Decides `request` on the held run and leaves its record to the group commit, when the
@@ -421,7 +458,11 @@ impl Service {
             return None;
         }
         let traces = &self.config.traces;
-        Some(self.counted(caller, || admit_with(executor, permits, traces, request)))
+        Some(self.counted(caller, || {
+            let mut decision = admit_with(executor, permits, traces, request)?;
+            decision.commit = self.ticket(executor);
+            Ok(decision)
+        }))
     }
 
     /// The live run, resumed from the store when this replica does not hold it yet.
@@ -512,7 +553,11 @@ impl Service {
         }
         self.with_executor(caller, run, |executor, permits| {
             let traces = &self.config.traces;
-            self.counted(caller, || admit_with(executor, permits, traces, request))
+            self.counted(caller, || {
+                let mut decision = admit_with(executor, permits, traces, request)?;
+                decision.commit = self.ticket(executor);
+                Ok(decision)
+            })
         })
     }
 
@@ -593,6 +638,7 @@ impl Service {
                     EffectOutcome::Unknown { idempotency_key } => Some(idempotency_key),
                     EffectOutcome::Applied(_) | EffectOutcome::NotExecuted(_) => None,
                 },
+                commit: self.ticket(executor),
             })
         })
     }
@@ -764,6 +810,42 @@ impl Service {
     /// least `older_than` (zero: all); logs what fails (those records stay waiting and the
     /// next pass retries them).
     pub fn flush_waiting(&self, older_than: std::time::Duration) {
+        let _ = self.flush(older_than);
+    }
+
+    /// One round of the group commit (group durability): every waiting record of every live
+    /// run committed together, then the requests waiting on the round woken. Returns whether
+    /// a run's commit failed (its records stay waiting for the next round).
+    pub fn commit_round(&self) -> bool {
+        let round = self.group.begin();
+        let failed = self.flush(std::time::Duration::ZERO);
+        let any = !failed.is_empty();
+        self.group.finish(round, failed);
+        any
+    }
+
+    /// The group committer (group durability): on a thread of its own, a round whenever a
+    /// request waits for one — back to back while requests keep coming, the records admitted
+    /// during a round going into the next — until [`Service::stop_committing`]. A round whose
+    /// commit failed for a run is retried after a short pause.
+    pub fn commit_rounds(&self) {
+        while self.group.asked(std::time::Duration::from_secs(1)) {
+            if self.commit_round() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                // The records that failed still wait: another round.
+                self.group.ask();
+            }
+        }
+    }
+
+    /// Ends [`Service::commit_rounds`].
+    pub fn stop_committing(&self) {
+        self.group.stop();
+    }
+
+    /// [`Service::flush_waiting`], returning the runs whose commit failed.
+    fn flush(&self, older_than: std::time::Duration) -> std::collections::HashSet<RunKey> {
+        let mut failed = std::collections::HashSet::new();
         let lives: Vec<Arc<Live>> = self.lock_live().values().cloned().collect();
         let now = Instant::now();
         // Each run's waiting records are copied under its lock for a moment; the commit
@@ -805,7 +887,7 @@ impl Service {
             .waiting_records
             .set(i64::try_from(waiting).unwrap_or(i64::MAX));
         if due.is_empty() {
-            return;
+            return failed;
         }
         let started = Instant::now();
         let results = {
@@ -824,7 +906,9 @@ impl Service {
                         self.metrics.committed_records.inc_by(copy.records() as u64);
                     }
                     Err(error) => {
-                        let run = executor.recorder_ref().run_id().to_string();
+                        let recorder = executor.recorder_ref();
+                        let run = recorder.run_id().to_string();
+                        failed.insert((recorder.tenant_id().clone(), recorder.run_id().clone()));
                         tracing::error!(%run, code = cairn_core::ErrorCode::code(&error), %error, "group commit failed; retrying");
                     }
                 }
@@ -832,6 +916,7 @@ impl Service {
             drop(guard);
             drop(committing);
         }
+        failed
     }
 
     /// Lets go of the runs no request used for `idle` that hold nothing: no record waits and
@@ -911,6 +996,7 @@ fn admit_with(
                 reason: None,
                 detail: None,
                 policy_set_version,
+                commit: None,
             };
             let span = traces.tool_span(
                 request.call.tool.name.as_str(),
@@ -933,6 +1019,7 @@ fn admit_with(
             reason: Some(denial.reason),
             detail: denial.detail,
             policy_set_version,
+            commit: None,
         },
     })
 }

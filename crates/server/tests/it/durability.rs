@@ -1,9 +1,10 @@
-//! Group commit: a batched record is committed by the service within its window with no
-//! further request, at once when a request asks for `sync`, and before the service stops.
+//! When records become durable: in `group` durability (the default) before the answer; in
+//! `async` within the window with no further request, at once when a request asks for
+//! `sync`, and before the service stops.
 
 use std::time::{Duration, Instant};
 
-use cairn_runtime::Durability;
+use cairn_server::Commit;
 use cairn_server::tokens::Role;
 
 use crate::Harness;
@@ -11,10 +12,38 @@ use crate::Harness;
 const STEP: &str = r#"{"tool": "files.read", "arguments": {"path": "a"}}"#;
 
 #[test]
-fn a_batched_record_is_committed_within_the_window_without_another_request() {
-    let service = Harness::start_with(Durability::Batch {
-        max_records: 1_000,
-        max_delay: Duration::from_millis(50),
+fn by_default_a_step_is_answered_once_its_record_is_committed() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "g");
+    for n in 1..=5 {
+        assert_eq!(service.step(&agent, &run, STEP).json()["decision"], "allow");
+        assert_eq!(
+            service.records("acme", &run),
+            n,
+            "committed before the answer"
+        );
+    }
+    // An outcome too.
+    service.call(
+        "POST",
+        &format!("/v1/runs/{run}/steps/0/outcome"),
+        Some(&agent),
+        Some(r#"{"status": "applied", "result": 1}"#),
+    );
+    assert_eq!(
+        service.records("acme", &run),
+        5,
+        "an outcome is the next record's observation"
+    );
+    assert_eq!(service.step(&agent, &run, STEP).json()["step"], 5);
+    assert_eq!(service.records("acme", &run), 6);
+}
+
+#[test]
+fn an_async_record_is_committed_within_the_window_without_another_request() {
+    let service = Harness::start_with(Commit::Async {
+        window: Duration::from_millis(50),
     });
     let agent = service.token("acme", Role::Agent);
     let run = service.open(&agent, "b");
@@ -28,18 +57,13 @@ fn a_batched_record_is_committed_within_the_window_without_another_request() {
 
 #[test]
 fn sync_asked_for_is_committed_before_the_answer() {
-    let service = Harness::start_with(Durability::Batch {
-        max_records: 1_000,
-        max_delay: Duration::from_secs(3_600),
+    let service = Harness::start_with(Commit::Async {
+        window: Duration::from_secs(3_600),
     });
     let agent = service.token("acme", Role::Agent);
     let run = service.open(&agent, "s");
     service.step(&agent, &run, STEP);
-    assert_eq!(
-        service.records("acme", &run),
-        0,
-        "batched: not yet committed"
-    );
+    assert_eq!(service.records("acme", &run), 0, "async: not yet committed");
     service.step(
         &agent,
         &run,
@@ -50,9 +74,8 @@ fn sync_asked_for_is_committed_before_the_answer() {
 
 #[test]
 fn stopping_the_service_commits_every_waiting_record() {
-    let mut service = Harness::start_with(Durability::Batch {
-        max_records: 1_000,
-        max_delay: Duration::from_secs(3_600),
+    let mut service = Harness::start_with(Commit::Async {
+        window: Duration::from_secs(3_600),
     });
     let agent = service.token("acme", Role::Agent);
     let run = service.open(&agent, "stop");

@@ -29,7 +29,7 @@ use cairn_core::SystemClock;
 use cairn_ledger::Store;
 use cairn_ledger::keys::{SigningKey, TrustedKeys};
 use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
-use cairn_runtime::Durability;
+use cairn_server::Commit;
 use cairn_server::client::{Answer, Endpoint, send_blocking};
 use cairn_server::tokens::{Role, TokenBook, TokenFileEditor};
 use cairn_server::{Listen, Server, Service, ServiceConfig};
@@ -65,21 +65,21 @@ pub struct Harness {
 
 impl Harness {
     pub fn start() -> Self {
-        Self::start_with(Durability::DEFAULT_BATCH)
+        Self::start_with(Commit::Group)
     }
 
-    pub fn start_with(durability: Durability) -> Self {
+    pub fn start_with(durability: Commit) -> Self {
         Self::start_traced(durability, cairn_server::traces::Traces::none())
     }
 
-    pub fn start_traced(durability: Durability, traces: cairn_server::traces::Traces) -> Self {
+    pub fn start_traced(durability: Commit, traces: cairn_server::traces::Traces) -> Self {
         Self::start_full(durability, traces, None, None)
     }
 
     /// A service that puts every run in the lanes `lanes_json` declares (`cairn.lanes/v1`).
     pub fn start_with_lanes(lanes_json: &str) -> Self {
         Self::start_full(
-            Durability::DEFAULT_BATCH,
+            Commit::Group,
             cairn_server::traces::Traces::none(),
             None,
             Some(lanes_json),
@@ -91,7 +91,7 @@ impl Harness {
     pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Self {
         let config = cairn_server::tls::server_config(cert, key).expect("TLS config");
         let mut harness = Self::start_full(
-            Durability::DEFAULT_BATCH,
+            Commit::Group,
             cairn_server::traces::Traces::none(),
             Some(config),
             None,
@@ -108,7 +108,7 @@ impl Harness {
     }
 
     fn start_full(
-        durability: Durability,
+        durability: Commit,
         traces: cairn_server::traces::Traces,
         tls: Option<std::sync::Arc<rustls::ServerConfig>>,
         lanes: Option<&str>,

@@ -5,7 +5,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cairn_runtime::Durability;
 use cairn_server::tokens::Role;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
@@ -112,7 +111,7 @@ fn attribute(span: &Span, key: &str) -> Option<String> {
 fn each_admitted_step_is_an_execute_tool_span_that_leads_to_its_record() {
     let receiver = Receiver::start();
     let traces = cairn_server::traces::Traces::otlp(&receiver.url).unwrap();
-    let mut service = Harness::start_traced(Durability::DEFAULT_BATCH, traces);
+    let mut service = Harness::start_traced(cairn_server::Commit::Group, traces);
     let agent = service.token("acme", Role::Agent);
     let investigator = service.token("acme", Role::Investigator);
     let run = service.open(&agent, "traced");

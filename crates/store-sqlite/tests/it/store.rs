@@ -215,3 +215,66 @@ fn a_store_migrated_by_a_newer_cairn_while_open_refuses_every_write() {
         .unwrap();
     assert_eq!(content, 0);
 }
+
+/// A store remembers the heads of the runs it committed, and commits the next records of one
+/// without reading it first (issue 34, 9: the service's group commit). Another writer on the
+/// same file moving the head meanwhile is never overwritten: a commit continuing the stale
+/// head is refused as a conflict, alone or in a group, and one continuing the real head lands.
+#[test]
+fn a_remembered_head_another_writer_moved_is_never_continued() {
+    use cairn_ledger::Store;
+    use cairn_ledger::store::{Commit, RunMeta};
+    use cairn_test_support::store_conformance::{append, at, ids, records_of, sealed, step};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("cairn.db");
+    let (mine, theirs) = (open(&db), open(&db));
+    let (tenant_id, run_id, task_id) = ids();
+    mine.open_run(&RunMeta {
+        tenant_id: tenant_id.clone(),
+        run_id: run_id.clone(),
+        task_id,
+        opened_at: at(0),
+    })
+    .unwrap();
+    let first = step(0, None, "a");
+    append(&mine, std::slice::from_ref(&first)).unwrap();
+    // The other writer continues the run; `mine` still remembers step 0 as the head.
+    let second = step(1, Some(first.digest), "b");
+    append(&theirs, std::slice::from_ref(&second)).unwrap();
+    let stale = step(1, Some(first.digest), "c");
+    let conflict = |result: Result<(), cairn_ledger::StoreError>| {
+        assert_eq!(
+            cairn_core::ErrorCode::code(&result.unwrap_err()),
+            "step_conflict"
+        );
+    };
+    conflict(append(&mine, std::slice::from_ref(&stale)));
+    let stale_records = sealed(std::slice::from_ref(&stale));
+    let group = mine.append_group(&[Commit {
+        records: &stale_records,
+        ..Commit::default()
+    }]);
+    conflict(group.into_iter().next().unwrap());
+    // Continuing the real head lands, alone and in a group.
+    let third = step(2, Some(second.digest), "d");
+    append(&mine, std::slice::from_ref(&third)).unwrap();
+    let fourth = step(3, Some(third.digest), "e");
+    append(&theirs, std::slice::from_ref(&fourth)).unwrap();
+    let fifth = step(4, Some(fourth.digest), "f");
+    let fifth_records = sealed(std::slice::from_ref(&fifth));
+    let group = mine.append_group(&[Commit {
+        records: &fifth_records,
+        ..Commit::default()
+    }]);
+    assert!(group.into_iter().all(|r| r.is_ok()));
+    let stored: Vec<_> = records_of(&mine, &tenant_id, &run_id)
+        .iter()
+        .map(|r| r.digest)
+        .collect();
+    assert_eq!(
+        stored,
+        [first, second, third, fourth, fifth]
+            .map(|r| r.digest)
+            .to_vec()
+    );
+}

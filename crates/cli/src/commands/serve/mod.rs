@@ -101,6 +101,7 @@ pub fn run(ctx: &Context, args: &ServeArgs) -> Result<Outcome, Failure> {
         .thread_name("cairn-serve")
         .build()
         .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot start the runtime: {e}")))?;
+    raise_descriptor_limit();
     let service = Arc::new(Service::new(config));
     // The service (its store among it) is dropped after the runtime: a PostgreSQL store's
     // connections close with a runtime of their own, which cannot start inside this one.
@@ -173,7 +174,7 @@ fn configure(
         Some(text) => StoreLocation::parse(text)?,
         None => StoreLocation::File(data.join(STORE_FILE)),
     };
-    let store = location.open(OpenMode::CreateIfMissing)?;
+    let store = location.open_for_service(OpenMode::CreateIfMissing)?;
     let keys = ctx
         .explicit_keys
         .clone()
@@ -201,7 +202,9 @@ fn configure(
         signing_key,
         trusted,
         tokens,
-        durability: args.durability.parse()?,
+        durability: args.durability.parse().map_err(|reason: String| {
+            Failure::new(CliCode::USAGE, format!("`--durability`: {reason}"))
+        })?,
         content_retention: Some(jiff::SignedDuration::from_hours(24 * 7)),
         clock: Arc::new(SystemClock),
         max_body_bytes: args.max_body,
@@ -220,4 +223,21 @@ fn configure(
         },
     };
     Ok((config, sets))
+}
+
+/// Raises this process's soft limit of open descriptors to its hard limit: each connection
+/// holds one, and the soft limit a service starts with is often 1,024 (the hard limit is
+/// what the operator allows, `LimitNOFILE=` in the systemd unit). Idle connections are closed
+/// after `listen::HEADER_TIMEOUT` besides. Best effort: the limit stays as it was if it
+/// cannot be raised.
+fn raise_descriptor_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let before = limit.current;
+        limit.current = limit.maximum;
+        if setrlimit(Resource::Nofile, limit).is_ok() {
+            tracing::debug!(?before, after = ?limit.maximum, "open-descriptor limit raised");
+        }
+    }
 }
