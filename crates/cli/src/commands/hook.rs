@@ -440,9 +440,12 @@ fn work(ctx: &Context, args: &HookArgs) -> u8 {
 
 /// Starts `cairn hooks serve` for the call's project, in the background and detached from
 /// this process (its own process group, no inherited stdio, so the host waits for nothing),
-/// when the project's `.cairn/hooks.json` asks for it and no server answers. Best effort:
-/// the call has been answered already, and a server that cannot start only means the next
-/// call is answered by its own process too.
+/// when the project's `.cairn/hooks.json` asks for it and no server answers. The server keeps
+/// no descriptor this process inherited from the host (a lock file, a pipe): every one from 3
+/// up is marked close-on-exec first, or a build lock the host holds would stay held for the
+/// server's idle life (issue 34, 4); it runs from `/`. Best effort: the call has been
+/// answered already, and a server that cannot start only means the next call is answered by
+/// its own process too.
 #[cfg(unix)]
 fn start_server_if_configured(project: &cairn_hooks::project::Project) {
     use std::os::unix::process::CommandExt as _;
@@ -450,12 +453,16 @@ fn start_server_if_configured(project: &cairn_hooks::project::Project) {
     if !wanted || cairn_hooks::resident::is_serving(project) {
         return;
     }
-    let Ok(program) = std::env::current_exe() else {
+    let (Ok(program), Ok(root)) = (std::env::current_exe(), std::path::absolute(project.root()))
+    else {
         return;
     };
+    close_fds::CloseFdsBuilder::new().cloexecfrom(3);
     let _ = std::process::Command::new(program)
         .args(["hooks", "serve", "--dir"])
-        .arg(project.root())
+        .arg(root)
+        // Nor the host's working directory: a daemon holds no folder it does not need.
+        .current_dir("/")
         .env_remove("CAIRN_STORE")
         .env_remove("CAIRN_KEYS")
         .stdin(Stdio::null())

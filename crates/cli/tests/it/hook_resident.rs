@@ -370,3 +370,48 @@ fn a_server_whose_store_a_newer_cairn_migrated_denies_and_writes_nothing() {
     server.kill().unwrap();
     server.wait().unwrap();
 }
+
+/// Issue 34, 4: the resident server a hook starts keeps none of the descriptors the host
+/// handed that hook (a lock file, a pipe): a host that opened `marker.txt` as descriptor 7 and
+/// closed it after the hook sees no process keep it open.
+#[test]
+fn the_server_a_hook_starts_keeps_none_of_the_hosts_descriptors() {
+    let dir = common::init_project();
+    let d = dir.path();
+    let marker = d.join("marker.txt");
+    let session = json!({
+        "session_id": "fds", "cwd": d, "hook_event_name": "SessionStart", "source": "startup",
+    })
+    .to_string();
+    let script = format!(
+        "exec 7>'{}'; printf '%s' '{session}' | '{}' claude-code --project '{}'; exec 7>&-",
+        marker.display(),
+        env!("CARGO_BIN_EXE_cairn-hook"),
+        d.display()
+    );
+    let mut shell = common::program_in("sh", d);
+    let out = Output::of(shell.args(["-c", &script]));
+    out.expect(0);
+    common::wait_for_socket(d);
+    let holders: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
+        .filter(|entry| {
+            std::fs::read_dir(entry.path().join("fd")).is_ok_and(|fds| {
+                fds.filter_map(Result::ok)
+                    .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == marker))
+            })
+        })
+        .map(|entry| {
+            std::fs::read_to_string(entry.path().join("cmdline"))
+                .unwrap_or_default()
+                .replace('\0', " ")
+        })
+        .collect();
+    assert!(
+        holders.is_empty(),
+        "still holding {}: {holders:?}",
+        marker.display()
+    );
+}
