@@ -89,9 +89,11 @@ fn usage_error(error: &clap::Error) -> u8 {
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CAIRN_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    // Colours only for a person at a terminal: a host shows a hook's stderr to the model.
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
     // `CAIRN_LOG_FORMAT=json`: one JSON object per line, for a log pipeline.
     if std::env::var("CAIRN_LOG_FORMAT").is_ok_and(|f| f == "json") {

@@ -174,6 +174,15 @@ fn create_owner_only(path: &Path) -> Result<(), StoreError> {
         }
         builder.create(parent).map_err(|e| failed(parent, e))?;
     }
+    // A link to a file that does not exist yet: the file it names is created owner-only (SQLite
+    // would otherwise create it with the umask's mode).
+    let target = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            let link = std::fs::read_link(path).map_err(|e| failed(path, e))?;
+            path.parent().map_or(link.clone(), |dir| dir.join(&link))
+        }
+        _ => path.to_path_buf(),
+    };
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -181,7 +190,7 @@ fn create_owner_only(path: &Path) -> Result<(), StoreError> {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(0o600);
     }
-    match options.open(path) {
+    match options.open(&target) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(failed(path, e)),

@@ -189,3 +189,29 @@ fn metrics_are_served_on_their_own_listener_and_never_on_the_apis() {
     bad.expect(2);
     assert!(bad.stderr.contains("--metrics-listen"), "{}", bad.stderr);
 }
+
+/// Issue 34, 13: logs written where no person reads them at a terminal — a file, a pipe, a
+/// host showing a hook's stderr to the model — carry no colour codes.
+#[test]
+fn logs_to_anything_but_a_terminal_carry_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = common::service_folder(d);
+    let log = d.join("serve.log");
+    let mut command = command_in(d);
+    command
+        .env("CAIRN_LOG", "info")
+        .args(["serve", "--data"])
+        .arg(&data)
+        .arg("--listen")
+        .arg(format!("unix:{}", d.join("cairn.sock").display()))
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut serving = Serving::start(command, &d.join("ready"));
+    serving.stop();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("listening"), "{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in a log file:\n{text:?}"
+    );
+}

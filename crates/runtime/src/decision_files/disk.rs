@@ -80,7 +80,8 @@ pub(super) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), Dec
 pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DecisionFilesError> {
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     ensure_dir(dir)?;
-    crate::files::replace(path, 0o644, bytes)
+    // Owner-only, whatever the umask: the decision book is Cairn's own state.
+    crate::files::replace(path, 0o600, bytes)
         .map_err(|(action, source)| io_error(action, path, source))
 }
 

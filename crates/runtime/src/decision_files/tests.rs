@@ -77,6 +77,8 @@ fn the_book_round_trips_atomically_and_holds_no_value() {
     let text = fs::read_to_string(files.book_path()).unwrap();
     assert!(!text.contains("secret-"), "{text}");
     assert!(temp_files(files.dir()).is_empty());
+    // Owner-only whatever the umask (issue 34, 13), like every file of Cairn's.
+    assert_eq!(mode_of(&files.book_path()), 0o600);
     // A rewrite replaces the whole file; a stale temporary file of a crashed writer is
     // not read and does not block the next write.
     fs::write(files.dir().join(".book.json.1.0.tmp"), "{half").unwrap();

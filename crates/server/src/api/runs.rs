@@ -17,7 +17,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::extract::roles::{AGENT, ANYONE, PEOPLE};
 use super::extract::{Authenticated, JsonBody, PathParams, QueryParams, blocking};
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, ErrorBody, ServerCode};
 use crate::service::{ReportedOutcome, Service, StepRequest};
 
 /// A run's lifecycle summary.
@@ -254,6 +254,13 @@ pub(super) async fn admit_step(
 ) -> Result<Json<StepResponse>, ApiError> {
     let caller = caller.with_role(AGENT, "admit calls")?;
     let run = Service::run_id(&caller, path.get("run")?)?;
+    if !body.arguments.get().trim_start().starts_with('{') {
+        return Err(ApiError::new(
+            ServerCode::BODY_INVALID,
+            "`arguments` must be a JSON object (the call's arguments by name)",
+        )
+        .at("body.arguments"));
+    }
     let tool = ToolRef {
         name: label(&body.tool, "body.tool")?,
         version: label(body.version.as_deref().unwrap_or("1"), "body.version")?,

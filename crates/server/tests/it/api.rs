@@ -280,6 +280,20 @@ fn bad_input_gets_one_error_shape_naming_the_field() {
     assert_eq!(wrong_type.json()["error"]["field"], "body.tool");
     let bad_label = service.step(&agent, &run, r#"{"tool": "", "arguments": {}}"#);
     assert_eq!(bad_label.json()["error"]["field"], "body.tool");
+    // Issue 34, 13: arguments that are not an object are invalid input, not a recorded deny.
+    for arguments in ["[]", r#""ls""#, "7", "null"] {
+        let odd = service.step(
+            &agent,
+            &run,
+            &format!(r#"{{"tool": "files.read", "arguments": {arguments}}}"#),
+        );
+        assert_eq!(
+            (odd.status, code(&odd).as_str()),
+            (400, "body_invalid"),
+            "{arguments}"
+        );
+        assert_eq!(odd.json()["error"]["field"], "body.arguments");
+    }
     let not_json = service.step(&agent, &run, "{");
     assert_eq!(
         (not_json.status, code(&not_json).as_str()),
@@ -304,6 +318,9 @@ fn bad_input_gets_one_error_shape_naming_the_field() {
         (too_large.status, code(&too_large).as_str()),
         (413, "body_too_large")
     );
+    // A hook event over the limit too, in the API's one error shape (issue 34, 13).
+    let hook = service.call("POST", "/v1/hooks/claude-code", Some(&agent), Some(&big));
+    assert_eq!((hook.status, code(&hook).as_str()), (413, "body_too_large"));
     // Nothing of the refused requests was recorded.
     assert_eq!(service.records("acme", &run), 0);
 }

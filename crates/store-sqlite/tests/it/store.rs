@@ -278,3 +278,17 @@ fn a_remembered_head_another_writer_moved_is_never_continued() {
             .to_vec()
     );
 }
+
+/// Issue 34, 13: a store created through a symbolic link to a file that does not exist yet
+/// is owner-only, as one created at its own path is, whatever the umask.
+#[test]
+fn a_store_created_through_a_link_is_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("real.db");
+    let link = dir.path().join("cairn.db");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    drop(open(&link));
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{mode:o}");
+}
