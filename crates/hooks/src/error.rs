@@ -74,6 +74,21 @@ pub enum HookError {
         /// How the binding was made.
         how: &'static str,
     },
+    /// The session is bound to a project (the session index), and the call says it runs
+    /// outside it, where no project is: it is not recorded in a project it does not run in.
+    #[error(
+        "the session `{session}` is bound to the project `{}`, but this call runs in `{}`, outside it, where there is no .cairn/ project; name the project in the hook command (`cairn hooks install` does: `--project`)",
+        bound.display(),
+        cwd.display()
+    )]
+    SessionElsewhere {
+        /// The session.
+        session: String,
+        /// The project it is bound to.
+        bound: PathBuf,
+        /// Where the call says it runs.
+        cwd: PathBuf,
+    },
     /// Another hook process of the same session held its lock for too long.
     #[error("the session `{session}` is locked by another hook process (waited {waited_ms} ms)")]
     Locked {
@@ -137,6 +152,8 @@ cairn_core::error_codes! {
         SESSION_LOCKED = Internal("hook_session_locked");
         /// No `.cairn/` project for the event.
         PROJECT_MISSING = Invalid("hook_project_missing");
+        /// The session is bound to a project the call does not run in.
+        SESSION_ELSEWHERE = Invalid("hook_session_elsewhere");
         /// The resident worker failed.
         RESIDENT_FAILED = Internal("hook_resident_failed");
         /// No answer within the hook deadline.
@@ -160,6 +177,7 @@ impl ErrorCode for HookError {
             Self::State { .. } => Self::STATE_INVALID,
             Self::Locked { .. } => Self::SESSION_LOCKED,
             Self::ProjectMissing { .. } => Self::PROJECT_MISSING,
+            Self::SessionElsewhere { .. } => Self::SESSION_ELSEWHERE,
             Self::Resident { .. } => Self::RESIDENT_FAILED,
             Self::ResidentLate { .. } => Self::DEADLINE,
             Self::Io { .. } => Self::IO,

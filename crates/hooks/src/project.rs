@@ -14,9 +14,12 @@ use crate::error::HookError;
 /// index), then the nearest `.cairn/` at or above the payload's `cwd`.
 ///
 /// A session is bound to the project it started in: the first project a session is seen in
-/// is written to the session index, and every later call of the session is gated and
-/// recorded there, wherever the agent's `cwd` goes (Claude Code moves `cwd` when the agent
-/// changes directory).
+/// is written to the session index. The binding is trusted only for a call whose `cwd` lies
+/// in that project (issue 34, 7): a call that says it runs elsewhere — another checkout with a
+/// reused session id, a copied transcript, an agent that changed directory out of the
+/// project — is decided where it says it runs, when a project is there, and otherwise refused
+/// ([`HookError::SessionElsewhere`]) rather than recorded in a project it does not run in.
+/// Hooks installed by `cairn hooks install` name their project and never use the index.
 #[derive(Debug, Clone, Default)]
 pub struct Binding {
     /// The project every call belongs to, whatever the call says (the service's folder, when
@@ -51,14 +54,25 @@ impl Binding {
         if let Some(dir) = &self.explicit {
             return self.existing(dir, "named by the hook command").map(Some);
         }
-        if let Some(dir) = self.bound(host, session_id) {
-            return self.existing(&dir, "the session started there").map(Some);
-        }
         let start = cwd
             .map(Path::to_path_buf)
             .or_else(|| std::env::current_dir().ok())
             .unwrap_or_else(|| PathBuf::from("."));
-        Ok(Project::find_in(&start, self.home().as_deref()))
+        let here = Project::find_in(&start, self.home().as_deref());
+        if let Some(dir) = self.bound(host, session_id) {
+            let bound = self.existing(&dir, "the session started there")?;
+            let inside = cwd.is_none_or(|cwd| within(cwd, bound.root()));
+            return match (inside, here) {
+                (true, _) => Ok(Some(bound)),
+                (false, Some(here)) => Ok(Some(here)),
+                (false, None) => Err(HookError::SessionElsewhere {
+                    session: session_id.to_owned(),
+                    bound: bound.root().to_path_buf(),
+                    cwd: start,
+                }),
+            };
+        }
+        Ok(here)
     }
 
     /// The Cairn home of the projects' state.
@@ -131,4 +145,15 @@ impl Binding {
         let dir = self.index.as_ref()?;
         Some(dir.join(crate::host::run_base(host, session_id)))
     }
+}
+
+/// Whether `path` lies in the folder `root` (both made absolute, their links resolved where
+/// they exist).
+fn within(path: &Path, root: &Path) -> bool {
+    let real = |p: &Path| {
+        std::fs::canonicalize(p)
+            .or_else(|_| std::path::absolute(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    };
+    real(path).starts_with(real(root))
 }

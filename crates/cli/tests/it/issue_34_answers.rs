@@ -172,3 +172,53 @@ fn an_inconsistent_answer_from_a_resident_server_denies_the_call() {
     }
     server.join().unwrap();
 }
+
+/// Issue 34, 7: without `--project`, a session id bound to one project (the session index)
+/// does not carry a call of another checkout into it: the call is decided by the policy of the
+/// project it says it runs in, and recorded there.
+#[test]
+fn a_reused_session_id_is_decided_where_its_call_runs() {
+    let home = tempfile::tempdir().unwrap();
+    let strict = common::init_project();
+    std::fs::write(
+        strict.path().join(".cairn/policies/starter.cedar"),
+        "@id(\"t.deny-bash\")\nforbid(principal, action == Action::\"Bash\", resource);\n",
+    )
+    .unwrap();
+    let open = common::init_project();
+    let call = |dir: &Path| {
+        let mut command = common::command_in(dir);
+        command
+            .env("CAIRN_HOME", home.path())
+            .env("CAIRN_HOOK_RESIDENT", "off")
+            .args(["hook", "claude-code"]);
+        let stdin = json!({
+            "session_id": "reused", "cwd": dir, "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t",
+        })
+        .to_string();
+        run(&mut command, &stdin)
+    };
+    // The session is first seen in the strict project, and bound to it.
+    let first = call(strict.path());
+    assert_eq!(first.code, 2, "{first:?}");
+    // The same session id from the other checkout: its own (observe-first) policy decides.
+    let second = call(open.path());
+    assert_eq!(
+        second.code, 0,
+        "decided by its own project's policy: {second:?}"
+    );
+    let runs = |dir: &Path| {
+        let mut command = common::command_in(dir);
+        command
+            .env("CAIRN_HOME", home.path())
+            .args(["--json", "runs", "list"]);
+        common::Output::of(&mut command).json()
+    };
+    assert_eq!(runs(open.path())[0]["records"], 1, "recorded where it ran");
+    assert_eq!(
+        runs(strict.path())[0]["records"],
+        1,
+        "nothing added to the strict one"
+    );
+}
