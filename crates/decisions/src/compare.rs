@@ -322,6 +322,26 @@ pub fn compare(
     }
 }
 
+/// The comparison before any boundary was snapshotted (no snapshot of any name): nothing to
+/// compare with, so `unverified` (`no_boundary_yet`), which restricts nothing — the same
+/// answer the hooks give, which compare only after a compaction. After a boundary, a missing
+/// snapshot is [`compare`]'s `continuity_evidence_missing` (`no_snapshot`), which restricts.
+#[must_use]
+pub fn before_any_boundary(
+    after: &[Observation],
+    now: Timestamp,
+    window: SignedDuration,
+) -> Comparison {
+    let state = ContinuityHealth::Unverified;
+    Comparison {
+        state,
+        reason: Reason::NoBoundaryYet,
+        action: state.action(),
+        restricts_consequential: state.restricts_consequential(),
+        ..compare(None, after, &[], now, now, window)
+    }
+}
+
 /// Classifies one snapshot decision.
 fn classify(
     entry: &DecisionEntry,

@@ -54,7 +54,9 @@ pub mod state;
 pub mod status;
 
 pub use book::{BOOK_SCHEMA_VERSION, DecisionBook, SetOutcome};
-pub use compare::{COMPARISON_SCHEMA_VERSION, Comparison, DecisionResult, compare};
+pub use compare::{
+    COMPARISON_SCHEMA_VERSION, Comparison, DecisionResult, before_any_boundary, compare,
+};
 pub use entry::{ApprovedChange, DecisionEntry, RevisionRef, digest_value};
 pub use error::DecisionError;
 pub use kind::{CustomKind, DecisionKind};

@@ -249,6 +249,10 @@ pub enum Reason {
     NoObservationWithinWindow,
     /// `continuity_evidence_missing`: no pre-boundary snapshot (D-4).
     NoSnapshot,
+    /// `unverified`: no boundary has been snapshotted yet, so there is nothing to compare
+    /// with (issue 34, 6): nothing restricts consequential calls until a boundary — as the
+    /// hooks, which compare only after a compaction, decide.
+    NoBoundaryYet,
     /// `continuity_evidence_missing`: the only snapshot was taken after the boundary.
     SnapshotAfterBoundary,
 }
@@ -271,6 +275,7 @@ impl Reason {
             Self::AwaitingObservation => "awaiting_observation",
             Self::NoObservationWithinWindow => "no_observation_within_window",
             Self::NoSnapshot => "no_snapshot",
+            Self::NoBoundaryYet => "no_boundary_yet",
             Self::SnapshotAfterBoundary => "snapshot_after_boundary",
         }
     }

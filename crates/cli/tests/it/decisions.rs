@@ -602,15 +602,19 @@ fn bad_input_gets_a_structured_error_naming_the_field() {
 #[test]
 fn status_reports_activity_and_continuity_side_by_side() {
     let mut s = Session::new();
+    // Issue 34, 6: before any boundary nothing is compared and nothing restricted — what the
+    // hooks decide too (they compare only after a compaction).
     let out = s.human(&["status", "--now", "2026-03-02T09:00:00Z"]);
     out.expect(OK);
     assert!(
-        out.stdout.starts_with(
-            "activity working · continuity continuity_evidence_missing (no_snapshot) → re_observe"
-        ),
+        out.stdout
+            .starts_with("activity working · continuity unverified (no_boundary_yet) → re_observe"),
         "{}",
         out.stdout
     );
+    assert!(!out.stdout.contains("must wait"), "{}", out.stdout);
+    let status = s.json(&["status", "--now", "2026-03-02T09:00:00Z"]).json();
+    assert_eq!(status["restricts_consequential"], false, "{status}");
 
     set_three(&mut s, "2026-03-02T09:30:00Z");
     s.json(&[

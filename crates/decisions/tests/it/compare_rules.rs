@@ -491,3 +491,16 @@ fn the_comparison_is_deterministic_and_has_a_receipt_digest() {
     after.reverse();
     assert_eq!(judge(&snapshot3(), &after, &[]), a);
 }
+
+#[test]
+fn before_any_boundary_nothing_is_compared_and_nothing_restricted() {
+    let after = fresh_except(&[]);
+    let c = cairn_decisions::before_any_boundary(&after, t(300), window());
+    assert_eq!(c.state(), ContinuityHealth::Unverified);
+    assert_eq!(c.reason(), Reason::NoBoundaryYet);
+    assert!(!c.restricts_consequential());
+    assert_eq!(
+        c.state().restricts_consequential(),
+        c.restricts_consequential()
+    );
+}

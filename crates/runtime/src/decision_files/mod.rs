@@ -459,6 +459,10 @@ impl DecisionFiles {
         let book = self.book()?;
         let (snapshot, boundary_at) = self.baseline(name, now)?;
         let after = book_observations(&book, snapshot.as_ref(), now)?;
+        if name.is_none() && snapshot.is_none() && self.resolve_name(None)?.is_none() {
+            // No boundary was ever snapshotted: nothing restricts yet (issue 34, 6).
+            return Ok(cairn_decisions::before_any_boundary(&after, now, window));
+        }
         Ok(compare(
             snapshot.as_ref(),
             &after,

@@ -267,6 +267,9 @@ pub struct DecisionStatusView {
     pub action: String,
     /// The decision that determined the state, if one did.
     pub determining_key: Option<String>,
+    /// Whether consequential calls wait now — the hooks' answer, by the one rule
+    /// (`ContinuityHealth::restricts_consequential`).
+    pub restricts_consequential: bool,
     /// The snapshot compared with, if any.
     pub latest_snapshot: Option<String>,
 }
@@ -300,6 +303,7 @@ pub(super) async fn status(
         determining_key: comparison
             .determining_key()
             .map(|key| key.as_str().to_owned()),
+        restricts_consequential: comparison.restricts_consequential(),
         latest_snapshot: name,
     }))
 }

@@ -162,7 +162,10 @@ fn decisions_are_for_people_of_their_own_tenant() {
     let status = service
         .call("GET", "/v1/decisions/status", Some(&other), None)
         .json();
-    assert_eq!(status["continuity"], "continuity_evidence_missing");
+    // Nothing snapshotted yet: nothing to compare, nothing restricted (issue 34, 6).
+    assert_eq!(status["continuity"], "unverified");
+    assert_eq!(status["restricts_consequential"], false);
+    // A named boundary without its snapshot: the evidence is missing.
     let compare = service.call("GET", "/v1/decisions/compare?name=b1", Some(&other), None);
     assert_eq!(compare.json()["state"], "continuity_evidence_missing");
     let approve = service.call(
