@@ -504,7 +504,7 @@ impl Session<'_> {
         }
         SessionFacts {
             session_id: clip(&self.session_id, 256),
-            principal_id: self.config.principal(self.host),
+            principal_id: self.principal(),
             authorization_mode: self.config.authorization_mode,
             delegated_principal_id: self.config.delegated_principal_id.clone(),
             delegated_scope: self.config.delegated_scope.clone(),

@@ -114,6 +114,9 @@ pub struct Namespace {
     pub tenant: TenantId,
     /// The runs are named `<prefix>.<host>-<session>`.
     pub run_prefix: String,
+    /// Who the calls are made as — the service's one principal of the caller, the same on
+    /// its steps API (whatever the folder's `hooks.json` says).
+    pub principal: String,
 }
 
 impl std::fmt::Debug for Environment {
@@ -391,6 +394,15 @@ impl<'a> Session<'a> {
             .unwrap_or_else(|| self.project.keys_dir())
     }
 
+    /// Who the session's calls are made as: the service's principal of the caller, else the
+    /// project's (`hooks.json`, by default the host's).
+    pub(crate) fn principal(&self) -> String {
+        self.env.namespace.as_ref().map_or_else(
+            || self.config.principal(self.host),
+            |namespace| namespace.principal.clone(),
+        )
+    }
+
     /// The tenant runs are recorded under.
     pub(crate) fn tenant(&self) -> Result<TenantId, HookError> {
         if let Some(namespace) = &self.env.namespace {
@@ -507,7 +519,7 @@ impl<'a> Session<'a> {
     ) -> Result<(Executor, Vec<cairn_ledger::store::StoredRow>), HookError> {
         let (recorder, rows) = self.recorder_and_rows(true)?;
         let rows = rows.unwrap_or_default();
-        let principal = self.config.principal(self.host);
+        let principal = self.principal();
         let mut executor = Executor::resumed(recorder, &rows, gate, principal);
         // The lanes as the records left them (rulings, handoffs), for the boundary's facts
         // and context; a lanes file that does not load leaves them out here (a tool call

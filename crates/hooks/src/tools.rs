@@ -105,7 +105,7 @@ impl crate::engine::Session<'_> {
             self.env.fault,
         ));
         let (recorder, rows) = self.recorder_and_rows(needs_rows)?;
-        let principal = self.config.principal(self.host);
+        let principal = self.principal();
         let as_gate = Arc::clone(&gate) as Arc<dyn cairn_runtime::Gate>;
         let executor = match rows {
             Some(rows) => {

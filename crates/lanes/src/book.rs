@@ -439,10 +439,9 @@ impl LaneBook {
             return denied(
                 lane,
                 "cairn.lane-owner",
-                format!(
-                    "lane `{lane_id}` is owned by `{}`, not `{}`",
-                    state.owner, call.principal
-                ),
+                // The owner is not named: on a service a lane may belong to another tenant's
+                // agent (issue 34, 12); a person reads it from the lanes.
+                format!("lane `{lane_id}` is not owned by `{}`", call.principal),
             );
         }
         if let Some(reason) = &state.suspended {

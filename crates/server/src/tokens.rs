@@ -108,6 +108,15 @@ pub struct Caller {
     pub role: Role,
 }
 
+impl Caller {
+    /// Who the caller acts as, in the records, the gate and the lanes — on every path, the
+    /// steps API and the hook events alike: `<role>:<token id>`.
+    #[must_use]
+    pub fn principal(&self) -> String {
+        format!("{}:{}", self.role.as_str(), self.token_id)
+    }
+}
+
 /// Failures of the token book.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {

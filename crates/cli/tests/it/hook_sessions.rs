@@ -318,6 +318,8 @@ const STAMPED: &[&str] = &[
     "envelope_digest",
     "evidence_ref",
     "note",
+    // Through the service the lanes are declared for the token's principal: another digest.
+    "lane_digest",
 ];
 
 /// `text` without what [`STAMPED`] names: each JSON document or line with those fields
@@ -411,6 +413,16 @@ fn empty_folder(project: &Path) {
 fn serve(project: &Path) -> (common::Serving, Service) {
     let data = project.join(".cairn");
     let (token, prefix) = common::agent_token_for(project, &data);
+    // Through the service the agent acts as its token (`agent:<token id>`), on every path
+    // (issue 34, 12): its lanes are declared for that principal.
+    let lanes = data.join("lanes.json");
+    if let Ok(text) = std::fs::read_to_string(&lanes) {
+        let principal = format!("agent:{prefix}");
+        let text = text
+            .replace("\"agent:claude-code\"", &format!("\"{principal}\""))
+            .replace("\"agent:codex\"", &format!("\"{principal}\""));
+        std::fs::write(&lanes, text).unwrap();
+    }
     let socket = project.join("cairn.sock");
     let mut command = command_in(project);
     command

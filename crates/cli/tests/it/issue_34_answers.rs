@@ -222,3 +222,97 @@ fn a_reused_session_id_is_decided_where_its_call_runs() {
         "nothing added to the strict one"
     );
 }
+
+/// Issue 34, 12: through `cairn serve` an agent acts as one principal, `agent:<token id>`, on
+/// the steps API and in the hook events alike, and a lane-owner denial names nothing of
+/// another tenant.
+#[test]
+fn one_principal_per_caller_and_no_denial_names_another_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = common::service_folder(d);
+    let token = |tenant: &str| {
+        let made = common::Output::of(
+            common::command_in(d)
+                .args([
+                    "--json", "tokens", "create", "--role", "agent", "--tenant", tenant, "--data",
+                ])
+                .arg(&data),
+        );
+        let made = made.expect(0).json();
+        (
+            made["token"].as_str().unwrap().to_owned(),
+            made["entry"]["id"].as_str().unwrap().to_owned(),
+        )
+    };
+    let (acme, acme_id) = token("acme");
+    let (beta, _) = token("beta");
+    let lanes = json!({
+        "schema_version": "cairn.lanes/v1",
+        "active_lane_id": "build",
+        "lanes": [{
+            "lane_id": "build", "owner_ref": format!("agent:{acme_id}"), "objective": "build",
+            "mutation_scope": {"allowed_refs": ["command:*"], "denied_refs": []},
+            "done_condition": ["evidence:tests-pass"], "latest_ruling_ref": "event:r1",
+        }],
+        "tool_bindings": {"Bash": {"effect_refs": ["command:{command}"]}},
+    });
+    std::fs::write(data.join("lanes.json"), lanes.to_string()).unwrap();
+    let socket = d.join("cairn.sock");
+    let mut command = common::command_in(d);
+    command
+        .args(["serve", "--data"])
+        .arg(&data)
+        .arg("--listen")
+        .arg(format!("unix:{}", socket.display()));
+    let _served = common::Serving::start(command, &d.join("ready"));
+    let endpoint = cairn_server::client::Endpoint::Unix(socket.clone());
+    let send = |token: &str, path: &str, body: String| {
+        cairn_server::client::send_blocking(
+            &endpoint,
+            "POST",
+            path,
+            Some(token),
+            Some(body.into_bytes()),
+            std::time::Duration::from_secs(10),
+        )
+        .unwrap()
+        .json()
+    };
+    let hook = |token: &str, session: &str| {
+        let event = json!({
+            "session_id": session, "cwd": d, "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "make"}, "tool_use_id": "t",
+        });
+        send(token, "/v1/hooks/claude-code", event.to_string())
+    };
+    let step = |token: &str, name: &str| {
+        let run = send(token, "/v1/runs", json!({"name": name}).to_string());
+        let run = run["run_id"].as_str().unwrap().to_owned();
+        send(
+            token,
+            &format!("/v1/runs/{run}/steps"),
+            r#"{"tool": "Bash", "arguments": {"command": "make"}}"#.to_owned(),
+        )
+    };
+    // The owner is admitted on both paths: one principal.
+    assert_eq!(step(&acme, "a")["decision"], "allow");
+    assert_eq!(
+        hook(&acme, "sa")["exit"],
+        0,
+        "the lane's owner through the hooks"
+    );
+    // Another tenant's agent is denied on both, and told nothing of the owner.
+    let denied = step(&beta, "b");
+    assert_eq!(denied["decision"], "deny");
+    assert_eq!(denied["rule_ids"][0], "cairn.lane-owner");
+    let answer = hook(&beta, "sb");
+    assert_eq!(answer["exit"], 2);
+    for text in [denied.to_string(), answer.to_string()] {
+        assert!(text.contains("cairn.lane-owner"), "{text}");
+        assert!(
+            !text.contains(&acme_id),
+            "another tenant's token id leaked: {text}"
+        );
+    }
+}

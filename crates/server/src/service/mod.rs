@@ -347,7 +347,8 @@ impl Service {
             (caller.tenant.clone(), task, run.clone()),
             self.options(),
         )?;
-        let mut executor = Executor::new(recorder, self.gate_of(&caller.tenant), principal(caller));
+        let mut executor =
+            Executor::new(recorder, self.gate_of(&caller.tenant), caller.principal());
         if let Some(book) = lanes {
             executor.adopt_lanes(book, &[])?;
         }
@@ -490,7 +491,7 @@ impl Service {
             recorder,
             &rows,
             self.gate_of(&caller.tenant),
-            principal(caller),
+            caller.principal(),
         );
         if let Some(book) = self.lane_book()? {
             executor.adopt_lanes(book, &rows)?;
@@ -964,11 +965,6 @@ impl Service {
     pub fn live_runs(&self) -> usize {
         self.lock_live().len()
     }
-}
-
-/// Who a run acts for, as the records and the gate see it: the token's role and id.
-fn principal(caller: &Caller) -> String {
-    format!("{}:{}", caller.role.as_str(), caller.token_id)
 }
 
 /// Decides and records one step on `executor`, keeping the permit of an allowed call.

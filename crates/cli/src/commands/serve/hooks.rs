@@ -99,6 +99,7 @@ impl HookAnswerer for ServiceHooks {
             namespace: Some(Namespace {
                 tenant: caller.tenant.clone(),
                 run_prefix: caller.token_id.clone(),
+                principal: caller.principal(),
             }),
             // A tenant with policies of its own is judged by its set; any other by the
             // folder's files, read on every call as the local hooks read them.
