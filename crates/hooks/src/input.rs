@@ -65,6 +65,23 @@ pub struct ToolUse {
     pub id: Option<String>,
     /// The subagent making the call (`agent_id`), when it is not the session's main agent.
     pub agent: Option<String>,
+    /// The subagent's type (`agent_type`: `general-purpose`, `default`, …), when the host
+    /// says.
+    pub agent_type: Option<String>,
+}
+
+impl ToolUse {
+    /// The acting subagent as a record names it — `<agent type>:<agent id>`, or the id alone
+    /// — when it is not the session's main agent and the text makes a label.
+    #[must_use]
+    pub fn actor(&self) -> Option<cairn_ledger::record::Label> {
+        let id = self.agent.as_deref()?;
+        let text = match self.agent_type.as_deref().filter(|t| !t.is_empty()) {
+            Some(kind) => format!("{kind}:{id}"),
+            None => id.to_owned(),
+        };
+        cairn_ledger::record::Label::new(text).ok()
+    }
 }
 
 /// A tool's `tool_response`: the exact bytes the host sent, and the JSON they read as.
@@ -409,11 +426,13 @@ fn tool_use(map: &RawMap, event: &str, input_required: bool) -> Result<ToolUse, 
     };
     let id: Option<String> = field(map, "tool_use_id", "a string", event_name)?;
     let agent: Option<String> = field(map, "agent_id", "a string", event_name)?;
+    let agent_type: Option<String> = field(map, "agent_type", "a string", event_name)?;
     Ok(ToolUse {
         name,
         input,
         id,
         agent: agent.filter(|a| !a.is_empty()),
+        agent_type,
     })
 }
 

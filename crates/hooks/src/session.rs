@@ -203,6 +203,10 @@ pub struct SessionState {
     /// Calls moved to the background whose task has not reported its end, by task id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub background: BTreeMap<String, BackgroundCall>,
+    /// The active lane the session's latest call was made in (empty: no lanes), once a call
+    /// was; a change is recorded before the next call (`lane_changed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_lane: Option<String>,
 }
 
 impl SessionState {
@@ -222,6 +226,7 @@ impl SessionState {
             decisions: None,
             unresolved_hint: None,
             background: BTreeMap::new(),
+            active_lane: None,
         }
     }
 

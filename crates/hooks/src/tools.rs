@@ -118,6 +118,7 @@ impl crate::engine::Session<'_> {
             None => Executor::new(recorder, as_gate, principal),
         };
         let mut executor = executor.with_guard(guard);
+        self.note_lane_change(&mut executor)?;
         self.rehydrate_if_due(&mut executor)?;
         let run = executor.recorder().run_id().to_string();
         let consequential = gate.is_consequential(&tool.name);
@@ -135,7 +136,7 @@ impl crate::engine::Session<'_> {
             args: tool.input.get().as_bytes(),
             lane: None,
         };
-        let admitted = executor.admit(&call)?;
+        let admitted = executor.admit_by(&call, tool.actor())?;
         self.state.observation = executor.recorder().current_observation();
         match admitted {
             Admitted::Permitted(permit) => {
@@ -166,6 +167,31 @@ impl crate::engine::Session<'_> {
                 )))
             }
         }
+    }
+
+    /// Records a change of the active lane since the session's previous call — a person or a
+    /// program edited the lanes, or a ruling moved it — as a `lane_changed` boundary of its
+    /// own, before the call it applies to (issue 34, 5): the lane a step is recorded in then
+    /// never changes without a record saying so. The first call of a session only notes it.
+    fn note_lane_change(&mut self, executor: &mut Executor) -> Result<(), HookError> {
+        let now = executor
+            .lanes()
+            .and_then(cairn_lanes::LaneBook::active_lane)
+            .unwrap_or_default()
+            .to_owned();
+        let before = std::mem::replace(&mut self.state.active_lane, Some(now.clone()));
+        let Some(before) = before.filter(|before| *before != now) else {
+            return Ok(());
+        };
+        let mut event = cairn_ledger::record::BoundaryEvent::new(Label::new("lane_changed")?);
+        event.reason = Some(Label::new("active_lane_changed")?);
+        let from = if before.is_empty() { "none" } else { &before };
+        event.evidence_ref = Some(Label::new(format!("lane:{from}"))?);
+        let lane = (!now.is_empty())
+            .then(|| cairn_core::LaneId::new(&now))
+            .transpose()?;
+        executor.recorder().record_boundary(event, lane)?;
+        Ok(())
     }
 
     /// What blocks consequential calls now: an unresolved side effect first, then the

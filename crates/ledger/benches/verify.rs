@@ -129,6 +129,7 @@ fn step_event(i: usize) -> DraftEvent {
             policy_set_version: Digest::of(b"policy-set v12"),
             rule_ids,
         },
+        agent: None,
     }
 }
 

@@ -327,6 +327,11 @@ pub struct IntentRecord {
     pub lane_id: Option<LaneId>,
     /// The capability called (steps only).
     pub tool: Option<ToolRef>,
+    /// The agent that made the call, when it is not the run's main agent (steps only): a
+    /// host's subagent, as `<agent type>:<agent id>`. Absent from the record otherwise (so a
+    /// record without it is exactly a record of before the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Label>,
     /// The arguments as submitted (steps only).
     pub args: Option<ArgsRef>,
     /// The gate's decision (steps only).
@@ -375,6 +380,8 @@ pub enum DraftEvent {
         args: ArgsRef,
         /// The gate's decision.
         admission: Admission,
+        /// The agent that made the call, when not the run's main agent.
+        agent: Option<Label>,
     },
     /// A boundary event.
     Boundary(BoundaryEvent),
@@ -389,6 +396,8 @@ pub enum DraftEvent {
 #[derive(Serialize)]
 struct Preimage<'a> {
     admission: &'a Option<Admission>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    agent: &'a Option<Label>,
     args: &'a Option<ArgsRef>,
     boundary: &'a Option<BoundaryEvent>,
     canonicalization: Canonicalization,
@@ -422,11 +431,12 @@ impl IntentRecord {
     }
 
     fn unsealed(draft: RecordDraft, step_index: u64, prev_digest: Option<Digest>) -> Self {
-        let (kind, tool, args, admission, boundary, termination) = match draft.event {
+        let (kind, tool, args, admission, boundary, termination, agent) = match draft.event {
             DraftEvent::Step {
                 tool,
                 args,
                 admission,
+                agent,
             } => (
                 RecordKind::Step,
                 Some(tool),
@@ -434,9 +444,14 @@ impl IntentRecord {
                 Some(admission),
                 None,
                 None,
+                agent,
             ),
-            DraftEvent::Boundary(b) => (RecordKind::Boundary, None, None, None, Some(b), None),
-            DraftEvent::Terminal(t) => (RecordKind::Terminal, None, None, None, None, Some(t)),
+            DraftEvent::Boundary(b) => {
+                (RecordKind::Boundary, None, None, None, Some(b), None, None)
+            }
+            DraftEvent::Terminal(t) => {
+                (RecordKind::Terminal, None, None, None, None, Some(t), None)
+            }
         };
         Self {
             schema: IntentSchema::V1,
@@ -448,6 +463,7 @@ impl IntentRecord {
             kind,
             lane_id: draft.lane_id,
             tool,
+            agent,
             args,
             admission,
             observation_digest: draft.observation_digest,
@@ -466,6 +482,7 @@ impl IntentRecord {
     pub fn preimage_bytes(&self) -> Result<Vec<u8>, CoreError> {
         let preimage = Preimage {
             admission: &self.admission,
+            agent: &self.agent,
             args: &self.args,
             boundary: &self.boundary,
             canonicalization: self.canonicalization,
@@ -668,15 +685,23 @@ pub fn intent_record_schema() -> serde_json::Value {
         .into_root_schema_for::<IntentRecord>();
     let mut value = serde_json::to_value(schema).map_or(serde_json::Value::Null, sorted);
     // Every top-level field (and both of `termination`'s) is always written, null when it
-    // does not apply. `#[schemars(required)]` on an `Option` would also forbid the null, so the
-    // requirement is added here instead.
+    // does not apply — but `agent`, written only when a subagent made the call (so records
+    // without it are byte for byte those of before the field). `#[schemars(required)]` on an
+    // `Option` would also forbid the null, so the requirement is added here instead.
     for pointer in ["", "/$defs/Termination"] {
         if let Some(schema) = value.pointer_mut(pointer) {
             require_all_properties(schema);
         }
     }
+    if let Some(required) = value.get_mut("required").and_then(|r| r.as_array_mut()) {
+        required.retain(|name| name.as_str() != Some(OPTIONAL_FIELD));
+    }
     value
 }
+
+/// The one field of a record that is left out rather than written null when it does not
+/// apply.
+const OPTIONAL_FIELD: &str = "agent";
 
 /// Sets an object schema's `required` to all of its properties, in sorted order.
 fn require_all_properties(schema: &mut serde_json::Value) {
@@ -734,6 +759,7 @@ mod tests {
                     policy_set_version: Digest::of(b"policy"),
                     rule_ids: vec![Label::new("support.write").unwrap()],
                 },
+                agent: None,
             },
             lane_id: None,
             observation_digest: Some(Digest::of(b"obs")),

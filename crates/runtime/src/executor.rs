@@ -258,6 +258,19 @@ impl Executor {
     /// # Errors
     /// Store failures. The caller must treat an error as a deny: nothing was admitted.
     pub fn admit(&mut self, call: &ToolCall<'_>) -> Result<Admitted, RuntimeError> {
+        self.admit_by(call, None)
+    }
+
+    /// [`Executor::admit`] for a call `agent` made — a host's subagent, not the run's main
+    /// agent — which its intent record names.
+    ///
+    /// # Errors
+    /// As [`Executor::admit`].
+    pub fn admit_by(
+        &mut self,
+        call: &ToolCall<'_>,
+        agent: Option<Label>,
+    ) -> Result<Admitted, RuntimeError> {
         // INVARIANT: the gate judges exactly the bytes the record digests, or the call is
         // denied: arguments that are not strict JSON never reach it as "no arguments".
         let read = Arguments::read(call.args);
@@ -340,7 +353,7 @@ impl Executor {
         };
         let decision = admission.decision;
         let rule_ids: Vec<String> = admission.rule_ids.iter().map(ToString::to_string).collect();
-        let receipt = self.recorder.record_step(call, admission)?;
+        let receipt = self.recorder.record_step_by(call, admission, agent)?;
         Ok(match decision {
             AllowDeny::Allow => Admitted::Permitted(Permit {
                 step_index: receipt.step_index,

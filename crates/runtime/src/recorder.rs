@@ -319,6 +319,20 @@ impl Recorder {
         call: &ToolCall<'_>,
         admission: Admission,
     ) -> Result<Receipt, RuntimeError> {
+        self.record_step_by(call, admission, None)
+    }
+
+    /// [`Recorder::record_step`] for a call `agent` made — a host's subagent, not the run's
+    /// main agent — which the record names.
+    ///
+    /// # Errors
+    /// As [`Recorder::record_step`].
+    pub fn record_step_by(
+        &mut self,
+        call: &ToolCall<'_>,
+        admission: Admission,
+        agent: Option<Label>,
+    ) -> Result<Receipt, RuntimeError> {
         let digest = Digest::of(call.args);
         if self.options.content_retention.is_some() {
             self.keep_content(digest, call.args.to_vec());
@@ -330,6 +344,7 @@ impl Recorder {
                 size: call.args.len() as u64,
             },
             admission,
+            agent,
         };
         let receipt = self.append(event, call.lane.clone())?;
         tracing::debug!(

@@ -95,6 +95,7 @@ fn records(tenant: &TenantId, run: &RunId, count: usize) -> Vec<SealedRecord> {
                         policy_set_version: Digest::of(b"policy"),
                         rule_ids: vec![Label::new("fs.workspace.read").unwrap()],
                     },
+                    agent: None,
                 },
                 lane_id: None,
                 observation_digest: Some(Digest::of(format!("obs {i}").as_bytes())),

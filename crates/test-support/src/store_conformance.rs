@@ -173,6 +173,7 @@ fn step_at(
             policy_set_version: Digest::of(b"p"),
             rule_ids: vec![Label::new("r").unwrap()],
         },
+        agent: None,
     };
     IntentRecord::seal(draft(tenant, run, event, recorded_at), index, prev).unwrap()
 }

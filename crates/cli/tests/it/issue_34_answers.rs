@@ -316,3 +316,89 @@ fn one_principal_per_caller_and_no_denial_names_another_tenant() {
         );
     }
 }
+
+/// Issue 34, 5: a subagent's call is recorded with the agent that made it, and a change of
+/// the active lane mid-session (a person or a program edited the lanes) is a boundary record
+/// of its own, before the first call made in the new lane.
+#[test]
+fn the_acting_agent_and_a_lane_change_are_recorded() {
+    let dir = common::init_project();
+    let d = dir.path();
+    let lanes = |active: &str| {
+        let lane = |id: &str| {
+            json!({
+                "lane_id": id, "owner_ref": "agent:claude-code", "objective": id,
+                "mutation_scope": {"allowed_refs": ["command:*"], "denied_refs": []},
+                "done_condition": ["evidence:tests-pass"], "latest_ruling_ref": "event:r1",
+            })
+        };
+        json!({
+            "schema_version": "cairn.lanes/v1",
+            "active_lane_id": active,
+            "lanes": [lane("build"), lane("verify")],
+            "tool_bindings": {"Bash": {"effect_refs": ["command:{command}"]}},
+        })
+        .to_string()
+    };
+    std::fs::write(d.join(".cairn/lanes.json"), lanes("build")).unwrap();
+    let call = |id: &str, agent: Option<(&str, &str)>| {
+        let mut event = json!({
+            "session_id": "acting", "cwd": d, "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "make"}, "tool_use_id": id,
+        });
+        if let Some((agent_id, agent_type)) = agent {
+            event["agent_id"] = json!(agent_id);
+            event["agent_type"] = json!(agent_type);
+        }
+        let mut command = common::command_in(d);
+        command.args(["hook", "claude-code"]);
+        let out = run(&mut command, &event.to_string());
+        assert_eq!(out.code, 0, "{out:?}");
+    };
+    call("t1", None);
+    call("t2", Some(("a81f", "general-purpose")));
+    // A person switches the active lane by editing the file.
+    std::fs::write(d.join(".cairn/lanes.json"), lanes("verify")).unwrap();
+    call("t3", None);
+    let out =
+        common::Output::of(common::command_in(d).args(["ledger", "export", "--run", "cc-acting"]));
+    out.expect(0);
+    let records: Vec<Value> = out
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|record| record.get("kind").is_some())
+        .collect();
+    let short: Vec<(String, Value, Value, Value)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["kind"].as_str().unwrap().to_owned(),
+                r["lane_id"].clone(),
+                r.get("agent").cloned().unwrap_or(Value::Null),
+                r["boundary"]["evidence_ref"].clone(),
+            )
+        })
+        .collect();
+    let steps: Vec<_> = short.iter().filter(|r| r.0 == "step").collect();
+    assert_eq!(steps.len(), 3, "{short:?}");
+    assert_eq!(
+        steps[0].2,
+        Value::Null,
+        "the main agent's call names no agent"
+    );
+    assert_eq!(steps[1].2, json!("general-purpose:a81f"), "{short:?}");
+    let change = short
+        .iter()
+        .position(|r| r.0 == "boundary" && r.3 == json!("lane:build"))
+        .unwrap_or_else(|| panic!("no lane_changed record: {short:?}"));
+    assert_eq!(short[change].1, json!("verify"));
+    assert_eq!(
+        short[change + 1].0,
+        "step",
+        "the change is recorded right before the call"
+    );
+    assert_eq!(short[change + 1].1, json!("verify"));
+    // Verification covers the new field.
+    common::Output::of(common::command_in(d).args(["ledger", "verify", "--all"])).expect(0);
+}

@@ -33,9 +33,10 @@ fn event() -> impl Strategy<Value = DraftEvent> {
         any::<bool>(),
         digest(),
         prop::collection::vec(label(), 0..4),
+        opt(label()),
     )
         .prop_map(
-            |(name, version, d, size, allow, policy, rules)| DraftEvent::Step {
+            |(name, version, d, size, allow, policy, rules, agent)| DraftEvent::Step {
                 tool: ToolRef { name, version },
                 args: ArgsRef {
                     digest: d,
@@ -50,6 +51,8 @@ fn event() -> impl Strategy<Value = DraftEvent> {
                     policy_set_version: policy,
                     rule_ids: rules,
                 },
+                // Present or left out, the record's canonical form is the reference's.
+                agent,
             },
         );
     let boundary = (
@@ -129,6 +132,9 @@ proptest! {
         let record = IntentRecord::seal(draft, step, prev).unwrap();
         let mut value = serde_json::to_value(&record).unwrap();
         value.as_object_mut().unwrap().remove("digest");
+        // A record without an acting subagent has no `agent` key at all: the same bytes as
+        // before the field existed.
+        prop_assert_eq!(value.get("agent").is_some(), record.agent.is_some());
         let reference = jcs(&value).unwrap();
         prop_assert_eq!(record.preimage_bytes().unwrap(), reference.clone());
         prop_assert_eq!(record.digest, Digest::of(&reference));

@@ -80,6 +80,7 @@ fn real_records_validate_against_the_published_schema() {
                 policy_set_version: Digest::of(b"p"),
                 rule_ids: Vec::new(),
             },
+            agent: None,
         }),
         0,
         None,
