@@ -316,7 +316,7 @@ pub fn decide_text(
 ) -> ContinuityDecision {
     match crate::parse_json(envelope) {
         Ok(value) => decide(&value, state, summary, now),
-        Err(finding) => schema_invalid(vec![finding], state),
+        Err(findings) => schema_invalid(findings, state),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The crate's error type: a document that could not be read, with every finding.
 
+use cairn_core::py_json::{self, StandInKind};
 use cairn_core::{Code, ErrorCode};
 use serde_json::Value;
 use thiserror::Error;
@@ -65,30 +66,48 @@ fn summarize(findings: &[Finding]) -> String {
 }
 
 /// Step one of reading a document: JSON text to a raw value, refusing text larger than
-/// [`MAX_INPUT_BYTES`]. Step two is [`crate::validate_envelope`] or
+/// [`MAX_INPUT_BYTES`]. The text is read by [`cairn_core::py_json`], the one reader of every
+/// document Cairn judges, so a continuity document nests as deep (up to
+/// [`cairn_core::py_json::MAX_DEPTH`] levels) and is refused for the same things as a VCE or
+/// RLC document. What that reader holds only as a stand-in is a finding here: a number JSON
+/// cannot carry (`NaN`, `Infinity`, `1e400`) is `bad_number`, a lone surrogate is `bad_text`,
+/// each at its path. Step two is [`crate::validate_envelope`] or
 /// [`crate::ContinuityState::from_value`].
 ///
 /// # Errors
-/// An `input_too_large` or `invalid_json` finding at `$`.
-pub fn parse_json(text: &str) -> Result<Value, Finding> {
+/// An `input_too_large` or `invalid_json` finding at `$`, or every stand-in's finding.
+pub fn parse_json(text: &str) -> Result<Value, Vec<Finding>> {
     if text.len() > MAX_INPUT_BYTES {
-        return Err(Finding::new(
+        return Err(vec![Finding::new(
             FindingCode::InputTooLarge,
             "$",
             format!(
                 "`$` is {} bytes, more than the limit of {MAX_INPUT_BYTES}",
                 text.len()
             ),
-        ));
+        )]);
     }
-    // serde_json bounds nesting depth (128), so hostile nesting is an error, not a crash.
-    serde_json::from_str(text).map_err(|e| {
-        Finding::new(
+    let read = py_json::parse(text).map_err(|e| {
+        vec![Finding::new(
             FindingCode::InvalidJson,
             "$",
             format!("`$` is not json: {e}"),
-        )
-    })
+        )]
+    })?;
+    if read.stand_ins.is_empty() {
+        return Ok(read.value);
+    }
+    Err(read
+        .stand_ins
+        .iter()
+        .map(|stand_in| {
+            let code = match stand_in.kind {
+                StandInKind::NonFiniteNumber => FindingCode::BadNumber,
+                StandInKind::LoneSurrogate => FindingCode::BadText,
+            };
+            Finding::new(code, stand_in.path.clone(), stand_in.to_string())
+        })
+        .collect())
 }
 
 /// Reads and validates an envelope from JSON text (both steps).
@@ -96,9 +115,8 @@ pub fn parse_json(text: &str) -> Result<Value, Finding> {
 /// # Errors
 /// [`ContinuityError::InvalidEnvelope`] with every finding.
 pub fn parse_envelope(text: &str) -> Result<crate::ValidatedEnvelope, ContinuityError> {
-    let value = parse_json(text).map_err(|finding| ContinuityError::InvalidEnvelope {
-        findings: vec![finding],
-    })?;
+    let value =
+        parse_json(text).map_err(|findings| ContinuityError::InvalidEnvelope { findings })?;
     crate::validate_envelope(&value)
         .map_err(|findings| ContinuityError::InvalidEnvelope { findings })
 }

@@ -118,10 +118,8 @@ impl ContinuityState {
     /// [`crate::ContinuityError::InvalidState`] with every finding, including
     /// `input_too_large` and `invalid_json`.
     pub fn from_json(text: &str) -> Result<Self, crate::ContinuityError> {
-        let value =
-            crate::parse_json(text).map_err(|finding| crate::ContinuityError::InvalidState {
-                findings: vec![finding],
-            })?;
+        let value = crate::parse_json(text)
+            .map_err(|findings| crate::ContinuityError::InvalidState { findings })?;
         Self::from_value(&value)
             .map_err(|findings| crate::ContinuityError::InvalidState { findings })
     }

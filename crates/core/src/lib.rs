@@ -29,6 +29,7 @@ pub mod error;
 pub mod fast_jcs;
 pub mod ids;
 pub mod normalize;
+pub mod py_json;
 pub mod report;
 pub mod rfc3339;
 pub mod strict_json;

@@ -179,7 +179,7 @@ impl crate::engine::Session<'_> {
             .and_then(cairn_lanes::LaneBook::active_lane)
             .unwrap_or_default()
             .to_owned();
-        let before = std::mem::replace(&mut self.state.active_lane, Some(now.clone()));
+        let before = self.state.active_lane.replace(now.clone());
         let Some(before) = before.filter(|before| *before != now) else {
             return Ok(());
         };

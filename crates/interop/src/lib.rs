@@ -36,12 +36,14 @@
 //! The crate is pure: no I/O, no clock, and no panic on any document.
 
 mod lookup;
-pub mod py_json;
 pub mod request;
 pub mod rlc;
 mod schema;
 pub mod sort_keys;
 pub mod vce;
+
+/// The reader of both formats' documents, shared with Cairn's own continuity documents.
+pub use cairn_core::py_json;
 
 pub use rlc::{RlcDecision, RlcError, RlcReport, RlcValidator};
 pub use vce::{VceDecision, VceError, VceReport, VceValidator};

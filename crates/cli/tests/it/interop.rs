@@ -341,3 +341,152 @@ fn json_lines_on_stdin_give_one_result_line_per_document() {
         assert_eq!(result["decision"], want, "line {}", i + 1);
     }
 }
+
+/// Issue 34, item 8: a number JSON cannot carry is one kind of thing whatever its spelling.
+/// `NaN`, `Infinity` and `-Infinity` in the place of `1e400` give the decision, the codes and
+/// the exit code `1e400` gives there — in a VCE envelope, an RLC extension and the `--vce`
+/// envelope of an RLC check — never "not JSON" for one spelling and a decision for another.
+#[test]
+fn every_number_json_cannot_carry_is_decided_as_1e400_is() {
+    let project = Project::new();
+    let vce =
+        std::fs::read_to_string(interop("vce-0.1/continuation-envelope.example.json")).unwrap();
+    let rlc = std::fs::read_to_string(interop("rlc-0.1/rlc-accepted.json")).unwrap();
+    let in_vce = |number: &str| vce.replacen("\"vce-example-001\"", number, 1);
+    let in_rlc = |number: &str| {
+        rlc.replacen(
+            "\"schema_version\": ",
+            &format!("\"x\": {number}, \"schema_version\": "),
+            1,
+        )
+    };
+    let run = |name: &str, text: String, args: &[&str]| {
+        let file = project.path(name);
+        std::fs::write(&file, text).unwrap();
+        let mut full = vec!["--json"];
+        full.extend_from_slice(args);
+        full.push(arg(&file));
+        let out = Output::of(command_in(project.root()).args(&full));
+        (out.code, out.stdout)
+    };
+    for (number, beyond) in [
+        ("NaN", "1e400"),
+        ("Infinity", "1e400"),
+        ("-Infinity", "-1e400"),
+    ] {
+        let cases = [
+            (
+                "vce.json",
+                in_vce(number),
+                in_vce(beyond),
+                vec!["vce", "check"],
+            ),
+            (
+                "rlc.json",
+                in_rlc(number),
+                in_rlc(beyond),
+                vec!["rlc", "check"],
+            ),
+        ];
+        for (name, spelled, same_rule, args) in cases {
+            let got = run(name, spelled, &args);
+            let want = run(name, same_rule, &args);
+            assert_eq!(got.0, BLOCKED, "{number} in {name}: {}", got.1);
+            assert_eq!(got, want, "{number} in {name}");
+        }
+        let envelope = project.path("vce-envelope.json");
+        std::fs::write(
+            &envelope,
+            vce.replacen(
+                "\"workspace\": null",
+                &format!("\"workspace\": {number}"),
+                1,
+            ),
+        )
+        .unwrap();
+        let rlc_file = interop("rlc-0.1/rlc-accepted.json");
+        let out = Output::of(command_in(project.root()).args([
+            "--json",
+            "rlc",
+            "check",
+            arg(&rlc_file),
+            "--vce",
+            arg(&envelope),
+        ]));
+        assert_eq!(out.code, BLOCKED, "{number} in --vce: {}", out.stdout);
+        assert!(
+            out.stdout.contains("vce_envelope_invalid"),
+            "{}",
+            out.stdout
+        );
+    }
+}
+
+/// Issue 34, item 8: one nesting limit for every document Cairn judges. A continuity envelope
+/// nested as deep as a VCE document Cairn reads is read and judged by its format (not
+/// "not JSON"); one level past the limit, both refuse to read it.
+#[test]
+fn a_continuity_envelope_and_a_vce_document_share_one_nesting_limit() {
+    let project = Project::new();
+    let dir = cairn_test_support::continuity_cases::cases_dir().join("ok-bare");
+    let envelope = std::fs::read_to_string(dir.join("envelope.json")).unwrap();
+    let vce =
+        std::fs::read_to_string(interop("vce-0.1/continuation-envelope.example.json")).unwrap();
+    let limit = cairn_core::py_json::MAX_DEPTH;
+    // The document is level 1, so a member may hold `limit - 1` levels.
+    let nest = |levels: usize| format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+    for (levels, readable) in [(128, true), (limit - 1, true), (limit, false)] {
+        let continuity = project.path("envelope.json");
+        std::fs::write(
+            &continuity,
+            envelope.replacen(
+                "\"budget_remaining\": 7",
+                &format!("\"budget_remaining\": {}", nest(levels)),
+                1,
+            ),
+        )
+        .unwrap();
+        let out = Output::of(
+            command_in(project.root())
+                .args([
+                    "--json",
+                    "continuity",
+                    "check",
+                    "--now",
+                    "2026-07-21T12:00:00Z",
+                ])
+                .arg("--envelope")
+                .arg(&continuity)
+                .arg("--state")
+                .arg(dir.join("state.json"))
+                .arg("--summary")
+                .arg(dir.join("summary.txt")),
+        );
+        let json: Value = serde_json::from_str(&out.stdout).unwrap();
+        let finding = &json["findings"][0];
+        assert_eq!(json["reason"], "schema_invalid", "{levels}: {}", out.stdout);
+        if readable {
+            assert_eq!(finding["code"], "wrong_type", "{levels}: {}", out.stdout);
+            assert_eq!(finding["path"], "$.budget_remaining");
+        } else {
+            assert_eq!(finding["code"], "invalid_json", "{levels}: {}", out.stdout);
+            assert!(finding["message"].as_str().unwrap().contains("1000 levels"));
+        }
+
+        let document = project.path("vce.json");
+        std::fs::write(
+            &document,
+            vce.replacen("\"vce-example-001\"", &nest(levels), 1),
+        )
+        .unwrap();
+        let out =
+            Output::of(command_in(project.root()).args(["--json", "vce", "check", arg(&document)]));
+        if readable {
+            assert_eq!(out.code, BLOCKED, "{levels}: {}", out.stdout);
+            assert!(out.stdout.contains("schema_invalid"), "{}", out.stdout);
+        } else {
+            out.expect(INVALID);
+            assert_eq!(out.error_code(), "json_too_deep", "{}", out.stdout);
+        }
+    }
+}

@@ -519,6 +519,17 @@ case("rule-vce-number-beyond-a-double",
      vce=Raw(json.dumps(VCE_EXAMPLE, ensure_ascii=False, indent=2)
              .replace('"workspace": null', '"workspace": 1e400') + "\n"))
 
+case("rule-vce-nan",
+     "a --vce envelope with NaN in project.workspace: the same rule as 1e400, so the same "
+     "decision, never refused as unreadable input",
+     "BLOCKED", ["vce_envelope_invalid"], extension=EXT, restore=RES,
+     vce=Raw(json.dumps(VCE_EXAMPLE, ensure_ascii=False, indent=2)
+             .replace('"workspace": null', '"workspace": NaN') + "\n"))
+case("rule-schema-infinity",
+     "Infinity where a string is required: read as python reads it and refused by the schema, "
+     "as 1e400 is",
+     "BLOCKED", ["schema_invalid"], extension=raw_extension("Infinity"), restore=RES)
+
 
 def dump(path: Path, value) -> None:
     path.write_text(json.dumps(value, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")

@@ -500,6 +500,13 @@ case("schema-lone-surrogate-in-unknown-key",
 case("schema-number-beyond-a-double",
      "1e400 (python reads inf) where a string is required fails the schema, as in the reference",
      BLOCKED, ["schema_invalid"], raw_envelope("1e400"), count=1)
+case("schema-nan-where-a-string-is-required",
+     "NaN (not JSON, but python reads it, as it reads 1e400) where a string is required: "
+     "read by the same rule as 1e400 and decided by the schema, never refused as unreadable",
+     BLOCKED, ["schema_invalid"], raw_envelope("NaN"), count=1)
+case("schema-minus-infinity-where-a-string-is-required",
+     "-Infinity where a string is required: the same rule as NaN and 1e400",
+     BLOCKED, ["schema_invalid"], raw_envelope("[Infinity, -Infinity]"), count=1)
 case("schema-nesting-128-levels",
      "128 levels of nested arrays where a string is required: python reads them and the schema "
      "fails; serde_json's own limit (128) must not turn this into unreadable input",

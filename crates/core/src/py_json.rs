@@ -1,33 +1,38 @@
-//! Python's JSON: the reader for documents of the published formats (VCE 0.1, RLC 0.1), which
-//! accepts every text Python's `json.loads` accepts — the references' reader — so that Cairn
-//! can reach the references' decision on it instead of refusing to read it.
+//! Python's JSON: the one reader of the documents Cairn judges — VCE 0.1 and RLC 0.1 (the
+//! published formats) and Cairn's own continuity envelope and state. It accepts every text
+//! Python's `json.loads` accepts — the published references' reader — so that Cairn reaches
+//! the references' decision on such a text instead of refusing to read it.
 //!
 //! Python reads a few things a `serde_json::Value` cannot hold. Each is read as a stand-in and
 //! reported with its JSON path ([`StandIn`]), so a validator can decide as the reference does
 //! where the stand-in would not:
 //!
-//! - a number beyond the range of a double (`1e400`, `-1e400`): Python reads `inf`; the
-//!   stand-in is the largest double of that sign;
+//! - a number JSON cannot carry: `NaN`, `Infinity`, `-Infinity`, or a number beyond the range
+//!   of a double (`1e400`, `-1e400`). Python reads a float no JSON writer can write back (the
+//!   references raise when they digest it); the stand-in is the largest double of that sign
+//!   (`NaN` counts as positive). One rule for all of them: the document is read, and its
+//!   format decides what such a number means (VCE and RLC: BLOCKED at the digest stage;
+//!   continuity: a `bad_number` finding) — never "not JSON" for one spelling and a decision
+//!   for another;
 //! - a lone surrogate escape (`"\ud800"`, in a string or a key): Python keeps it in the string,
 //!   where UTF-8 cannot encode it; the stand-in is U+FFFD.
 //!
-//! Objects and arrays may nest [`MAX_DEPTH`] levels deep, more than Python's own reader allows
-//! under its default recursion limit (about 990 levels); deeper documents are refused, as
-//! Python refuses them. Of a key given twice, the last value counts, as in Python.
+//! Objects and arrays may nest [`MAX_DEPTH`] levels deep — the one nesting limit of every
+//! judged document — more than Python's own reader allows under its default recursion limit
+//! (about 990 levels); deeper documents are refused (`json_too_deep`). Of a key given twice,
+//! the last value counts, as in Python.
 //!
-//! What Python reads but JSON does not define is refused: `NaN`, `Infinity` and `-Infinity`
-//! (RFC 8259 has no such numbers, and the references refuse to digest them), and a leading
-//! byte order mark (Python refuses it too). Everything else is RFC 8259: no comments, no
-//! trailing commas, no single quotes, no raw control characters in strings.
+//! A leading byte order mark is refused (Python refuses it too). Everything else is RFC 8259:
+//! no comments, no trailing commas, no single quotes, no raw control characters in strings.
 
 use std::fmt;
 
 use serde_json::{Map, Number, Value};
 use thiserror::Error;
 
-use cairn_core::strict_json::StrictJsonError;
-use cairn_core::strict_json::{Segment, path_text, push_key};
-use cairn_core::{Code, ErrorCode};
+use crate::strict_json::StrictJsonError;
+use crate::strict_json::{Segment, path_text, push_key};
+use crate::{Code, ErrorCode};
 
 /// How deep objects and arrays may nest (the document itself is level 1): at least what
 /// Python's `json.loads` reads under its default recursion limit of 1,000 frames.
@@ -45,7 +50,8 @@ pub struct StandIn {
 /// What Python read where a [`StandIn`] stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StandInKind {
-    /// A number Python reads as `inf` or `-inf`.
+    /// A number Python reads as `inf`, `-inf` or `nan`: `Infinity`, `-Infinity`, `NaN`, or a
+    /// number beyond the range of a double (`1e400`).
     NonFiniteNumber,
     /// A string or key with a lone surrogate, which no UTF-8 text can hold.
     LoneSurrogate,
@@ -57,7 +63,7 @@ impl fmt::Display for StandIn {
             StandInKind::NonFiniteNumber => {
                 write!(
                     f,
-                    "`{}` is a number beyond the range of a double",
+                    "`{}` is not a finite number (`NaN`, `Infinity` or beyond a double)",
                     self.path
                 )
             }
@@ -258,12 +264,21 @@ impl Reader<'_> {
             Some(b'f') => self.literal(b"false", Value::Bool(false)),
             Some(b'n') => self.literal(b"null", Value::Null),
             Some(b'-' | b'0'..=b'9') => self.number(),
-            Some(b'N' | b'I') => Err(self.fail(
-                "NaN and Infinity are not JSON numbers (RFC 8259), and the published formats \
-                 cannot digest them",
-            )),
+            Some(b'N') => self.non_finite(b"NaN", f64::MAX),
+            Some(b'I') => self.non_finite(b"Infinity", f64::MAX),
             _ => Err(self.fail("expecting a value")),
         }
+    }
+
+    /// `NaN`, `Infinity` or (after its `-`) `-Infinity`: read as Python reads them, into a
+    /// float no JSON writer can carry, held as the `extreme` double.
+    fn non_finite(&mut self, word: &[u8], extreme: f64) -> Result<Value, PyJsonError> {
+        let value = self.literal(
+            word,
+            Number::from_f64(extreme).map_or(Value::Null, Value::Number),
+        )?;
+        self.stand_in(StandInKind::NonFiniteNumber);
+        Ok(value)
     }
 
     fn nested(&self, depth: usize) -> Result<(), PyJsonError> {
@@ -444,10 +459,7 @@ impl Reader<'_> {
         if self.peek() == Some(b'-') {
             self.at += 1;
             if matches!(self.peek(), Some(b'I')) {
-                return Err(self.fail(
-                    "-Infinity is not a JSON number (RFC 8259), and the published formats \
-                     cannot digest it",
-                ));
+                return self.non_finite(b"Infinity", f64::MIN);
             }
         }
         match self.peek() {
@@ -543,13 +555,43 @@ mod tests {
         assert_eq!(
             spots,
             [
-                "`$.n[0]` is a number beyond the range of a double",
-                "`$.n[1]` is a number beyond the range of a double",
+                "`$.n[0]` is not a finite number (`NaN`, `Infinity` or beyond a double)",
+                "`$.n[1]` is not a finite number (`NaN`, `Infinity` or beyond a double)",
                 "`$.s` holds a lone surrogate escape",
                 "`$` holds a lone surrogate escape",
                 "`$.p` holds a lone surrogate escape",
             ]
         );
+    }
+
+    #[test]
+    fn every_number_json_cannot_carry_is_read_by_one_rule() {
+        let spelled = read(r#"{"a": [NaN, Infinity, -Infinity], "b": [1e400, -1e400]}"#);
+        assert_eq!(spelled.value["a"], json!([f64::MAX, f64::MAX, f64::MIN]));
+        assert_eq!(spelled.value["b"], json!([f64::MAX, f64::MIN]));
+        let paths: Vec<&str> = spelled.stand_ins.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(paths, ["$.a[0]", "$.a[1]", "$.a[2]", "$.b[0]", "$.b[1]"]);
+        assert!(
+            spelled
+                .stand_ins
+                .iter()
+                .all(|s| s.kind == StandInKind::NonFiniteNumber)
+        );
+        for text in ["NaN", "Infinity", "-Infinity", "1e400", "-1e400"] {
+            assert_eq!(read(text).stand_ins.len(), 1, "{text}");
+        }
+        // Only the exact words Python reads.
+        for text in [
+            "nan",
+            "Inf",
+            "-NaN",
+            "NaNa",
+            "Infinit",
+            "+Infinity",
+            "-infinity",
+        ] {
+            assert_eq!(parse(text).unwrap_err().code(), "json_invalid", "{text}");
+        }
     }
 
     #[test]
@@ -588,9 +630,6 @@ mod tests {
     #[test]
     fn what_json_does_not_define_is_refused_with_a_position() {
         for (text, code) in [
-            ("NaN", "json_invalid"),
-            ("[Infinity]", "json_invalid"),
-            ("-Infinity", "json_invalid"),
             ("\u{feff}{}", "json_invalid"),
             ("{'a': 1}", "json_invalid"),
             ("[1,]", "json_invalid"),
