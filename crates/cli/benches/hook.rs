@@ -207,8 +207,11 @@ fn fill(project: &Path, session: &str, records: u64) {
     if records == 0 {
         return;
     }
+    // The project's store, where the hooks will open it (outside the working tree).
+    let layout = cairn_runtime::layout::Project::at_in(project, Some(HOME.path()));
+    layout.prepare_state().unwrap();
     let store = cairn_store_sqlite::SqliteStore::open(
-        project.join(".cairn/cairn.db"),
+        layout.store_path(),
         cairn_store_sqlite::OpenMode::CreateIfMissing,
     )
     .unwrap();

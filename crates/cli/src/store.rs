@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cairn_ledger::Store;
 use cairn_ledger::store::OpenMode;
 use cairn_store_postgres::{Options, PostgresStore, is_postgres_url, redact};
-use cairn_store_sqlite::SqliteStore;
+use cairn_store_sqlite::{Pages, SqliteStore};
 
 use crate::failure::Failure;
 
@@ -65,14 +65,15 @@ impl StoreLocation {
     }
 
     /// Opens the store for a writer that commits without pause (`cairn serve`): a SQLite
-    /// file has its write-ahead log checkpointed by a thread of its own.
+    /// file has its write-ahead log checkpointed by a thread of its own, and is created with
+    /// small pages (each commit logs fewer bytes).
     ///
     /// # Errors
     /// The store's own.
     pub fn open_for_service(&self, mode: OpenMode) -> Result<Arc<dyn Store>, Failure> {
         match self {
             Self::File(path) => {
-                let store = Arc::new(SqliteStore::open(path, mode)?);
+                let store = Arc::new(SqliteStore::open_with_pages(path, mode, Pages::Small)?);
                 store.checkpoint_in_background()?;
                 Ok(store)
             }

@@ -292,3 +292,27 @@ fn a_store_created_through_a_link_is_owner_only() {
     let mode = std::fs::metadata(&target).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600, "{mode:o}");
 }
+
+/// A store is created with the pages its writer asked for (large by default, small for the
+/// service), and keeps them when opened again by any writer.
+#[test]
+fn a_new_store_has_the_pages_asked_for_and_keeps_them() {
+    use cairn_store_sqlite::Pages;
+    let page_size = |db: &std::path::Path| -> i64 {
+        rusqlite::Connection::open(db)
+            .unwrap()
+            .query_row("PRAGMA page_size", [], |r| r.get(0))
+            .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let large = dir.path().join("large.db");
+    let small = dir.path().join("small.db");
+    drop(open(&large));
+    drop(SqliteStore::open_with_pages(&small, OpenMode::CreateIfMissing, Pages::Small).unwrap());
+    assert_eq!(page_size(&large), 16 * 1024);
+    assert_eq!(page_size(&small), 4 * 1024);
+    drop(SqliteStore::open_with_pages(&large, OpenMode::MustExist, Pages::Small).unwrap());
+    drop(open(&small));
+    assert_eq!(page_size(&large), 16 * 1024);
+    assert_eq!(page_size(&small), 4 * 1024);
+}
