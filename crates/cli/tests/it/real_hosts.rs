@@ -8,7 +8,8 @@
 //!   value is written as JSON, a string as it is); `"project"` — files put into the project
 //!   folder (`*.sh` executable);
 //! - `"model"` — the fake model server's script (`tests/hosts/fake-model.mjs` says its form;
-//!   `${PROJECT}` is replaced in it);
+//!   `${PROJECT}` is replaced in it, and `${LONE_SURROGATE}` by the escape `\ud800`, which the
+//!   model then sends as JavaScript reads it);
 //! - `"steps"`, in order, each optionally `"only": "claude-code"|"codex"`:
 //!   - `{"host": {"prompt": "…", "resume": bool, "kill": {"signal": "TERM", "when": "file"}},
 //!     "exit": N}` runs the host (resuming its session), optionally sending it a signal once
@@ -519,8 +520,9 @@ fn play_in(
     std::fs::create_dir_all(&project).unwrap();
     let script = scenario["model"]
         .to_string()
-        .replace("${PROJECT}", project.to_str().unwrap());
-    let server = ModelServer::start(installed, &serde_json::from_str(&script).unwrap(), &root);
+        .replace("${PROJECT}", project.to_str().unwrap())
+        .replace("${LONE_SURROGATE}", "\\ud800");
+    let server = ModelServer::start_text(installed, &script, &root);
     let run = HostRun::new(host, installed, &root, &project, server.port);
     let mut play = Play {
         name,

@@ -105,8 +105,14 @@ pub struct ModelServer {
 impl ModelServer {
     /// Starts the server with `script`, in `dir`.
     pub fn start(installed: &Installed, script: &Value, dir: &Path) -> Self {
+        Self::start_text(installed, &script.to_string(), dir)
+    }
+
+    /// [`ModelServer::start`] with the script as JSON text, which may hold what a `Value`
+    /// cannot (a lone surrogate escape, read by the server as JavaScript reads it).
+    pub fn start_text(installed: &Installed, script: &str, dir: &Path) -> Self {
         let script_path = dir.join("model-script.json");
-        std::fs::write(&script_path, script.to_string()).unwrap();
+        std::fs::write(&script_path, script).unwrap();
         let log = dir.join("requests.jsonl");
         let port_file = dir.join("model-port");
         let child = Command::new(&installed.node)
