@@ -23,7 +23,9 @@
 //! fsync for all.
 
 mod append;
+mod files;
 mod schema;
+mod wal;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -38,6 +40,7 @@ use cairn_ledger::{Store, StoreError};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 pub use schema::CURRENT_VERSION;
+pub use wal::{BACKGROUND_WAL_LIMIT, Pages, SHORT_LIVED_WAL_LIMIT};
 
 /// Creates the database at `path` as the Cairn whose schema was `version` left it (for tests
 /// of the migrations from each earlier version; Cairn itself always migrates to
@@ -56,15 +59,6 @@ pub fn create_at_version(path: &Path, version: i64) -> Result<(), StoreError> {
     let mut conn = Connection::open(path).map_err(backend)?;
     schema::migrate_to(&mut conn, version)
 }
-
-/// The size beyond which [`SqliteStore::tune_for_short_lived_process`] checkpoints and
-/// truncates the write-ahead log when it opens the store, and
-/// [`SqliteStore::tune_for_long_lived_process`] as it commits (1 MiB: 64 pages of 16 KiB).
-pub const SHORT_LIVED_WAL_LIMIT: u64 = 1 << 20;
-
-/// The size of the write-ahead log at which a writer checkpointed in the background
-/// ([`SqliteStore::checkpoint_in_background`]) checkpoints it itself: 64 MiB.
-pub const BACKGROUND_WAL_LIMIT: u64 = 64 << 20;
 
 /// How long a writer waits for another writer's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -154,74 +148,8 @@ where
     })
 }
 
-/// Creates the store's missing folders (mode 0700) and the empty database file (mode 0600,
-/// whatever the umask) when it does not exist, so that neither the file nor the write-ahead
-/// log and shared-memory files SQLite creates beside it (it gives them the database file's
-/// mode) are ever readable by others.
-fn create_owner_only(path: &Path) -> Result<(), StoreError> {
-    let failed = |what: &Path, e: std::io::Error| {
-        StoreError::Backend(format!("cannot create `{}`: {e}", what.display()))
-    };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
-        && !parent.exists()
-    {
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::DirBuilderExt as _;
-            builder.mode(0o700);
-        }
-        builder.create(parent).map_err(|e| failed(parent, e))?;
-    }
-    // A link to a file that does not exist yet: the file it names is created owner-only (SQLite
-    // would otherwise create it with the umask's mode).
-    let target = match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            let link = std::fs::read_link(path).map_err(|e| failed(path, e))?;
-            path.parent().map_or(link.clone(), |dir| dir.join(&link))
-        }
-        _ => path.to_path_buf(),
-    };
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt as _;
-        options.mode(0o600);
-    }
-    match options.open(&target) {
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(failed(path, e)),
-    }
-}
-
 fn as_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
-}
-
-/// The page size a store is created with. It is fixed when the file is created: opening an
-/// existing store keeps the size it has.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Pages {
-    /// 16 KiB pages (the default): the fewest pages per record, for runs appended in groups of
-    /// hundreds (`batch` appends 1.8× faster than with 4 KiB pages).
-    #[default]
-    Large,
-    /// 4 KiB pages: a commit logs each page it dirties, so a commit of a few records writes a
-    /// quarter of the bytes — for a writer committing small groups without pause (`cairn
-    /// serve`, whose tail latency this halves).
-    Small,
-}
-
-impl Pages {
-    fn bytes(self) -> u32 {
-        match self {
-            Self::Large => 16 * 1024,
-            Self::Small => 4 * 1024,
-        }
-    }
 }
 
 impl SqliteStore {
@@ -250,7 +178,7 @@ impl SqliteStore {
             | OpenFlags::SQLITE_OPEN_URI;
         match mode {
             OpenMode::CreateIfMissing => {
-                create_owner_only(&path)?;
+                files::create_owner_only(&path)?;
                 flags |= OpenFlags::SQLITE_OPEN_CREATE;
             }
             OpenMode::MustExist => {
@@ -285,57 +213,12 @@ impl SqliteStore {
         })
     }
 
-    /// The files that make up the store at `path`: the database and the side files SQLite
-    /// keeps beside it (`-wal`, `-shm`, `-journal`), whether they exist now or not.
-    #[must_use]
-    pub fn files(path: &Path) -> Vec<PathBuf> {
-        ["", "-wal", "-shm", "-journal"]
-            .iter()
-            .map(|suffix| {
-                let mut file = path.as_os_str().to_owned();
-                file.push(suffix);
-                PathBuf::from(file)
-            })
-            .collect()
-    }
-
-    /// Makes the store at `path` and its side files (`-wal`, `-shm`, `-journal`) owner-only
-    /// (mode 0600), for a store created before Cairn created them so: they hold the retained
-    /// raw arguments and observations. Files that do not exist are skipped.
-    ///
-    /// # Errors
-    /// [`StoreError::Backend`] naming a file whose mode cannot be changed.
-    pub fn restrict_to_owner(path: &Path) -> Result<(), StoreError> {
-        #[cfg(unix)]
-        for file in Self::files(path) {
-            use std::os::unix::fs::PermissionsExt as _;
-            match std::fs::symlink_metadata(&file) {
-                Ok(meta) if meta.is_file() && meta.permissions().mode() & 0o077 != 0 => {
-                    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
-                        .map_err(|e| {
-                            StoreError::Backend(format!(
-                                "cannot restrict `{}`: {e}",
-                                file.display()
-                            ))
-                        })?;
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
     /// The database file.
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The connection, `synchronous=FULL` for a commit that must be durable when it returns.
-    ///
-    /// # Errors
-    /// [`StoreError::Backend`] when FULL cannot be restored after [`Store::keep_content`]:
-    /// nothing is committed then as if it were durable.
     /// Every commit of `commits` in one transaction, without savepoints, each from the head
     /// this store remembers when it has one: the runs' new heads, or `None` when any commit
     /// fails (nothing is then written, and the caller commits them one by one).
@@ -354,46 +237,11 @@ impl SqliteStore {
         Some(heads)
     }
 
-    /// Tunes the store for a writer that commits without pause (`cairn serve`'s group
-    /// commit): the write-ahead log is checkpointed into the database by a thread of its own,
-    /// on a connection of its own, so that a commit seldom pays for copying the log; the
-    /// committing connection still checkpoints itself once the log reaches
-    /// [`BACKGROUND_WAL_LIMIT`] (by then the thread has copied nearly all of it, so the copy is
-    /// short, and the log starts over). The thread stops when the store is dropped.
+    /// The connection, `synchronous=FULL` for a commit that must be durable when it returns.
     ///
     /// # Errors
-    /// SQLite's, when the settings cannot be applied or the second connection not opened.
-    pub fn checkpoint_in_background(self: &std::sync::Arc<Self>) -> Result<(), StoreError> {
-        let page_size: i64 = self
-            .conn()
-            .query_row("PRAGMA page_size", [], |row| row.get(0))
-            .map_err(backend)?;
-        let pages = i64::try_from(BACKGROUND_WAL_LIMIT).unwrap_or(i64::MAX) / page_size.max(512);
-        self.conn()
-            .pragma_update(None, "wal_autocheckpoint", pages.max(1))
-            .map_err(backend)?;
-        let checkpointer = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(backend)?;
-        checkpointer
-            .busy_timeout(Duration::from_millis(50))
-            .map_err(backend)?;
-        let store = std::sync::Arc::downgrade(self);
-        std::thread::Builder::new()
-            .name("cairn-checkpoint".to_owned())
-            .spawn(move || {
-                while store.upgrade().is_some() {
-                    let _ =
-                        checkpointer.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            })
-            .map_err(|e| StoreError::Backend(format!("cannot start the checkpointer: {e}")))?;
-        Ok(())
-    }
-
+    /// [`StoreError::Backend`] when FULL cannot be restored after [`Store::keep_content`]:
+    /// nothing is committed then as if it were durable.
     fn durable_conn(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
         let conn = self.conn();
         if self.relaxed.load(std::sync::atomic::Ordering::SeqCst) {
@@ -411,84 +259,6 @@ impl SqliteStore {
         self.conn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Tunes the connection for a process that opens the store for one commit and exits
-    /// (the hooks: one process per tool call).
-    ///
-    /// By default the last connection to close checkpoints the write-ahead log into the
-    /// database and deletes it, and the next process re-creates it: two `fsync`s, a deletion
-    /// and a directory `fsync` on every call. Here the log is left in place when the
-    /// connection closes, SQLite's automatic checkpoints are off (a new process rebuilds the
-    /// log's index from the file and forgets what an earlier process checkpointed, so they
-    /// would copy the same frames again and again), and the log is checkpointed and truncated
-    /// when a process finds it larger than [`SHORT_LIVED_WAL_LIMIT`] bytes (when no other
-    /// process is using the store at that instant). Durability is
-    /// unchanged: a commit is durable once the log is synced.
-    ///
-    /// # Errors
-    /// [`StoreError::Backend`] when SQLite refuses a setting or the checkpoint.
-    pub fn tune_for_short_lived_process(&self) -> Result<(), StoreError> {
-        let conn = self.conn();
-        conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-            true,
-        )
-        .map_err(backend)?;
-        conn.pragma_update(None, "wal_autocheckpoint", 0)
-            .map_err(backend)?;
-        let mut wal = self.path.clone().into_os_string();
-        wal.push("-wal");
-        let large = std::fs::metadata(&wal).is_ok_and(|m| m.len() > SHORT_LIVED_WAL_LIMIT);
-        if large {
-            // Best effort and without waiting: with another process reading or writing, the
-            // log is left for a later process to truncate (a busy checkpoint must not delay,
-            // let alone fail, the commit this process is opened for).
-            conn.busy_timeout(Duration::ZERO).map_err(backend)?;
-            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
-            conn.busy_timeout(BUSY_TIMEOUT).map_err(backend)?;
-        }
-        Ok(())
-    }
-
-    /// Tunes the connection for a process that keeps the store open and commits again and
-    /// again (the resident hook server): SQLite checkpoints the write-ahead log into the
-    /// database once it holds [`SHORT_LIVED_WAL_LIMIT`] bytes of frames, and truncates it back
-    /// to that size afterwards, so neither the log nor the time a reader spends on it grows
-    /// with the session. (The long-lived process knows what it checkpointed, unlike a
-    /// short-lived one; see [`SqliteStore::tune_for_short_lived_process`].)
-    ///
-    /// # Errors
-    /// [`StoreError::Backend`] when SQLite refuses a setting.
-    pub fn tune_for_long_lived_process(&self) -> Result<(), StoreError> {
-        let conn = self.conn();
-        let page_size: i64 = conn
-            .query_row("PRAGMA page_size", [], |row| row.get(0))
-            .map_err(backend)?;
-        let limit = i64::try_from(SHORT_LIVED_WAL_LIMIT).unwrap_or(i64::MAX);
-        conn.pragma_update(
-            None,
-            "wal_autocheckpoint",
-            (limit / page_size.max(512)).max(1),
-        )
-        .map_err(backend)?;
-        conn.pragma_update(None, "journal_size_limit", limit)
-            .map_err(backend)?;
-        Ok(())
-    }
-
-    /// Whether the store's connection is in `synchronous=FULL` — each commit synced to disk
-    /// before it returns — as it is between operations ([`Store::keep_content`] relaxes it
-    /// for its one transaction only). For tests and diagnostics.
-    ///
-    /// # Errors
-    /// [`StoreError::Backend`] when SQLite does not answer.
-    pub fn is_fully_synchronous(&self) -> Result<bool, StoreError> {
-        let level: i64 = self
-            .conn()
-            .query_row("PRAGMA synchronous", [], |row| row.get(0))
-            .map_err(backend)?;
-        Ok(level == 2)
     }
 
     /// Runs SQL (one or more statements; rows they answer with are ignored) outside the
