@@ -148,6 +148,7 @@ impl Play<'_> {
                     );
                     std::thread::sleep(Duration::from_millis(20));
                 }
+                self.run.await_transcript();
                 harness::signal(&child, kill["signal"].as_str().unwrap());
             }
             let out = self.run.finish(child);

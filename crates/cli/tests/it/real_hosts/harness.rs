@@ -289,6 +289,32 @@ trust_level = "trusted"
         command
     }
 
+    /// Waits (at most 10 s) until the host has saved the session's transcript, so that a
+    /// host killed now can be resumed: Claude Code writes it a moment after a tool call
+    /// starts, and one killed before that answers the resume with "No conversation found".
+    /// Codex, which saves its session as it starts, needs no wait.
+    pub fn await_transcript(&self) {
+        if self.host != Host::ClaudeCode {
+            return;
+        }
+        let Some(session) = &self.session else {
+            return;
+        };
+        let name = format!("{session}.jsonl");
+        let projects = self.home.join(".claude/projects");
+        let saved = || {
+            std::fs::read_dir(&projects)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|dir| std::fs::metadata(dir.path().join(&name)).is_ok_and(|m| m.len() > 0))
+        };
+        let started = std::time::Instant::now();
+        while !saved() && started.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Starts the host on `prompt`, resuming the session when `resume`.
     pub fn spawn(&mut self, prompt: &str, resume: bool) -> Child {
         let mut command = match self.host {
