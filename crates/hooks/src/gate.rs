@@ -19,7 +19,7 @@
 use std::sync::{Arc, OnceLock};
 
 use cairn_core::Digest;
-use cairn_runtime::{Gate, GateRequest, GateVerdict};
+use cairn_runtime::{DenyCause, Gate, GateRequest, GateVerdict};
 
 use crate::config::ToolClasses;
 
@@ -144,8 +144,8 @@ impl HookGate {
         self.tools.is_consequential(tool)
     }
 
-    fn deny(&self, rule: &str, reason: &'static str) -> GateVerdict {
-        GateVerdict::built_in_deny(self, rule, reason)
+    fn deny(&self, rule: &str, cause: DenyCause) -> GateVerdict {
+        GateVerdict::built_in_deny(self, rule, cause)
     }
 }
 
@@ -155,19 +155,24 @@ impl Gate for HookGate {
             fault.strike();
         }
         match self.restriction.get() {
-            None => self.deny(RULE_UNEVALUATED, "restrictions_unevaluated"),
-            Some(Some(restriction)) if self.tools.is_consequential(request.tool) => {
-                self.deny(restriction.rule, restriction.reason)
-            }
+            None => self.deny(
+                RULE_UNEVALUATED,
+                DenyCause::Fault {
+                    reason: "restrictions_unevaluated",
+                },
+            ),
+            Some(Some(restriction)) if self.tools.is_consequential(request.tool) => self.deny(
+                restriction.rule,
+                DenyCause::Restricted {
+                    reason: restriction.reason,
+                    message: restriction.message.clone(),
+                },
+            ),
             Some(_) => self.inner.decide(request),
         }
     }
 
     fn policy_set_version(&self) -> Option<Digest> {
         self.inner.policy_set_version()
-    }
-
-    fn refuse_unreadable(&self, unreadable: &cairn_runtime::UnreadableArguments) -> GateVerdict {
-        self.inner.refuse_unreadable(unreadable)
     }
 }

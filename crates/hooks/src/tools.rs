@@ -27,7 +27,7 @@ use std::sync::Arc;
 use cairn_ledger::record::{Label, ToolRef};
 use cairn_runtime::effects::{idempotency_key, unknown_event};
 use cairn_runtime::reconcile::{ObservedOutcome, reconcile_with};
-use cairn_runtime::{Admitted, Denial, Executor, RuntimeError, ToolCall};
+use cairn_runtime::{Admitted, Denial, DenyCause, Executor, RuntimeError, ToolCall};
 use serde_json::{Value, json};
 
 use crate::answer::Answer;
@@ -127,7 +127,7 @@ impl crate::engine::Session<'_> {
         } else {
             None
         };
-        gate.restrict(restriction.clone());
+        gate.restrict(restriction);
         let call = ToolCall {
             tool: ToolRef {
                 name: Label::new(&tool.name)?,
@@ -160,7 +160,7 @@ impl crate::engine::Session<'_> {
                 ))
             }
             Admitted::Denied(denial) => {
-                let reason = denial_reason(&executor, &run, tool, &denial, restriction.as_ref());
+                let reason = denial_reason(&run, tool, &denial);
                 Ok(Answer::deny(&format!(
                     "{reason} (Cairn recorded this refusal as step {} of run `{run}`.)",
                     denial.receipt.step_index
@@ -494,62 +494,41 @@ fn latest_admitted(rows: &[cairn_ledger::store::StoredRow], tool: &str) -> Optio
 }
 
 /// What the model is told about a refusal, with the command that resolves it.
-fn denial_reason(
-    executor: &Executor,
-    run: &str,
-    tool: &ToolUse,
-    denial: &Denial,
-    restriction: Option<&Restriction>,
-) -> String {
+fn denial_reason(run: &str, tool: &ToolUse, denial: &Denial) -> String {
     let name = &tool.name;
     let rules = denial.rule_ids.join(", ");
-    match denial.reason {
-        "unresolved_side_effect" => {
-            let key = executor.unresolved().blocking(name).unwrap_or("?");
-            format!(
-                "Cairn denied `{name}`: an earlier `{name}` call's side effect has an unknown outcome (idempotency key `{key}`); it must not be retried blindly (rule {rules}). Once a person has checked the effect: cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF"
-            )
-        }
-        "outside_lane" if rules == "cairn.lane-unbound-tool" => {
-            let detail = denial.detail.as_deref().unwrap_or_default();
-            format!(
-                "Cairn denied `{name}` (rule {rules}): {detail}. Ask the user to add the binding; a lane ruling does not help here."
-            )
-        }
-        "outside_lane" => {
-            let detail = denial.detail.as_deref().unwrap_or_default();
-            format!(
-                "Cairn denied `{name}`: the call lies outside the active lane (rule {rules}): {detail}. Work within the lane, or ask the user for a lane ruling."
-            )
-        }
-        "self_protection" => format!(
-            "Cairn denied `{name}` (rule {rules}): {}. The agent never changes Cairn's policies, lanes, keys, store or hook settings, nor runs a person's commands (approvals, reconciliations); ask the user to do it outside the session.",
-            denial
-                .detail
-                .as_deref()
-                .unwrap_or("the call touches Cairn's own configuration")
+    match &denial.cause {
+        DenyCause::Reconciliation {
+            idempotency_key: key,
+        } => format!(
+            "Cairn denied `{name}`: an earlier `{name}` call's side effect has an unknown outcome (idempotency key `{key}`); it must not be retried blindly (rule {rules}). Once a person has checked the effect: cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF"
         ),
-        "args_unreadable" => format!(
-            "Cairn denied `{name}` (rule {rules}): {}. The policies judge exactly the arguments that are recorded, so arguments Cairn cannot read exactly are refused; send them as plain JSON (valid escapes, no repeated keys, at most {} levels of nesting).",
-            denial
-                .detail
-                .as_deref()
-                .unwrap_or("the arguments are not strict JSON"),
+        DenyCause::Lane {
+            detail,
+            unbound_tool: true,
+        } => format!(
+            "Cairn denied `{name}` (rule {rules}): {detail}. Ask the user to add the binding; a lane ruling does not help here."
+        ),
+        DenyCause::Lane { detail, .. } => format!(
+            "Cairn denied `{name}`: the call lies outside the active lane (rule {rules}): {detail}. Work within the lane, or ask the user for a lane ruling."
+        ),
+        DenyCause::SelfProtection { detail } => format!(
+            "Cairn denied `{name}` (rule {rules}): {detail}. The agent never changes Cairn's policies, lanes, keys, store or hook settings, nor runs a person's commands (approvals, reconciliations); ask the user to do it outside the session."
+        ),
+        DenyCause::UnreadableArguments { detail } => format!(
+            "Cairn denied `{name}` (rule {rules}): {detail}. The policies judge exactly the arguments that are recorded, so arguments Cairn cannot read exactly are refused; send them as plain JSON (valid escapes, no repeated keys, at most {} levels of nesting).",
             cairn_core::strict_json::MAX_DEPTH
         ),
-        _ => match restriction.filter(|r| denial.reason == r.reason) {
-            Some(restriction) => format!(
-                "Cairn denied `{name}` (rule {}): {}",
-                restriction.rule, restriction.message
-            ),
-            None if rules.is_empty() => format!(
-                "Cairn denied `{name}`: no policy permits it (default deny, reason `{}`). See why: cairn policy explain --tool {name} --args '<the call's arguments>'",
-                denial.reason
-            ),
-            None => format!(
-                "Cairn denied `{name}`: policy rule {rules} (reason `{}`). See why: cairn policy explain --tool {name} --args '<the call's arguments>'",
-                denial.reason
-            ),
-        },
+        DenyCause::Restricted { message, .. } => {
+            format!("Cairn denied `{name}` (rule {rules}): {message}")
+        }
+        cause if rules.is_empty() => format!(
+            "Cairn denied `{name}`: no policy permits it (default deny, reason `{}`). See why: cairn policy explain --tool {name} --args '<the call's arguments>'",
+            cause.code()
+        ),
+        cause => format!(
+            "Cairn denied `{name}`: policy rule {rules} (reason `{}`). See why: cairn policy explain --tool {name} --args '<the call's arguments>'",
+            cause.code()
+        ),
     }
 }

@@ -24,6 +24,10 @@ use serde_json::Value;
 use crate::binding::UnknownEffects;
 use crate::config::{Lane, LaneConfig, LaneSpec, LaneStatus, ScopeFit, Validity};
 
+/// The rule that refuses a tool no lane binding covers: its effects are unknown, and only a
+/// person adding a binding helps (a lane ruling does not).
+pub const UNBOUND_TOOL_RULE: &str = "cairn.lane-unbound-tool";
+
 /// A lane event, as recorded durably and replayed in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LaneEvent {
@@ -477,7 +481,7 @@ impl LaneBook {
             Err(UnknownEffects::UnboundTool) => {
                 return denied(
                     lane,
-                    "cairn.lane-unbound-tool",
+                    UNBOUND_TOOL_RULE,
                     format!(
                         "`{tool}` has no capability binding, so its effects are unknown; a person adds one to `tool_bindings` in the lanes file, such as `\"{tool}\": {{\"effect_refs\": [\"capability:{tool}\"]}}` (or `[]` for a tool that changes nothing)",
                         tool = call.tool
@@ -487,7 +491,7 @@ impl LaneBook {
             Err(UnknownEffects::MissingArgument(arg)) => {
                 return denied(
                     lane,
-                    "cairn.lane-unbound-tool",
+                    UNBOUND_TOOL_RULE,
                     format!(
                         "`{}` needs the argument `{arg}` to know its effects (its binding in the lanes file names it)",
                         call.tool

@@ -47,6 +47,7 @@ pub mod refs;
 
 pub use book::{
     HANDOFF_SCHEMA_VERSION, Handoff, LaneBook, LaneCall, LaneEvent, LaneEventError, LaneVerdict,
+    UNBOUND_TOOL_RULE,
 };
 pub use config::{
     LANES_SCHEMA_VERSION, Lane, LaneConfig, LaneConfigError, LaneSpec, LaneStatus, ScopeSpec,

@@ -98,7 +98,7 @@ const PRESERVED: [&str; 9] = [
 ];
 
 /// The policy-set version an envelope and a current state record.
-fn policy_version(gate: &dyn crate::executor::Gate) -> String {
+fn policy_version(gate: &dyn crate::Gate) -> String {
     gate.policy_set_version()
         .map_or_else(|| "unversioned".to_owned(), |d| d.to_string())
 }

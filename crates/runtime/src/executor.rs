@@ -10,125 +10,14 @@ use std::sync::Arc;
 
 use cairn_core::Digest;
 use cairn_ledger::keys::SigningKey;
-use cairn_ledger::record::{Admission, AllowDeny, Label, TerminationReason};
+use cairn_ledger::record::{Label, TerminationReason};
 pub use cairn_policy::{Arguments, GateRequest, UnreadableArguments};
 use serde_json::{Value, json};
 
 use crate::effects::{RECONCILIATION_RULE, Unresolved, idempotency_key, unknown_event};
 use crate::error::RuntimeError;
-use crate::recorder::{ClosedRun, Receipt, Recorder, ToolCall};
-
-/// A gate's verdict with everything the record needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GateVerdict {
-    /// Allow or deny, with the determining rules and the policy-set version.
-    pub admission: Admission,
-    /// A stable reason code (`permitted`, `forbidden`, `default_deny`, …).
-    pub reason: &'static str,
-}
-
-impl GateVerdict {
-    /// A deny by the built-in `rule` for `reason`, under `gate`'s policy-set version (or the
-    /// digest of `unversioned` for a gate that has none).
-    #[must_use]
-    pub fn built_in_deny(gate: &(impl Gate + ?Sized), rule: &str, reason: &'static str) -> Self {
-        Self {
-            admission: Admission {
-                decision: AllowDeny::Deny,
-                policy_set_version: gate
-                    .policy_set_version()
-                    .unwrap_or_else(|| Digest::of(b"unversioned")),
-                rule_ids: Label::new(rule).map(|rule| vec![rule]).unwrap_or_default(),
-            },
-            reason,
-        }
-    }
-}
-
-/// Anything that decides calls. The Cedar policy gate is the one Cairn ships.
-pub trait Gate: Send + Sync {
-    /// Decides one call. Must not panic; an internal failure must come back as a deny.
-    fn decide(&self, request: &GateRequest<'_>) -> GateVerdict;
-
-    /// The version of the policy set in force, recorded in continuity envelopes.
-    fn policy_set_version(&self) -> Option<Digest> {
-        None
-    }
-
-    /// The verdict for a call whose arguments are not strict JSON: a deny by the built-in
-    /// rule `cairn.args-unreadable`, which no policy can override (the policies cannot be
-    /// shown exactly the bytes that are recorded).
-    fn refuse_unreadable(&self, _unreadable: &UnreadableArguments) -> GateVerdict {
-        GateVerdict::built_in_deny(self, cairn_policy::ARGS_UNREADABLE_RULE, "args_unreadable")
-    }
-}
-
-/// Proof that a call was admitted and its intent record written. Only [`Executor::admit`]
-/// makes one and [`Executor::execute`] consumes it, so a call can run at most once per
-/// admission and never without its record.
-///
-/// ```compile_fail
-/// // A permit cannot be forged outside the runtime: every field is named, so this fails only
-/// // because the fields are private.
-/// let permit = cairn_runtime::Permit {
-///     step_index: 0,
-///     digest: cairn_core::Digest::of(b""),
-///     tool: String::new(),
-///     rule_ids: Vec::new(),
-/// };
-/// ```
-#[derive(Debug)]
-#[must_use = "an admitted call does nothing until it is executed with its permit"]
-pub struct Permit {
-    step_index: u64,
-    digest: Digest,
-    tool: String,
-    rule_ids: Vec<String>,
-}
-
-impl Permit {
-    /// The step the call was recorded as.
-    #[must_use]
-    pub const fn step_index(&self) -> u64 {
-        self.step_index
-    }
-
-    /// The intent record's digest.
-    #[must_use]
-    pub const fn digest(&self) -> Digest {
-        self.digest
-    }
-
-    /// The rules that allowed the call (empty when no rule is named, as in a policy-less
-    /// observe mode).
-    #[must_use]
-    pub fn rule_ids(&self) -> &[String] {
-        &self.rule_ids
-    }
-}
-
-/// A refused call: recorded, never executed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Denial {
-    /// Where the denial was recorded.
-    pub receipt: Receipt,
-    /// The determining rules (empty for a default deny).
-    pub rule_ids: Vec<String>,
-    /// The stable reason code.
-    pub reason: &'static str,
-    /// What exactly was wrong, when the reason code alone does not say (unreadable
-    /// arguments: the offending value's path and the problem).
-    pub detail: Option<String>,
-}
-
-/// The outcome of [`Executor::admit`].
-#[derive(Debug)]
-pub enum Admitted {
-    /// The call may run: pass the permit to [`Executor::execute`].
-    Permitted(Permit),
-    /// The call was refused and recorded; show the denial to the model.
-    Denied(Denial),
-}
+use crate::recorder::{ClosedRun, Recorder, ToolCall};
+use crate::verdict::{Admitted, Denial, DenyCause, Gate, GateVerdict, Permit};
 
 /// The façade an agent runtime calls for every tool call.
 pub struct Executor {
@@ -283,13 +172,13 @@ impl Executor {
             (Ok(args), Some(guard)) => guard.refusal(args.value()),
             _ => None,
         };
-        let verdict = match &read {
-            _ if protection.is_some() => GateVerdict::built_in_deny(
+        let verdict = match (&read, protection) {
+            (_, Some(detail)) => GateVerdict::built_in_deny(
                 self.gate.as_ref(),
                 crate::protect::SELF_PROTECTION_RULE,
-                "self_protection",
+                DenyCause::SelfProtection { detail },
             ),
-            Ok(args) => self.gate.decide(&GateRequest {
+            (Ok(args), None) => self.gate.decide(&GateRequest {
                 tenant: self.recorder.tenant_id().as_str(),
                 principal: &self.principal,
                 run: self.recorder.run_id().as_str(),
@@ -299,44 +188,17 @@ impl Executor {
                 tool_version: call.tool.version.as_str(),
                 args,
             }),
-            Err(unreadable) => self.gate.refuse_unreadable(unreadable),
-        };
-        let parsed = read.as_ref().ok().map(Arguments::value);
-        let protected = protection.is_some();
-        let detail = protection.or_else(|| read.as_ref().err().map(ToString::to_string));
-        // A capability blocked on reconciliation is refused whatever the policy says (P-3);
-        // the record names the reconciliation rule.
-        let blocked = self
-            .unresolved
-            .blocking(call.tool.name.as_str())
-            .filter(|_| !protected)
-            .map(str::to_owned);
-        // What the policy allows must also lie within the lane (L-4).
-        let lane_denial = match (&blocked, verdict.admission.decision) {
-            (None, AllowDeny::Allow) => {
-                self.lane_denial(call.tool.name.as_str(), parsed, lane.as_ref())
-            }
-            _ => None,
-        };
-        let (admission, reason) = match (&blocked, &lane_denial) {
-            (Some(_), _) => (
-                Admission {
-                    decision: AllowDeny::Deny,
-                    policy_set_version: verdict.admission.policy_set_version,
-                    rule_ids: vec![Label::new(RECONCILIATION_RULE)?],
+            // No policy can override it: the policies cannot be shown exactly the bytes that
+            // are recorded.
+            (Err(unreadable), None) => GateVerdict::built_in_deny(
+                self.gate.as_ref(),
+                cairn_policy::ARGS_UNREADABLE_RULE,
+                DenyCause::UnreadableArguments {
+                    detail: unreadable.to_string(),
                 },
-                "unresolved_side_effect",
             ),
-            (None, Some(denial)) => (
-                Admission {
-                    decision: AllowDeny::Deny,
-                    policy_set_version: verdict.admission.policy_set_version,
-                    rule_ids: vec![Label::new(denial.rule)?],
-                },
-                "outside_lane",
-            ),
-            (None, None) => (verdict.admission, verdict.reason),
         };
+        let verdict = self.checked_after_gate(verdict, call, read.as_ref().ok(), lane.as_ref())?;
         // The record names the resolved lane; the call is copied only when that differs from
         // the lane it named (with lanes configured and none named), keeping the common path
         // free of allocations.
@@ -351,64 +213,98 @@ impl Executor {
             };
             &resolved
         };
-        let decision = admission.decision;
+        let (admission, cause) = verdict.into_parts();
         let rule_ids: Vec<String> = admission.rule_ids.iter().map(ToString::to_string).collect();
         let receipt = self.recorder.record_step_by(call, admission, agent)?;
-        Ok(match decision {
-            AllowDeny::Allow => Admitted::Permitted(Permit {
+        let Some(cause) = cause else {
+            return Ok(Admitted::Permitted(Permit {
                 step_index: receipt.step_index,
                 digest: receipt.digest,
                 tool: call.tool.name.as_str().to_owned(),
                 rule_ids,
-            }),
-            AllowDeny::Deny => {
-                // The model is shown the denial, never a result.
-                let shown = match (&blocked, &lane_denial) {
-                    (None, None) => {
-                        let mut shown = json!({
-                            "tool": call.tool.name.as_str(),
-                            "denied": true,
-                            "reason": reason,
-                            "rule_ids": rule_ids,
-                        });
-                        if let (Some(detail), Some(object)) = (&detail, shown.as_object_mut()) {
-                            object.insert("detail".to_owned(), Value::String(detail.clone()));
-                        }
-                        shown
-                    }
-                    (None, Some(denial)) => json!({
-                        "tool": call.tool.name.as_str(),
-                        "denied": true,
-                        "reason": reason,
-                        "rule_ids": rule_ids,
-                        "lane": call.lane.as_ref().map(|l| l.as_str()),
-                        "detail": denial.message,
-                    }),
-                    (Some(key), _) => json!({
-                        "tool": call.tool.name.as_str(),
-                        "denied": true,
-                        "reason": reason,
-                        "rule_ids": rule_ids,
-                        "idempotency_key": key,
-                        "resolve_with": format!(
-                            "cairn reconcile --run {} --key {key} --outcome applied|not_executed --evidence REF",
+            }));
+        };
+        // The model is shown the denial, never a result.
+        let mut shown = json!({
+            "tool": call.tool.name.as_str(),
+            "denied": true,
+            "reason": cause.code(),
+            "rule_ids": rule_ids,
+        });
+        if let Some(object) = shown.as_object_mut() {
+            match &cause {
+                DenyCause::Reconciliation { idempotency_key } => {
+                    object.insert("idempotency_key".to_owned(), json!(idempotency_key));
+                    object.insert(
+                        "resolve_with".to_owned(),
+                        json!(format!(
+                            "cairn reconcile --run {} --key {idempotency_key} --outcome applied|not_executed --evidence REF",
                             self.recorder.run_id()
-                        ),
-                    }),
-                };
-                self.recorder.observe(&shown)?;
-                Admitted::Denied(Denial {
-                    receipt,
-                    rule_ids,
-                    reason,
-                    detail: match (&blocked, &lane_denial) {
-                        (None, None) => detail,
-                        (None, Some(denial)) => Some(denial.message.clone()),
-                        (Some(_), _) => None,
-                    },
-                })
+                        )),
+                    );
+                }
+                DenyCause::Lane { detail, .. } => {
+                    object.insert(
+                        "lane".to_owned(),
+                        json!(call.lane.as_ref().map(|l| l.as_str())),
+                    );
+                    object.insert("detail".to_owned(), json!(detail));
+                }
+                other => {
+                    if let Some(detail) = other.detail() {
+                        object.insert("detail".to_owned(), json!(detail));
+                    }
+                }
             }
-        })
+        }
+        self.recorder.observe(&shown)?;
+        Ok(Admitted::Denied(Denial {
+            receipt,
+            rule_ids,
+            cause,
+        }))
+    }
+
+    /// The checks that come after the policies: a capability blocked on reconciliation is
+    /// refused whatever the policy says (P-3; the record names the reconciliation rule), and
+    /// what the policy allows must also lie within the lane (L-4). A call refused by
+    /// self-protection keeps that cause.
+    fn checked_after_gate(
+        &self,
+        verdict: GateVerdict,
+        call: &ToolCall<'_>,
+        args: Option<&Arguments>,
+        lane: Option<&cairn_core::LaneId>,
+    ) -> Result<GateVerdict, RuntimeError> {
+        let version = verdict.policy_set_version();
+        if matches!(verdict.cause(), Some(DenyCause::SelfProtection { .. })) {
+            return Ok(verdict);
+        }
+        if let Some(key) = self.unresolved.blocking(call.tool.name.as_str()) {
+            return Ok(GateVerdict::deny(
+                version,
+                vec![Label::new(RECONCILIATION_RULE)?],
+                DenyCause::Reconciliation {
+                    idempotency_key: key.to_owned(),
+                },
+            ));
+        }
+        if !verdict.allows() {
+            return Ok(verdict);
+        }
+        Ok(
+            match self.lane_denial(call.tool.name.as_str(), args.map(Arguments::value), lane) {
+                Some(denial) => GateVerdict::deny(
+                    version,
+                    vec![Label::new(denial.rule)?],
+                    DenyCause::Lane {
+                        unbound_tool: denial.rule == cairn_lanes::UNBOUND_TOOL_RULE,
+                        detail: denial.message,
+                    },
+                ),
+                None => verdict,
+            },
+        )
     }
 
     /// Runs an admitted call, consuming its permit; its result (or error) becomes the

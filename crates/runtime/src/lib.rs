@@ -65,12 +65,13 @@ pub mod project;
 pub mod protect;
 pub mod reconcile;
 pub mod recorder;
+pub mod verdict;
 
 pub use error::RuntimeError;
 pub use executor::{
-    Admitted, Arguments, CallError, Denial, EffectOutcome, Executor, Gate, GateRequest,
-    GateVerdict, Permit, UnreadableArguments,
+    Arguments, CallError, EffectOutcome, Executor, GateRequest, UnreadableArguments,
 };
 pub use recorder::{
     ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall, WaitingCopy,
 };
+pub use verdict::{Admitted, Denial, DenyCause, Gate, GateVerdict, Permit};

@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use cairn_ledger::record::{Admission, AllowDeny, Label};
+use cairn_ledger::record::{AllowDeny, Label};
 use cairn_policy::{GateRequest, PolicyGate, PolicySource, ToolCatalog};
 
 use crate::error::RuntimeError;
-use crate::executor::{Gate, GateVerdict};
+use crate::verdict::{DenyCause, Gate, GateVerdict};
 
 /// The largest policy or catalog file read.
 const MAX_FILE_BYTES: u64 = 4 << 20;
@@ -204,33 +204,29 @@ impl Gate for PolicyGate {
     fn decide(&self, request: &GateRequest<'_>) -> GateVerdict {
         verdict(PolicyGate::decide(self, request))
     }
-
-    fn refuse_unreadable(&self, unreadable: &cairn_policy::UnreadableArguments) -> GateVerdict {
-        verdict(PolicyGate::refuse_unreadable(self, unreadable))
-    }
 }
 
 /// The gate's decision as the executor records it.
 fn verdict(decision: cairn_policy::GateDecision) -> GateVerdict {
+    let version = decision.policy_set_version;
     let rule_ids: Result<Vec<Label>, _> = decision.rule_ids.iter().map(Label::new).collect();
-    match rule_ids {
-        Ok(rule_ids) => GateVerdict {
-            admission: Admission {
-                decision: decision.decision,
-                policy_set_version: decision.policy_set_version,
-                rule_ids,
+    match (rule_ids, decision.decision) {
+        (Ok(rule_ids), AllowDeny::Allow) => GateVerdict::allow(version, rule_ids),
+        (Ok(rule_ids), AllowDeny::Deny) => GateVerdict::deny(
+            version,
+            rule_ids,
+            DenyCause::Policy {
+                reason: decision.reason.code(),
             },
-            reason: decision.reason.code(),
-        },
+        ),
         // A rule id that cannot be recorded: fail closed.
-        Err(_) => GateVerdict {
-            admission: Admission {
-                decision: AllowDeny::Deny,
-                policy_set_version: decision.policy_set_version,
-                rule_ids: Vec::new(),
+        (Err(_), _) => GateVerdict::deny(
+            version,
+            Vec::new(),
+            DenyCause::Fault {
+                reason: "unrecordable_rule_id",
             },
-            reason: "unrecordable_rule_id",
-        },
+        ),
     }
 }
 

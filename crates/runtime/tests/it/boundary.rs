@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cairn_continuity::{AuthorizationMode, summary_sha256, validate_envelope};
 use cairn_core::Digest;
 use cairn_ledger::Store;
-use cairn_ledger::record::{AllowDeny, RecordKind, ToolRef};
+use cairn_ledger::record::{RecordKind, ToolRef};
 use cairn_runtime::boundary::SessionFacts;
 use cairn_runtime::{
     Admitted, CallError, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder,
@@ -20,10 +20,7 @@ struct VersionedGate;
 
 impl Gate for VersionedGate {
     fn decide(&self, _: &GateRequest<'_>) -> GateVerdict {
-        GateVerdict {
-            admission: common::admission(AllowDeny::Allow, &["allow"]),
-            reason: "permitted",
-        }
+        GateVerdict::allow(Digest::of(b"policy-v1"), vec![common::label("allow")])
     }
 
     fn policy_set_version(&self) -> Option<Digest> {

@@ -12,7 +12,8 @@ use cairn_ledger::record::ToolRef;
 use cairn_runtime::effects::RECONCILIATION_RULE;
 use cairn_runtime::reconcile::{ObservedOutcome, reconcile_run};
 use cairn_runtime::{
-    Admitted, CallError, Durability, EffectOutcome, Executor, Recorder, RecorderOptions, ToolCall,
+    Admitted, CallError, DenyCause, Durability, EffectOutcome, Executor, Recorder, RecorderOptions,
+    ToolCall,
 };
 
 fn call(tool: &str) -> ToolCall<'static> {
@@ -76,7 +77,11 @@ fn an_unknown_outcome_blocks_its_capability_until_reconciled_even_after_a_restar
         panic!("a retry of the write must be refused");
     };
     assert_eq!(denial.rule_ids, vec![RECONCILIATION_RULE.to_owned()]);
-    assert_eq!(denial.reason, "unresolved_side_effect");
+    assert!(
+        matches!(&denial.cause, DenyCause::Reconciliation { idempotency_key } if idempotency_key.ends_with(":0")),
+        "{denial:?}"
+    );
+    assert_eq!(denial.reason(), "unresolved_side_effect");
     // Other capabilities still work.
     assert!(matches!(
         executor.admit(&call("kb.search")).unwrap(),

@@ -6,12 +6,13 @@ use crate::common;
 
 use std::sync::Arc;
 
+use cairn_core::Digest;
 use cairn_core::canonical::jcs_digest;
 use cairn_ledger::Store;
 use cairn_ledger::record::{AllowDeny, ToolRef};
 use cairn_runtime::{
-    Admitted, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder, RecorderOptions,
-    ToolCall,
+    Admitted, DenyCause, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder,
+    RecorderOptions, ToolCall,
 };
 use serde_json::json;
 
@@ -21,15 +22,15 @@ struct ReadOnly;
 impl Gate for ReadOnly {
     fn decide(&self, request: &GateRequest<'_>) -> GateVerdict {
         if request.tool == "tickets.read" {
-            GateVerdict {
-                admission: common::admission(AllowDeny::Allow, &["read"]),
-                reason: "permitted",
-            }
+            GateVerdict::allow(Digest::of(b"policy-v1"), vec![common::label("read")])
         } else {
-            GateVerdict {
-                admission: common::admission(AllowDeny::Deny, &["no-writes"]),
-                reason: "forbidden",
-            }
+            GateVerdict::deny(
+                Digest::of(b"policy-v1"),
+                vec![common::label("no-writes")],
+                DenyCause::Policy {
+                    reason: "forbidden",
+                },
+            )
         }
     }
 }
@@ -82,7 +83,13 @@ fn results_and_denials_become_the_next_observation_and_denied_calls_never_run() 
         panic!("tickets.delete is denied");
     };
     assert_eq!(denial.rule_ids, vec!["no-writes".to_owned()]);
-    assert_eq!(denial.reason, "forbidden");
+    assert_eq!(
+        denial.cause,
+        DenyCause::Policy {
+            reason: "forbidden"
+        }
+    );
+    assert_eq!(denial.reason(), "forbidden");
     // There is no permit, so there is nothing to pass to `execute`: the call cannot run.
     assert!(!ran);
     ran = matches!(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cairn_ledger::Store;
 use cairn_ledger::record::{AllowDeny, ToolRef};
 use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
-use cairn_runtime::{Admitted, Executor, ToolCall};
+use cairn_runtime::{Admitted, DenyCause, Executor, ToolCall};
 
 const POLICY: &str = r#"
 @id("all") permit(principal, action, resource);
@@ -166,7 +166,7 @@ fn issue_15_no_policy_lets_a_call_touch_cairns_own_configuration() {
         match executor.admit(&call_of(tool, bytes.as_bytes())).unwrap() {
             Admitted::Denied(denial) => {
                 assert_eq!(denial.rule_ids, ["cairn.self-protection"], "{args}");
-                assert_eq!(denial.reason, "self_protection");
+                assert!(matches!(denial.cause, DenyCause::SelfProtection { .. }));
             }
             Admitted::Permitted(_) => panic!("{tool} {args} was admitted"),
         }

@@ -12,7 +12,9 @@ use cairn_ledger::Store;
 use cairn_ledger::keys::TrustedKeys;
 use cairn_ledger::record::{AllowDeny, IntentRecord, ToolRef};
 use cairn_runtime::lanes::sign_handoff;
-use cairn_runtime::{Admitted, Durability, Executor, Recorder, RecorderOptions, ToolCall};
+use cairn_runtime::{
+    Admitted, DenyCause, Durability, Executor, Recorder, RecorderOptions, ToolCall,
+};
 use cairn_store_sqlite::SqliteStore;
 use serde_json::json;
 
@@ -78,7 +80,16 @@ fn a_verifier_lane_is_denied_the_edit_the_authoring_lane_is_admitted_and_records
         panic!("the verifier must not edit the authoring lane's source")
     };
     assert_eq!(denial.rule_ids, ["cairn.lane-scope"]);
-    assert_eq!(denial.reason, "outside_lane");
+    assert!(
+        matches!(
+            denial.cause,
+            DenyCause::Lane {
+                unbound_tool: false,
+                ..
+            }
+        ),
+        "{denial:?}"
+    );
     let denial_step = denial.receipt.step_index;
     drop(verifier);
 

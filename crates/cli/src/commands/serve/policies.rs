@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use cairn_core::{Digest, TenantId};
 use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
 use cairn_runtime::RuntimeError;
-use cairn_runtime::executor::{Gate, GateRequest, GateVerdict, UnreadableArguments};
 use cairn_runtime::layout::{POLICIES_DIR, TENANTS_DIR, tenant_dir, tenant_of_dir};
+use cairn_runtime::{Gate, GateRequest, GateVerdict};
 use cairn_server::{ApiError, PolicyAdmin, PolicyFile, PolicySetView, ServerCode};
 
 /// How the service's files are named in a tenant's set (a tenant is shown no host path).
@@ -362,10 +362,6 @@ impl Gate for SetGate {
 
     fn policy_set_version(&self) -> Option<Digest> {
         Gate::policy_set_version(&*self.inner.in_force(self.tenant.as_ref()))
-    }
-
-    fn refuse_unreadable(&self, unreadable: &UnreadableArguments) -> GateVerdict {
-        Gate::refuse_unreadable(&*self.inner.in_force(self.tenant.as_ref()), unreadable)
     }
 }
 
