@@ -47,7 +47,6 @@ use cairn_ledger::record::{BoundaryEvent, Label, TerminationReason};
 use cairn_runtime::Executor;
 use cairn_runtime::boundary::SessionFacts;
 use cairn_runtime::decision_files::DecisionFiles;
-use cairn_runtime::effects::Unresolved;
 use cairn_runtime::envelopes::load_bound_envelope;
 use cairn_runtime::keyring::Keyring;
 
@@ -244,7 +243,7 @@ impl Session<'_> {
             .clone()
             .unwrap_or_else(|| trigger.to_owned());
         let gate = self.policy_gate()?;
-        let (mut executor, _rows) = self.executor(gate)?;
+        let mut executor = self.executor(gate)?;
         let facts = self.facts(&executor);
         executor.compact(
             &facts,
@@ -335,7 +334,7 @@ impl Session<'_> {
     /// record as it stands: blocks, decisions, lane, policy.
     fn show_before_summary(&mut self) -> Result<(), HookError> {
         let gate = self.policy_gate()?;
-        let (mut executor, _rows) = self.executor(gate)?;
+        let mut executor = self.executor(gate)?;
         let comparison = self.compare_decisions(self.now());
         let summary = match self.host {
             crate::host::Host::ClaudeCode => SummaryNote::Pending,
@@ -353,7 +352,7 @@ impl Session<'_> {
             return Ok(());
         }
         let gate = self.policy_gate()?;
-        let (mut executor, _rows) = self.executor(gate)?;
+        let mut executor = self.executor(gate)?;
         self.rehydrate(&mut executor)
     }
 
@@ -368,10 +367,10 @@ impl Session<'_> {
     /// E-4 after the boundary, the decision comparison, and the context for the model.
     fn rehydrate(&mut self, executor: &mut Executor) -> Result<(), HookError> {
         let now = self.now();
-        let store = self.store()?;
         let tenant = executor.recorder().tenant_id().clone();
         let run = executor.recorder().run_id().clone();
-        let note = if load_bound_envelope(store.as_ref(), &tenant, &run)?.is_none() {
+        let note = if load_bound_envelope(executor.recorder_ref().store(), &tenant, &run)?.is_none()
+        {
             ContinuityNote {
                 status: "no_envelope".to_owned(),
                 reason: "no_envelope".to_owned(),
@@ -636,9 +635,8 @@ impl Session<'_> {
         self.settle_pending("session_end", Settle::All)?;
         self.settle_unrecorded_compaction()?;
         self.rehydrate_standalone_if_due()?;
-        let store = self.store()?;
         let tenant = self.tenant()?;
-        let unresolved = Unresolved::from_rows(&store.rows(&tenant, &run)?);
+        let unresolved = self.runs()?.unresolved(&tenant, &run)?;
         if let Some((key, tool)) = unresolved.iter().next() {
             return Ok(Answer::note(format!(
                 "cairn: run `{run}` stays open: a `{tool}` side effect (idempotency key `{key}`) awaits reconciliation (`cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF`); `cairn runs list --unterminated` lists it"

@@ -10,10 +10,11 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cairn_core::{Clock, ErrorCode, RunId, TaskId, TenantId};
-use cairn_ledger::record::{BoundaryEvent, Label};
+use cairn_core::{Clock, ErrorCode, RunId, TenantId};
 use cairn_ledger::{Store, StoreError};
-use cairn_runtime::{Durability, Executor, Gate, Recorder, RecorderOptions, RuntimeError};
+use cairn_runtime::{
+    Durability, Executor, Gate, IfMissing, Recorder, RecorderOptions, Replay, RunName, Runs,
+};
 
 use crate::answer::Answer;
 use crate::config::HookConfig;
@@ -289,19 +290,7 @@ fn run(input: &HookInput, project: &Project, env: &Environment) -> Result<Answer
     Ok(answer)
 }
 
-/// How many closed runs a session may have before Cairn gives up looking for the next.
-const MAX_GENERATIONS: u32 = 10_000;
-
-/// The run id of a session's `generation`-th run.
-fn run_name(base: &str, generation: u32) -> String {
-    if generation <= 1 {
-        base.to_owned()
-    } else {
-        format!("{base}.{generation}")
-    }
-}
-
-/// One session, locked, with its state and (lazily) its store.
+/// One session, locked, with its state and (lazily) its store's runs.
 pub(crate) struct Session<'a> {
     pub(crate) host: Host,
     pub(crate) env: &'a Environment,
@@ -311,7 +300,7 @@ pub(crate) struct Session<'a> {
     pub(crate) state: SessionState,
     pub(crate) session_id: String,
     pub(crate) base: String,
-    store: Option<Arc<dyn Store>>,
+    runs: Option<Runs>,
     run: Option<(RunId, bool)>,
 }
 
@@ -344,7 +333,7 @@ impl<'a> Session<'a> {
             state,
             session_id: input.session_id.clone(),
             base,
-            store: None,
+            runs: None,
             run: None,
         })
     }
@@ -376,14 +365,22 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// The store (opened once per invocation).
-    pub(crate) fn store(&mut self) -> Result<Arc<dyn Store>, HookError> {
-        if let Some(store) = &self.store {
-            return Ok(Arc::clone(store));
+    /// The runs of the session's store (opened once per invocation), written durably before
+    /// each answer (`sync`).
+    pub(crate) fn runs(&mut self) -> Result<Runs, HookError> {
+        if let Some(runs) = &self.runs {
+            return Ok(runs.clone());
         }
-        let store = self.env.store_of(self.project)?;
-        self.store = Some(Arc::clone(&store));
-        Ok(store)
+        let runs = Runs::new(
+            self.env.store_of(self.project)?,
+            Arc::clone(&self.env.clock),
+            RecorderOptions {
+                durability: Durability::Sync,
+                content_retention: self.config.content_retention,
+            },
+        );
+        self.runs = Some(runs.clone());
+        Ok(runs)
     }
 
     /// The key directory.
@@ -411,28 +408,28 @@ impl<'a> Session<'a> {
         Ok(TenantId::new(&self.config.tenant)?)
     }
 
+    /// The session's runs, from the generation the state knows.
+    fn session_runs(&self) -> RunName<'_> {
+        RunName::Session {
+            base: &self.base,
+            from: match &self.run {
+                Some(_) => self.state.generation,
+                None => self.state.generation.max(1),
+            },
+        }
+    }
+
     /// The session's current run and whether it exists in the store yet. A session whose
     /// run was closed (its `SessionEnd`) continues in its next run.
     pub(crate) fn run_id(&mut self) -> Result<(RunId, bool), HookError> {
         if let Some(run) = &self.run {
             return Ok(run.clone());
         }
-        let store = self.store()?;
         let tenant = self.tenant()?;
-        let mut generation = self.state.generation.max(1);
-        for _ in 0..MAX_GENERATIONS {
-            let run = RunId::new(run_name(&self.base, generation))?;
-            match store.run(&tenant, &run)? {
-                Some(info) if info.terminated() => generation = generation.saturating_add(1),
-                found => {
-                    self.adopt_generation(generation);
-                    let current = (run, found.is_some());
-                    self.run = Some(current.clone());
-                    return Ok(current);
-                }
-            }
-        }
-        Err(self.too_many_runs())
+        let (run, generation, exists) = self.runs()?.current(&tenant, self.session_runs())?;
+        self.adopt_generation(generation);
+        self.run = Some((run.clone(), exists));
+        Ok((run, exists))
     }
 
     /// The state describes another run than `generation`: that run was closed, so its
@@ -444,115 +441,55 @@ impl<'a> Session<'a> {
         }
     }
 
-    fn too_many_runs(&self) -> HookError {
-        HookError::State {
-            path: self.files.path().to_path_buf(),
-            reason: format!("session has more than {MAX_GENERATIONS} closed runs"),
-        }
-    }
-
     /// The writer of the session's current run (opening the run if needed), carrying the
     /// latest observation digest from the state. The run is resumed directly — the store is
     /// asked about it once, which matters on a path that runs for every tool call.
     pub(crate) fn recorder(&mut self) -> Result<Recorder, HookError> {
-        let store = self.store()?;
         let tenant = self.tenant()?;
-        let options = RecorderOptions {
-            durability: Durability::Sync,
-            content_retention: self.config.content_retention,
-        };
-        let clock = Arc::clone(&self.env.clock);
-        let mut generation = match &self.run {
-            Some(_) => self.state.generation,
-            None => self.state.generation.max(1),
-        };
-        for _ in 0..MAX_GENERATIONS {
-            let run = RunId::new(run_name(&self.base, generation))?;
-            let resumed = Recorder::resume(
-                Arc::clone(&store),
-                Arc::clone(&clock),
-                &tenant,
-                &run,
-                options,
-            );
-            let mut recorder = match resumed {
-                Ok(recorder) => recorder,
-                Err(RuntimeError::Store(StoreError::RunTerminated { .. })) => {
-                    generation = generation.saturating_add(1);
-                    continue;
-                }
-                Err(RuntimeError::Store(StoreError::RunNotFound { .. })) => {
-                    let task = TaskId::new(format!("task-{run}"))?;
-                    let mut recorder = Recorder::open(
-                        Arc::clone(&store),
-                        Arc::clone(&clock),
-                        (tenant.clone(), task, run.clone()),
-                        options,
-                    )?;
-                    if generation > 1 {
-                        // A session resumed after its run was closed (each `claude -p` ends
-                        // with `SessionEnd`): the new run starts by naming the run it
-                        // continues, so the ledger shows one session across its runs.
-                        let previous = run_name(&self.base, generation.saturating_sub(1));
-                        let mut event = BoundaryEvent::new(Label::new("session_resumed")?);
-                        event.evidence_ref = Some(Label::new(format!("run:{tenant}/{previous}"))?);
-                        event.reason = Some(Label::new("previous_run_closed")?);
-                        recorder.record_boundary(event, None)?;
-                    }
-                    recorder
-                }
-                Err(e) => return Err(e.into()),
-            };
-            self.adopt_generation(generation);
-            self.run = Some((run, true));
-            recorder.carry_observation(self.state.observation);
-            return Ok(recorder);
-        }
-        Err(self.too_many_runs())
+        let opened = self.runs()?.open_or_resume(
+            &tenant,
+            self.session_runs(),
+            &IfMissing::Open { task: None },
+        )?;
+        self.adopt_generation(opened.generation);
+        let mut recorder = opened.recorder;
+        self.run = Some((recorder.run_id().clone(), true));
+        recorder.carry_observation(self.state.observation);
+        Ok(recorder)
     }
 
-    /// An executor on the session's current run with `gate` and the project's lanes, with the
-    /// run's rows (read once: they rebuild the unresolved side effects and replay the lanes).
-    pub(crate) fn executor(
-        &mut self,
-        gate: Arc<dyn Gate>,
-    ) -> Result<(Executor, Vec<cairn_ledger::store::StoredRow>), HookError> {
-        let (recorder, rows) = self.recorder_and_rows(true)?;
-        let rows = rows.unwrap_or_default();
-        let principal = self.principal();
-        let mut executor = Executor::resumed(recorder, &rows, gate, principal);
+    /// An executor on the session's current run with `gate` and the project's lanes, built
+    /// from the run's records (they rebuild the unresolved side effects and replay the lanes).
+    pub(crate) fn executor(&mut self, gate: Arc<dyn Gate>) -> Result<Executor, HookError> {
         // The lanes as the records left them (rulings, handoffs), for the boundary's facts
         // and context; a lanes file that does not load leaves them out here (a tool call
         // would be denied for it).
         let lanes = cairn_runtime::project::load_lanes(&self.project.lanes(), self.guard().root())
             .ok()
             .flatten();
-        if let Some(lanes) = lanes {
-            executor.adopt_lanes(lanes, &rows)?;
-        }
-        Ok((executor, rows))
+        self.executor_with(gate, Replay::Records { lanes })
     }
 
-    /// The current run's writer and, when `with_rows`, its rows (noting in the state whether
-    /// a side effect awaits reconciliation).
+    /// An executor on the session's current run, knowing what `replay` reads; notes in the
+    /// state whether a side effect awaits reconciliation when the records were read.
     ///
-    /// Without the rows, the executor built on the writer knows no unresolved side effect:
-    /// callers skip them only when the state knows there is none — hooks are the only writers
-    /// of `side_effect_unknown` for a session's run and save that hint before writing one, and
-    /// a `cairn reconcile` elsewhere only clears effects.
-    pub(crate) fn recorder_and_rows(
+    /// Without the records, the executor knows no unresolved side effect: callers skip them
+    /// only when the state knows there is none — hooks are the only writers of
+    /// `side_effect_unknown` for a session's run and save that hint before writing one, and a
+    /// `cairn reconcile` elsewhere only clears effects.
+    pub(crate) fn executor_with(
         &mut self,
-        with_rows: bool,
-    ) -> Result<(Recorder, Option<Vec<cairn_ledger::store::StoredRow>>), HookError> {
+        gate: Arc<dyn Gate>,
+        replay: Replay,
+    ) -> Result<Executor, HookError> {
+        let read = matches!(replay, Replay::Records { .. });
         let recorder = self.recorder()?;
-        if !with_rows {
-            return Ok((recorder, None));
+        let principal = self.principal();
+        let executor = self.runs()?.executor(recorder, gate, principal, replay)?;
+        if read {
+            self.state.unresolved_hint = Some(executor.unresolved().iter().next().is_some());
         }
-        let store = self.store()?;
-        let rows = store.rows(recorder.tenant_id(), recorder.run_id())?;
-        let unresolved = cairn_runtime::effects::Unresolved::from_rows(&rows);
-        self.state.unresolved_hint = Some(unresolved.iter().next().is_some());
-        Ok((recorder, Some(rows)))
+        Ok(executor)
     }
 
     /// The project's policy gate.

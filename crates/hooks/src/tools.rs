@@ -27,7 +27,7 @@ use std::sync::Arc;
 use cairn_ledger::record::{Label, ToolRef};
 use cairn_runtime::effects::{idempotency_key, unknown_event};
 use cairn_runtime::reconcile::{ObservedOutcome, reconcile_with};
-use cairn_runtime::{Admitted, Denial, DenyCause, Executor, RuntimeError, ToolCall};
+use cairn_runtime::{Admitted, Denial, DenyCause, Executor, Replay, RuntimeError, ToolCall};
 use serde_json::{Value, json};
 
 use crate::answer::Answer;
@@ -104,19 +104,13 @@ impl crate::engine::Session<'_> {
             self.config.tools.clone(),
             self.env.fault,
         ));
-        let (recorder, rows) = self.recorder_and_rows(needs_rows)?;
-        let principal = self.principal();
-        let as_gate = Arc::clone(&gate) as Arc<dyn cairn_runtime::Gate>;
-        let executor = match rows {
-            Some(rows) => {
-                let mut executor = Executor::resumed(recorder, &rows, as_gate, principal);
-                if let Some(lanes) = lanes {
-                    executor.adopt_lanes(lanes, &rows)?;
-                }
-                executor
-            }
-            None => Executor::new(recorder, as_gate, principal),
+        let replay = if needs_rows {
+            Replay::Records { lanes }
+        } else {
+            Replay::Skip
         };
+        let executor =
+            self.executor_with(Arc::clone(&gate) as Arc<dyn cairn_runtime::Gate>, replay)?;
         let mut executor = executor.with_guard(guard);
         self.note_lane_change(&mut executor)?;
         self.rehydrate_if_due(&mut executor)?;
@@ -232,10 +226,11 @@ impl crate::engine::Session<'_> {
         if step.is_none() && !class.is_known() {
             // The state lost the call (a power loss, a state file reset): the latest admitted
             // call of the same tool is the best evidence of which step this was.
-            let rows = self
-                .store()?
-                .rows(recorder.tenant_id(), recorder.run_id())?;
-            step = latest_admitted(&rows, &tool.name);
+            step = self.runs()?.latest_admitted(
+                recorder.tenant_id(),
+                recorder.run_id(),
+                &tool.name,
+            )?;
         }
         let consequential = pending.as_ref().map_or_else(
             || self.config.tools.is_consequential(&tool.name),
@@ -473,24 +468,6 @@ impl Settle<'_> {
             Self::All => true,
         }
     }
-}
-
-/// The step of the latest call of `tool` the gate admitted in `rows`.
-fn latest_admitted(rows: &[cairn_ledger::store::StoredRow], tool: &str) -> Option<u64> {
-    rows.iter()
-        .rev()
-        .filter_map(|row| row.as_ref().ok())
-        .find(|record| {
-            record
-                .tool
-                .as_ref()
-                .is_some_and(|t| t.name.as_str() == tool)
-                && record
-                    .admission
-                    .as_ref()
-                    .is_some_and(|a| a.decision == cairn_ledger::record::AllowDeny::Allow)
-        })
-        .map(|record| record.step_index)
 }
 
 /// What the model is told about a refusal, with the command that resolves it.

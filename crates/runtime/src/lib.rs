@@ -61,6 +61,7 @@ pub mod files;
 pub mod keyring;
 pub mod lanes;
 pub mod layout;
+pub mod lifecycle;
 pub mod project;
 pub mod protect;
 pub mod reconcile;
@@ -71,6 +72,7 @@ pub use error::RuntimeError;
 pub use executor::{
     Arguments, CallError, EffectOutcome, Executor, GateRequest, UnreadableArguments,
 };
+pub use lifecycle::{IfMissing, Opened, Replay, RunName, Runs};
 pub use recorder::{
     ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall, WaitingCopy,
 };

@@ -19,6 +19,7 @@ mod effects;
 mod executor;
 mod issue_15_gate;
 mod lanes;
+mod lifecycle;
 mod record_before_execute;
 mod recorder;
 mod tamper_property;

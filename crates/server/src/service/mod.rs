@@ -21,8 +21,8 @@ use cairn_ledger::record::TerminationReason;
 use cairn_ledger::store::{RunFilter, RunInfo};
 use cairn_ledger::{Store, StoreError};
 use cairn_runtime::{
-    Admitted, CallError, Durability, EffectOutcome, Executor, Gate, Permit, Recorder,
-    RecorderOptions, RuntimeError, ToolCall,
+    Admitted, CallError, Durability, EffectOutcome, Executor, Gate, IfMissing, Permit,
+    RecorderOptions, Replay, RunName, Runs, RuntimeError, ToolCall,
 };
 
 use crate::error::{ApiError, ServerCode};
@@ -273,6 +273,15 @@ impl Service {
         })
     }
 
+    /// The runs of the service's store, written with its durability.
+    fn runs(&self) -> Runs {
+        Runs::new(
+            Arc::clone(&self.config.store),
+            Arc::clone(&self.config.clock),
+            self.options(),
+        )
+    }
+
     fn options(&self) -> RecorderOptions {
         // Batched records are committed by the service's group commit (all runs together,
         // see `flush_waiting`), never by the request that happens to cross the window; a run
@@ -335,23 +344,16 @@ impl Service {
         run: RunId,
         task: Option<TaskId>,
     ) -> Result<RunInfo, ApiError> {
-        let task = match task {
-            Some(task) => task,
-            None => TaskId::new(format!("task-{run}"))?,
-        };
         // Read before the run exists: a lanes file that does not load opens nothing.
         let lanes = self.lane_book()?;
-        let recorder = Recorder::open(
-            Arc::clone(&self.config.store),
-            Arc::clone(&self.config.clock),
-            (caller.tenant.clone(), task, run.clone()),
-            self.options(),
+        let runs = self.runs();
+        let recorder = runs.open(&caller.tenant, &run, task.as_ref())?;
+        let executor = runs.executor(
+            recorder,
+            self.gate_of(&caller.tenant),
+            caller.principal(),
+            Replay::Records { lanes },
         )?;
-        let mut executor =
-            Executor::new(recorder, self.gate_of(&caller.tenant), caller.principal());
-        if let Some(book) = lanes {
-            executor.adopt_lanes(book, &[])?;
-        }
         self.lock_live()
             .insert((caller.tenant.clone(), run.clone()), Live::new(executor));
         self.run_info(caller, &run)
@@ -472,30 +474,23 @@ impl Service {
         if let Some(live) = self.lock_live().get(&key) {
             return Ok(Arc::clone(live));
         }
-        let resumed = Recorder::resume(
-            Arc::clone(&self.config.store),
-            Arc::clone(&self.config.clock),
-            &caller.tenant,
-            run,
-            self.options(),
-        );
-        let recorder = match resumed {
-            Ok(recorder) => recorder,
-            Err(RuntimeError::Store(StoreError::RunNotFound { .. })) => {
-                return Err(ApiError::run_not_found(run.as_str()));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let rows = self.config.store.rows(&caller.tenant, run)?;
-        let mut executor = Executor::resumed(
-            recorder,
-            &rows,
+        let runs = self.runs();
+        let opened = runs
+            .open_or_resume(&caller.tenant, RunName::Exact(run), &IfMissing::Refuse)
+            .map_err(|error| match error {
+                RuntimeError::Store(StoreError::RunNotFound { .. }) => {
+                    ApiError::run_not_found(run.as_str())
+                }
+                other => other.into(),
+            })?;
+        let executor = runs.executor(
+            opened.recorder,
             self.gate_of(&caller.tenant),
             caller.principal(),
-        );
-        if let Some(book) = self.lane_book()? {
-            executor.adopt_lanes(book, &rows)?;
-        }
+            Replay::Records {
+                lanes: self.lane_book()?,
+            },
+        )?;
         let live = Live::new(executor);
         // Another request may have resumed it meanwhile: keep the first.
         Ok(Arc::clone(self.lock_live().entry(key).or_insert(live)))

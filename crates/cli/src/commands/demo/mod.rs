@@ -15,7 +15,7 @@ use cairn_ledger::store::OpenMode;
 use cairn_ledger::verify::{CheckpointPolicy, verify_run};
 use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
 use cairn_runtime::keyring::{Keyring, KeyringError};
-use cairn_runtime::{Executor, Recorder, RecorderOptions};
+use cairn_runtime::{RecorderOptions, Replay, Runs};
 use serde_json::json;
 
 use crate::args::DemoArgs;
@@ -114,13 +114,9 @@ pub fn run(ctx: &Context, args: &DemoArgs) -> Result<Outcome, Failure> {
     let task: cairn_core::TaskId = "task-support-T-4821".parse()?;
     let gate = Arc::new(demo_gate()?);
 
-    let recorder = Recorder::open(
-        store.clone(),
-        clock.clone(),
-        (tenant.clone(), task.clone(), run_id.clone()),
-        RecorderOptions::default(),
-    )?;
-    let mut executor = Executor::new(recorder, gate, "agent:support-triage");
+    let runs = Runs::new(store.clone(), clock.clone(), RecorderOptions::default());
+    let recorder = runs.open(&tenant, &run_id, Some(&task))?;
+    let mut executor = runs.executor(recorder, gate, "agent:support-triage", Replay::Skip)?;
     let notes = scenario::play(&mut executor, clock.as_ref())?;
     let closed = executor.terminate(
         TerminationReason::Completed,
