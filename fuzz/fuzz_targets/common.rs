@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 
-use cairn_hooks::{Environment, KeptStores, StoreOpener};
+use cairn_hooks::{Environment, KeptStores, StoreLocation, StoreOpener};
 use cairn_ledger::{Store, StoreError};
 use cairn_policy::{Arguments, GateRequest, PolicyGate, PolicySource, ToolCatalog};
 
@@ -41,7 +41,13 @@ pub struct HookFixture {
 struct Sqlite;
 
 impl StoreOpener for Sqlite {
-    fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
+    fn open(&self, location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError> {
+        let Some(path) = location.file() else {
+            return Err(StoreError::InvalidLocation {
+                location: location.to_string(),
+                reason: "only SQLite files here".to_owned(),
+            });
+        };
         let store = cairn_store_sqlite::SqliteStore::open(
             path,
             cairn_store_sqlite::OpenMode::CreateIfMissing,
@@ -64,7 +70,7 @@ pub static HOOK: LazyLock<HookFixture> = LazyLock::new(|| {
     let env = Environment {
         clock: Arc::new(cairn_core::SystemClock),
         stores: Arc::new(KeptStores::new(Sqlite)),
-        store_path: None,
+        store: None,
         keys_dir: None,
         fault: None,
         gates: Arc::default(),

@@ -16,6 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::args::{Global, RunSelector};
 use crate::failure::{CliCode, Failure};
+use crate::store::OpenStore as _;
 pub use crate::store::StoreLocation;
 
 pub use cairn_runtime::layout::{KEYS_DIR, PROJECT_DIR, STORE_FILE};
@@ -46,7 +47,7 @@ impl Context {
     /// `.cairn/cairn.db` in the current directory (SPEC §9.1).
     pub fn store_location(&self) -> Result<StoreLocation, Failure> {
         match &self.explicit_store {
-            Some(text) => StoreLocation::parse(text),
+            Some(text) => crate::store::parse_location(text),
             None => Ok(StoreLocation::File(default_store_path(&current_dir()?))),
         }
     }
@@ -90,7 +91,9 @@ impl Context {
     pub fn state_dir_for(&self, location: &StoreLocation) -> Result<PathBuf, Failure> {
         match location {
             StoreLocation::File(path) => Ok(parent_of(path)),
-            StoreLocation::Postgres(_) => Ok(self.project_here()?.state().to_path_buf()),
+            StoreLocation::Postgres(_) | StoreLocation::Open(_) => {
+                Ok(self.project_here()?.state().to_path_buf())
+            }
         }
     }
 

@@ -7,13 +7,14 @@
 //! compaction, a session start or a session end is never blocked.
 
 use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use cairn_core::{Clock, ErrorCode, RunId, TenantId};
 use cairn_ledger::{Store, StoreError};
 use cairn_runtime::{
     Durability, Executor, Gate, IfMissing, Recorder, RecorderOptions, Replay, RunName, Runs,
+    StoreLocation, StoreOpener,
 };
 
 use crate::answer::Answer;
@@ -25,61 +26,6 @@ use crate::input::{self, Event, HookInput};
 use crate::project::Project;
 use crate::session::{SessionFiles, SessionState};
 
-/// Opens the store a hook writes to (for the `cairn` binary: the project's SQLite file, or
-/// the store `--store`/`CAIRN_STORE` names — a file or a `postgres://` URL). The hooks crate
-/// does not know which backend it is.
-pub trait StoreOpener: Send + Sync {
-    /// Opens (creating if needed) the store at `path` — a file path, or whatever else the
-    /// opener reads a location as (the `cairn` binary's reads a `postgres://` URL).
-    ///
-    /// # Errors
-    /// The store's own errors.
-    fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError>;
-
-    /// The files the store at `path` consists of (its side files too), which no tool call
-    /// may touch; by default `path` alone.
-    fn files(&self, path: &Path) -> Vec<PathBuf> {
-        vec![path.to_path_buf()]
-    }
-}
-
-/// The opener of a long-lived process (the resident server, a test, a fuzz target): each
-/// store is opened once through `inner` and kept.
-pub struct KeptStores<O> {
-    inner: O,
-    open: std::sync::Mutex<std::collections::HashMap<PathBuf, Arc<dyn Store>>>,
-}
-
-impl<O: StoreOpener> KeptStores<O> {
-    /// Keeps the stores `inner` opens.
-    #[must_use]
-    pub fn new(inner: O) -> Self {
-        Self {
-            inner,
-            open: std::sync::Mutex::default(),
-        }
-    }
-}
-
-impl<O: StoreOpener> StoreOpener for KeptStores<O> {
-    fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
-        let mut open = self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(store) = open.get(path) {
-            return Ok(Arc::clone(store));
-        }
-        let store = self.inner.open(path)?;
-        open.insert(path.to_path_buf(), Arc::clone(&store));
-        Ok(store)
-    }
-
-    fn files(&self, path: &Path) -> Vec<PathBuf> {
-        self.inner.files(path)
-    }
-}
-
 /// What a hook invocation gets from its process.
 #[derive(Clone)]
 pub struct Environment {
@@ -87,9 +33,9 @@ pub struct Environment {
     pub clock: Arc<dyn Clock>,
     /// Opens the store.
     pub stores: Arc<dyn StoreOpener>,
-    /// The store, when given explicitly (`--store`: a path or, for the `cairn` binary's
-    /// opener, a URL); else the project's `.cairn/cairn.db`.
-    pub store_path: Option<PathBuf>,
+    /// The store, when given explicitly (`--store`, or the service's own); else the
+    /// project's.
+    pub store: Option<StoreLocation>,
     /// The key directory, when given explicitly (`--keys`); else the project's `.cairn/keys`.
     pub keys_dir: Option<PathBuf>,
     /// A test-only fault to inject (see [`Fault`]).
@@ -123,7 +69,7 @@ pub struct Namespace {
 impl std::fmt::Debug for Environment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Environment")
-            .field("store_path", &self.store_path)
+            .field("store", &self.store)
             .field("keys_dir", &self.keys_dir)
             .field("fault", &self.fault)
             .field("binding", &self.binding)
@@ -137,11 +83,11 @@ impl Environment {
     /// # Errors
     /// The store's, when it does not open.
     fn store_of(&self, project: &Project) -> Result<Arc<dyn Store>, StoreError> {
-        let path = self
-            .store_path
+        let location = self
+            .store
             .clone()
-            .unwrap_or_else(|| project.store_path());
-        self.stores.open(&path)
+            .unwrap_or_else(|| StoreLocation::File(project.store_path()));
+        cairn_runtime::stores::open_at(self.stores.as_ref(), &location)
     }
 
     /// The gate of `project`'s calls: the one the process fixed, else the project's policy
@@ -504,7 +450,7 @@ impl<'a> Session<'a> {
         if self.project.state_is_apart() {
             extra.push(self.project.state().to_path_buf());
         }
-        if let Some(store) = &self.env.store_path {
+        if let Some(store) = &self.env.store {
             extra.extend(self.env.stores.files(store));
         }
         cairn_runtime::protect::ProjectGuard::new(self.project.root(), &extra)

@@ -77,7 +77,8 @@ pub mod session;
 mod tools;
 
 pub use answer::Answer;
-pub use engine::{Environment, KeptStores, Namespace, StoreOpener, handle};
+pub use cairn_runtime::{KeptStores, StoreLocation, StoreOpener};
+pub use engine::{Environment, Namespace, handle};
 pub use error::HookError;
 pub use gate::Fault;
 pub use host::{Host, run_base};

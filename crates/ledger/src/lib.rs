@@ -33,6 +33,7 @@ pub mod bundle;
 pub mod checkpoint;
 pub mod copy;
 pub mod keys;
+pub mod location;
 pub mod merkle;
 pub mod proof;
 pub mod record;

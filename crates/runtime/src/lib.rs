@@ -66,6 +66,7 @@ pub mod project;
 pub mod protect;
 pub mod reconcile;
 pub mod recorder;
+pub mod stores;
 pub mod verdict;
 
 pub use error::RuntimeError;
@@ -76,4 +77,5 @@ pub use lifecycle::{IfMissing, Opened, Replay, RunName, Runs};
 pub use recorder::{
     ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall, WaitingCopy,
 };
+pub use stores::{KeptStores, StoreLocation, StoreOpener};
 pub use verdict::{Admitted, Denial, DenyCause, Gate, GateVerdict, Permit};

@@ -5,46 +5,7 @@ use std::time::Duration;
 
 use cairn_ledger::StoreError;
 
-/// Whether `text` names a PostgreSQL store (`postgres://…` or `postgresql://…`).
-#[must_use]
-pub fn is_postgres_url(text: &str) -> bool {
-    text.starts_with("postgres://") || text.starts_with("postgresql://")
-}
-
-/// `url` with its password replaced by `***`, both where a URL carries one (`user:pw@host`)
-/// and as a `password=` parameter: the only form of a store URL Cairn prints, logs or puts in
-/// an error.
-#[must_use]
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((userinfo, hosts)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{user}:***@{hosts}"),
-            None => authority.to_owned(),
-        },
-        None => authority.to_owned(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let params: Vec<String> = query
-                .split('&')
-                .map(|param| match param.split_once('=') {
-                    Some((key, _)) if key.eq_ignore_ascii_case("password") => {
-                        format!("{key}=***")
-                    }
-                    _ => param.to_owned(),
-                })
-                .collect();
-            format!("{path}?{}", params.join("&"))
-        }
-        None => tail.to_owned(),
-    };
-    format!("{scheme}://{authority}{tail}")
-}
+pub use cairn_ledger::location::{is_postgres_url, redact};
 
 /// How a store connects and how long it waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -49,7 +49,6 @@ use cairn_hooks::project::Binding;
 use cairn_hooks::{Answer, Environment, Fault, Host, StoreOpener};
 use cairn_ledger::store::OpenMode;
 use cairn_ledger::{Store, StoreError};
-use cairn_store_postgres::is_postgres_url;
 use cairn_store_sqlite::SqliteStore;
 
 use crate::args::{HookArgs, HookHost};
@@ -78,13 +77,10 @@ pub enum Stores {
 }
 
 impl StoreOpener for Stores {
-    fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
-        if let Some(url) = path.to_str().filter(|text| is_postgres_url(text)) {
-            return crate::store::open(
-                &StoreLocation::Postgres(url.to_owned()),
-                OpenMode::CreateIfMissing,
-            );
-        }
+    fn open(&self, location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError> {
+        let StoreLocation::File(path) = location else {
+            return crate::store::open(location, OpenMode::CreateIfMissing);
+        };
         let store = SqliteStore::open(path, OpenMode::CreateIfMissing)?;
         match self {
             Self::ShortLived => store.tune_for_short_lived_process()?,
@@ -93,11 +89,8 @@ impl StoreOpener for Stores {
         Ok(Arc::new(store))
     }
 
-    fn files(&self, path: &Path) -> Vec<PathBuf> {
-        if path.to_str().is_some_and(is_postgres_url) {
-            return Vec::new();
-        }
-        SqliteStore::files(path)
+    fn files(&self, location: &StoreLocation) -> Vec<PathBuf> {
+        location.file().map(SqliteStore::files).unwrap_or_default()
     }
 }
 
@@ -406,7 +399,10 @@ fn work(ctx: &Context, args: &HookArgs) -> u8 {
     let environment = Environment {
         clock: Arc::new(SystemClock),
         stores: Arc::new(Stores::ShortLived),
-        store_path: ctx.explicit_store.as_ref().map(PathBuf::from),
+        // An empty `--store` names no store: opening it fails, and the call is denied for it.
+        store: ctx.explicit_store.as_deref().map(|text| {
+            StoreLocation::parse(text).unwrap_or_else(|| StoreLocation::File(PathBuf::new()))
+        }),
         keys_dir: ctx.explicit_keys.clone(),
         fault: fault(),
         gates: Arc::default(),

@@ -65,7 +65,7 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
         stores: std::sync::Arc::new(cairn_hooks::KeptStores::new(
             crate::commands::hook::Stores::LongLived,
         )),
-        store_path: None,
+        store: None,
         keys_dir: None,
         fault: None,
         gates: std::sync::Arc::default(),

@@ -10,9 +10,10 @@ use cairn_store_postgres::Options;
 use serde_json::json;
 
 use crate::args::StoreCommand;
-use crate::context::{Context, StoreLocation};
+use crate::context::Context;
 use crate::failure::{Failure, exit, exit_code};
 use crate::output::Outcome;
+use crate::store::{OpenStore as _, parse_location};
 
 /// Runs `cairn store …`.
 pub fn run(ctx: &Context, command: StoreCommand) -> Result<Outcome, Failure> {
@@ -46,7 +47,7 @@ fn copy(
     to: &str,
     trusted_keys: &[std::path::PathBuf],
 ) -> Result<Outcome, Failure> {
-    let (from, to) = (StoreLocation::parse(from)?, StoreLocation::parse(to)?);
+    let (from, to) = (parse_location(from)?, parse_location(to)?);
     if from == to {
         return Err(Failure::new(
             cairn_runtime::RuntimeError::INVALID_INPUT,

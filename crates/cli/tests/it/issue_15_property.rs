@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::{Arc, LazyLock};
 
 use cairn_core::Digest;
-use cairn_hooks::{Answer, Environment, Host, KeptStores, StoreOpener};
+use cairn_hooks::{Answer, Environment, Host, KeptStores, StoreLocation, StoreOpener};
 use cairn_ledger::{Store, StoreError};
 use cairn_policy::{Arguments, GateRequest, PolicyGate};
 use proptest::prelude::*;
@@ -39,7 +39,13 @@ struct Fixture {
 struct Sqlite;
 
 impl StoreOpener for Sqlite {
-    fn open(&self, path: &Path) -> Result<Arc<dyn Store>, StoreError> {
+    fn open(&self, location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError> {
+        let Some(path) = location.file() else {
+            return Err(StoreError::InvalidLocation {
+                location: location.to_string(),
+                reason: "only SQLite files here".to_owned(),
+            });
+        };
         let store = cairn_store_sqlite::SqliteStore::open(
             path,
             cairn_store_sqlite::OpenMode::CreateIfMissing,
@@ -63,12 +69,14 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
     let gate = cairn_runtime::project::load_gate(&policies, Some(&tools)).unwrap();
     let opener = Arc::new(KeptStores::new(Sqlite));
     let store = opener
-        .open(&common::state(dir.path()).join("cairn.db"))
+        .open(&StoreLocation::File(
+            common::state(dir.path()).join("cairn.db"),
+        ))
         .unwrap();
     let env = Environment {
         clock: Arc::new(cairn_core::SystemClock),
         stores: opener,
-        store_path: None,
+        store: None,
         keys_dir: None,
         fault: None,
         gates: Arc::default(),

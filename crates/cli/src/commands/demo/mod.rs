@@ -22,6 +22,7 @@ use crate::args::DemoArgs;
 use crate::context::{Context, PROJECT_DIR, STORE_FILE, StoreLocation};
 use crate::failure::{CliCode, Failure, exit};
 use crate::output::Outcome;
+use crate::store::OpenStore as _;
 
 /// The demo's policy set and tool catalog (Cedar; see `crates/cli/templates/`).
 const DEMO_POLICY: &str = include_str!("../../../templates/demo.cedar");

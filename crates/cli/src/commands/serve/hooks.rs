@@ -8,29 +8,16 @@ use std::sync::Arc;
 
 use cairn_core::SystemClock;
 use cairn_hooks::project::{Binding, Project};
-use cairn_hooks::{Environment, Host, Namespace, StoreOpener};
-use cairn_ledger::{Store, StoreError};
+use cairn_hooks::{Environment, Host, Namespace, StoreLocation};
+use cairn_ledger::Store;
 use cairn_server::tokens::Caller;
 use cairn_server::{ApiError, HookAnswerer, ServerCode};
-
-/// The service's store, whatever path the engine names.
-struct ServiceStore(Arc<dyn Store>);
-
-impl StoreOpener for ServiceStore {
-    fn open(&self, _path: &Path) -> Result<Arc<dyn Store>, StoreError> {
-        Ok(Arc::clone(&self.0))
-    }
-
-    fn files(&self, _path: &Path) -> Vec<PathBuf> {
-        Vec::new()
-    }
-}
 
 /// The hooks engine over the service's folder.
 pub struct ServiceHooks {
     project: Project,
     keys: PathBuf,
-    stores: Arc<dyn StoreOpener>,
+    store: Arc<dyn Store>,
     gates: Arc<cairn_runtime::project::GateCache>,
     /// The tenants' policy sets: a tenant with files of its own is judged by its set.
     sets: super::policies::PolicySets,
@@ -49,7 +36,7 @@ impl ServiceHooks {
         Self {
             project: Project::folder(data, root),
             keys,
-            stores: Arc::new(ServiceStore(store)),
+            store,
             gates: Arc::default(),
             sets,
         }
@@ -85,8 +72,9 @@ impl HookAnswerer for ServiceHooks {
         })?;
         let env = Environment {
             clock: Arc::new(SystemClock),
-            stores: Arc::clone(&self.stores),
-            store_path: Some(PathBuf::from("service-store")),
+            // The service's own store, open already: the opener is never asked for it.
+            stores: Arc::new(crate::commands::hook::Stores::LongLived),
+            store: Some(StoreLocation::Open(Arc::clone(&self.store))),
             keys_dir: Some(self.keys.clone()),
             fault: None,
             gates: Arc::clone(&self.gates),

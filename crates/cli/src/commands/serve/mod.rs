@@ -18,7 +18,7 @@ use crate::args::ServeArgs;
 use crate::context::Context;
 use crate::failure::{CliCode, Failure};
 use crate::output::Outcome;
-use crate::store::StoreLocation;
+use crate::store::{OpenStore as _, StoreLocation};
 
 /// The token file of a service folder.
 pub const TOKENS_FILE: &str = "tokens.json";
@@ -171,7 +171,7 @@ fn configure(
 ) -> Result<(ServiceConfig, policies::PolicySets), Failure> {
     let data = args.data.as_path();
     let location = match &ctx.explicit_store {
-        Some(text) => StoreLocation::parse(text)?,
+        Some(text) => crate::store::parse_location(text)?,
         None => StoreLocation::File(data.join(STORE_FILE)),
     };
     let store = location.open_for_service(OpenMode::CreateIfMissing)?;
