@@ -43,12 +43,12 @@
 use cairn_continuity::ContinuityStatus;
 use cairn_core::{ErrorCode, Timestamp};
 use cairn_decisions::{Comparison, ContinuityHealth, DecisionState};
-use cairn_ledger::record::{BoundaryEvent, Label, TerminationReason};
 use cairn_runtime::Executor;
 use cairn_runtime::boundary::SessionFacts;
 use cairn_runtime::decision_files::DecisionFiles;
 use cairn_runtime::envelopes::load_bound_envelope;
 use cairn_runtime::keyring::Keyring;
+use cairn_runtime::ledger::record::{BoundaryEvent, Label, TerminationReason};
 
 use crate::answer::Answer;
 use crate::context::{ContextFacts, DecisionLine, LaneLine, SummaryNote, render};

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use cairn_core::{Clock, ErrorCode, RunId, TenantId};
-use cairn_ledger::{Store, StoreError};
+use cairn_runtime::ledger::{Store, StoreError};
 use cairn_runtime::{
     Durability, Executor, Gate, IfMissing, Recorder, RecorderOptions, Replay, RunName, Runs,
     StoreLocation, StoreOpener,

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 
 use cairn_core::{Code, ErrorCode};
-use cairn_ledger::StoreError;
 use cairn_runtime::RuntimeError;
+use cairn_runtime::ledger::StoreError;
 use thiserror::Error;
 
 /// Errors of a hook invocation or of installing the hooks.

@@ -74,13 +74,13 @@ impl ToolUse {
     /// The acting subagent as a record names it — `<agent type>:<agent id>`, or the id alone
     /// — when it is not the session's main agent and the text makes a label.
     #[must_use]
-    pub fn actor(&self) -> Option<cairn_ledger::record::Label> {
+    pub fn actor(&self) -> Option<cairn_runtime::ledger::record::Label> {
         let id = self.agent.as_deref()?;
         let text = match self.agent_type.as_deref().filter(|t| !t.is_empty()) {
             Some(kind) => format!("{kind}:{id}"),
             None => id.to_owned(),
         };
-        cairn_ledger::record::Label::new(text).ok()
+        cairn_runtime::ledger::record::Label::new(text).ok()
     }
 }
 

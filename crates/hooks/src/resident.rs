@@ -250,7 +250,7 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
     let warmed = project.clone();
     let _ = std::thread::Builder::new()
         .name("cairn-hook-warm".to_owned())
-        .stack_size(cairn_policy::limits::STACK_BYTES)
+        .stack_size(cairn_runtime::limits::STACK_BYTES)
         .spawn(move || warming.env.warm(&warmed));
     // This thread (with the stack policy evaluation needs, as every command) is the first.
     workers.answer_calls();
@@ -323,7 +323,7 @@ impl Workers {
         let workers = Arc::clone(self);
         let started = std::thread::Builder::new()
             .name("cairn-hook-call".to_owned())
-            .stack_size(cairn_policy::limits::STACK_BYTES)
+            .stack_size(cairn_runtime::limits::STACK_BYTES)
             .spawn(move || workers.answer_calls());
         if started.is_err() {
             self.waiting.fetch_sub(1, Ordering::SeqCst);

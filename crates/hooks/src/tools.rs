@@ -24,8 +24,8 @@
 
 use std::sync::Arc;
 
-use cairn_ledger::record::{Label, ToolRef};
 use cairn_runtime::effects::{idempotency_key, unknown_event};
+use cairn_runtime::ledger::record::{Label, ToolRef};
 use cairn_runtime::reconcile::{ObservedOutcome, reconcile_with};
 use cairn_runtime::{Admitted, Denial, DenyCause, Executor, Replay, RuntimeError, ToolCall};
 use serde_json::{Value, json};
@@ -170,14 +170,15 @@ impl crate::engine::Session<'_> {
     fn note_lane_change(&mut self, executor: &mut Executor) -> Result<(), HookError> {
         let now = executor
             .lanes()
-            .and_then(cairn_lanes::LaneBook::active_lane)
+            .and_then(|book| book.active_lane())
             .unwrap_or_default()
             .to_owned();
         let before = self.state.active_lane.replace(now.clone());
         let Some(before) = before.filter(|before| *before != now) else {
             return Ok(());
         };
-        let mut event = cairn_ledger::record::BoundaryEvent::new(Label::new("lane_changed")?);
+        let mut event =
+            cairn_runtime::ledger::record::BoundaryEvent::new(Label::new("lane_changed")?);
         event.reason = Some(Label::new("active_lane_changed")?);
         let from = if before.is_empty() { "none" } else { &before };
         event.evidence_ref = Some(Label::new(format!("lane:{from}"))?);

@@ -69,6 +69,29 @@ pub mod recorder;
 pub mod stores;
 pub mod verdict;
 
+/// The ledger's vocabulary as the edges use it — records, run listings and costs, evidence
+/// (bundles, proofs, verification), keys — so that the hooks, the service and the gateway
+/// reach the ledger only through the runtime. How runs are opened, resumed and replayed is
+/// the runtime's own ([`Runs`]); how a store is opened is the binaries' ([`StoreOpener`]).
+pub mod ledger {
+    pub use cairn_ledger::{Store, StoreError, bundle, keys, proof, verify};
+
+    /// What a record says.
+    pub mod record {
+        pub use cairn_ledger::record::{
+            AllowDeny, BoundaryEvent, Label, TerminationReason, ToolRef,
+        };
+    }
+
+    /// What a store lists.
+    pub mod store {
+        pub use cairn_ledger::store::{CostDimension, CostRow, RunFilter, RunInfo};
+    }
+}
+
+/// The limits every process that decides calls runs within (its decision thread's stack).
+pub use cairn_policy::limits;
+
 pub use error::RuntimeError;
 pub use executor::{
     Arguments, CallError, EffectOutcome, Executor, GateRequest, UnreadableArguments,

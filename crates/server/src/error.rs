@@ -164,7 +164,7 @@ impl ApiError {
     pub fn run_not_found(run: &str) -> Self {
         // The store's own code: a run hidden from the caller reads exactly as a missing one.
         Self::new(
-            cairn_ledger::StoreError::RUN_NOT_FOUND,
+            cairn_runtime::ledger::StoreError::RUN_NOT_FOUND,
             format!("no run `{run}`"),
         )
         .at("path.run")
@@ -190,14 +190,14 @@ impl From<cairn_runtime::RuntimeError> for ApiError {
     }
 }
 
-impl From<cairn_ledger::StoreError> for ApiError {
-    fn from(error: cairn_ledger::StoreError) -> Self {
+impl From<cairn_runtime::ledger::StoreError> for ApiError {
+    fn from(error: cairn_runtime::ledger::StoreError) -> Self {
         Self::from_error(&error)
     }
 }
 
-impl From<cairn_ledger::bundle::BundleError> for ApiError {
-    fn from(error: cairn_ledger::bundle::BundleError) -> Self {
+impl From<cairn_runtime::ledger::bundle::BundleError> for ApiError {
+    fn from(error: cairn_runtime::ledger::bundle::BundleError) -> Self {
         Self::from_error(&error).at("body")
     }
 }

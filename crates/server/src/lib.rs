@@ -11,7 +11,7 @@
 //! use std::time::Duration;
 //!
 //! use cairn_core::SystemClock;
-//! use cairn_ledger::keys::{SigningKey, TrustedKeys};
+//! use cairn_runtime::ledger::keys::{SigningKey, TrustedKeys};
 //! use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
 //! use cairn_server::client::{Endpoint, send};
 //! use cairn_server::tokens::{Role, TokenBook, TokenFileEditor};

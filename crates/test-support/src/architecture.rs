@@ -5,7 +5,9 @@
 //!   names (`crate::a::…`, `super::b`, or a name the crate root re-exports from a module);
 //!   a parent and its own submodules do not count (a module may use its children);
 //! - **one integration test binary per crate**: a crate's integration tests live in
-//!   `tests/it/` as modules of one binary, because linking is most of the suite's build time.
+//!   `tests/it/` as modules of one binary, because linking is most of the suite's build time;
+//! - **dependencies point down**: the workspace crates each crate's manifest names as normal
+//!   dependencies ([`workspace_dependencies`]), which the test compares with the map.
 //!
 //! The scan reads source text, not the compiler's view: comments are dropped and `#[cfg(test)]`
 //! blocks at the end of a file are ignored. It is a guard for the layout, not a proof.
@@ -26,6 +28,31 @@ pub fn crate_dirs() -> Vec<PathBuf> {
     let mut dirs = crate::subfolders(&crates_dir());
     dirs.retain(|dir| dir.join("Cargo.toml").is_file());
     dirs
+}
+
+/// The workspace crates (`cairn-…`) the manifest of the crate in `crate_dir` names as normal
+/// dependencies — `[dependencies]` and `[target.….dependencies]`, not the dev- or build-
+/// dependencies.
+#[must_use]
+pub fn workspace_dependencies(crate_dir: &Path) -> BTreeSet<String> {
+    let manifest = fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap_or_default();
+    let mut normal = false;
+    let mut found = BTreeSet::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            normal = line == "[dependencies]"
+                || (line.starts_with("[target.") && line.ends_with(".dependencies]"));
+            continue;
+        }
+        if !normal {
+            continue;
+        }
+        let name = line.split(['=', '.', ' ']).next().unwrap_or_default();
+        if name.starts_with("cairn-") {
+            found.insert(name.to_owned());
+        }
+    }
+    found
 }
 
 /// The modules of the crate whose `src/` is `src`, by path (`crate` for the root, `a::b`),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use cairn_ledger::store::{CostDimension, CostRow};
+use cairn_runtime::ledger::store::{CostDimension, CostRow};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 

@@ -23,8 +23,8 @@ pub struct VerificationView {
     pub report: serde_json::Value,
 }
 
-impl From<&cairn_ledger::verify::RunReport> for VerificationView {
-    fn from(report: &cairn_ledger::verify::RunReport) -> Self {
+impl From<&cairn_runtime::ledger::verify::RunReport> for VerificationView {
+    fn from(report: &cairn_runtime::ledger::verify::RunReport) -> Self {
         Self {
             intact: report.is_intact(),
             report: serde_json::to_value(report).unwrap_or_default(),

@@ -27,18 +27,18 @@ impl Service {
         &self,
         caller: &Caller,
         run: &RunId,
-    ) -> Result<cairn_ledger::verify::RunReport, ApiError> {
+    ) -> Result<cairn_runtime::ledger::verify::RunReport, ApiError> {
         self.run_info(caller, run)?;
         let store = &self.config.store;
         let rows = store.rows(&caller.tenant, run)?;
         let note = store.checkpoint(&caller.tenant, run)?;
-        Ok(cairn_ledger::verify::verify_run(
+        Ok(cairn_runtime::ledger::verify::verify_run(
             &caller.tenant,
             run,
             &rows,
             note.as_deref(),
             &self.config.trusted,
-            cairn_ledger::verify::CheckpointPolicy::WhenTerminated,
+            cairn_runtime::ledger::verify::CheckpointPolicy::WhenTerminated,
         ))
     }
 
@@ -53,8 +53,8 @@ impl Service {
         &self,
         caller: &Caller,
         bytes: &[u8],
-    ) -> Result<cairn_ledger::verify::RunReport, ApiError> {
-        let bundle = cairn_ledger::bundle::parse_bundle_bytes(bytes)?;
+    ) -> Result<cairn_runtime::ledger::verify::RunReport, ApiError> {
+        let bundle = cairn_runtime::ledger::bundle::parse_bundle_bytes(bytes)?;
         if bundle.tenant_id != caller.tenant {
             return Err(ApiError::new(
                 ServerCode::BUNDLE_OTHER_TENANT,
@@ -74,15 +74,17 @@ impl Service {
         let store = &self.config.store;
         let rows = store.rows(&caller.tenant, run)?;
         let note = store.checkpoint(&caller.tenant, run)?;
-        cairn_ledger::bundle::write_bundle(&caller.tenant, run, &rows, note).map_err(|fault| {
-            ApiError::new(
-                ServerCode::STORED_RECORD_UNREADABLE,
-                format!(
-                    "step {}: {} (verify the run)",
-                    fault.step_index, fault.detail
-                ),
-            )
-        })
+        cairn_runtime::ledger::bundle::write_bundle(&caller.tenant, run, &rows, note).map_err(
+            |fault| {
+                ApiError::new(
+                    ServerCode::STORED_RECORD_UNREADABLE,
+                    format!(
+                        "step {}: {} (verify the run)",
+                        fault.step_index, fault.detail
+                    ),
+                )
+            },
+        )
     }
 
     /// The inclusion proof of the record at `step` of a closed run.
@@ -94,7 +96,7 @@ impl Service {
         caller: &Caller,
         run: &RunId,
         step: u64,
-    ) -> Result<cairn_ledger::proof::InclusionProof, ApiError> {
+    ) -> Result<cairn_runtime::ledger::proof::InclusionProof, ApiError> {
         self.run_info(caller, run)?;
         let store = &self.config.store;
         let note = store.checkpoint(&caller.tenant, run)?.ok_or_else(|| {
@@ -114,7 +116,7 @@ impl Service {
             })?
             .map_err(|fault| ApiError::new(ServerCode::STORED_RECORD_UNREADABLE, fault.detail))?;
         let digests = store.digests(&caller.tenant, run)?;
-        cairn_ledger::proof::build_proof(record, &digests, note)
+        cairn_runtime::ledger::proof::build_proof(record, &digests, note)
             .map_err(|e| ApiError::from_error(&e))
     }
 }

@@ -16,10 +16,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use cairn_core::{Clock, Digest, RunId, TaskId, TenantId};
-use cairn_ledger::keys::{SigningKey, TrustedKeys};
-use cairn_ledger::record::TerminationReason;
-use cairn_ledger::store::{RunFilter, RunInfo};
-use cairn_ledger::{Store, StoreError};
+use cairn_runtime::ledger::keys::{SigningKey, TrustedKeys};
+use cairn_runtime::ledger::record::TerminationReason;
+use cairn_runtime::ledger::store::{RunFilter, RunInfo};
+use cairn_runtime::ledger::{Store, StoreError};
 use cairn_runtime::{
     Admitted, CallError, Durability, EffectOutcome, Executor, Gate, IfMissing, Permit,
     RecorderOptions, Replay, RunName, Runs, RuntimeError, ToolCall,
@@ -400,8 +400,8 @@ impl Service {
     pub fn cost(
         &self,
         caller: &Caller,
-        by: cairn_ledger::store::CostDimension,
-    ) -> Result<Vec<cairn_ledger::store::CostRow>, ApiError> {
+        by: cairn_runtime::ledger::store::CostDimension,
+    ) -> Result<Vec<cairn_runtime::ledger::store::CostRow>, ApiError> {
         self.flush_all();
         Ok(self.config.store.cost(by, Some(&caller.tenant))?)
     }
@@ -665,7 +665,7 @@ impl Service {
         caller: &Caller,
         run: &RunId,
         reason: TerminationReason,
-        detail: Option<cairn_ledger::record::Label>,
+        detail: Option<cairn_runtime::ledger::record::Label>,
     ) -> Result<cairn_runtime::ClosedRun, ApiError> {
         // Another replica may have written the run since this one last did: the close is
         // tried once more on the run as the store holds it.

@@ -1,6 +1,8 @@
 //! What `docs/ARCHITECTURE.md` promises about the layout holds for every crate.
 
-use cairn_test_support::architecture::{crate_dirs, extra_test_binaries, module_cycles};
+use cairn_test_support::architecture::{
+    crate_dirs, extra_test_binaries, module_cycles, workspace_dependencies,
+};
 
 #[test]
 fn no_module_imports_a_module_that_imports_it_back() {
@@ -13,6 +15,88 @@ fn no_module_imports_a_module_that_imports_it_back() {
         }
     }
     assert!(found.is_empty(), "module cycles:\n{}", found.join("\n"));
+}
+
+/// The map of `docs/ARCHITECTURE.md`: each crate and the workspace crates it may depend on.
+/// The edges (hooks, server) reach the ledger, the policy engine and the stores only through
+/// the runtime: one lifecycle, one verdict, one store location.
+const MAY_DEPEND_ON: &[(&str, &[&str])] = &[
+    ("core", &[]),
+    ("interop", &["core"]),
+    ("ledger", &["core"]),
+    ("policy", &["core"]),
+    ("continuity", &["core"]),
+    ("decisions", &["core"]),
+    ("lanes", &["core", "interop"]),
+    (
+        "runtime",
+        &[
+            "core",
+            "ledger",
+            "policy",
+            "continuity",
+            "decisions",
+            "lanes",
+        ],
+    ),
+    ("store-sqlite", &["core", "ledger"]),
+    ("store-postgres", &["core", "ledger"]),
+    ("hooks", &["core", "runtime", "continuity", "decisions"]),
+    (
+        "server",
+        &[
+            "core",
+            "runtime",
+            "continuity",
+            "decisions",
+            "lanes",
+            "interop",
+        ],
+    ),
+];
+
+#[test]
+fn every_crate_depends_only_on_what_the_architecture_map_allows() {
+    let mut wrong = Vec::new();
+    let mut seen = Vec::new();
+    for dir in crate_dirs() {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let deps = workspace_dependencies(&dir);
+        if name == "cli" || name == "test-support" {
+            // The binaries may use everything; test-support is never a normal dependency.
+            seen.push(name);
+            continue;
+        }
+        let Some((_, allowed)) = MAY_DEPEND_ON
+            .iter()
+            .find(|(crate_name, _)| *crate_name == name)
+        else {
+            wrong.push(format!(
+                "`{name}` is not on the map: add it to ARCHITECTURE.md and here"
+            ));
+            continue;
+        };
+        for dep in &deps {
+            let short = dep.trim_start_matches("cairn-");
+            if !allowed.contains(&short) {
+                wrong.push(format!("`{name}` depends on `{short}`"));
+            }
+        }
+        seen.push(name);
+    }
+    assert!(seen.len() >= 14, "the crates were found: {seen:?}");
+    assert!(
+        wrong.is_empty(),
+        "dependencies the map does not allow:\n{}",
+        wrong.join("\n")
+    );
+    for dir in crate_dirs() {
+        assert!(
+            !workspace_dependencies(&dir).contains("cairn-test-support"),
+            "{}: cairn-test-support is a dev-dependency only",
+            dir.display()
+        );
+    }
 }
 
 #[test]
