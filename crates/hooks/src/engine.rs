@@ -453,7 +453,7 @@ impl<'a> Session<'a> {
         if let Some(store) = &self.env.store {
             extra.extend(self.env.stores.files(store));
         }
-        cairn_runtime::protect::ProjectGuard::new(self.project.root(), &extra)
+        cairn_runtime::protect::ProjectGuard::new(self.project.root(), &extra, crate::PROTECTED)
     }
 
     /// The current instant.

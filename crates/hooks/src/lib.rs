@@ -71,6 +71,7 @@ pub mod input;
 pub mod install;
 pub mod outcome;
 pub mod project;
+pub mod protected;
 #[cfg(unix)]
 pub mod resident;
 pub mod session;
@@ -82,3 +83,4 @@ pub use engine::{Environment, Namespace, handle};
 pub use error::HookError;
 pub use gate::Fault;
 pub use host::{Host, run_base};
+pub use protected::PROTECTED;

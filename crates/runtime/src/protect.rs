@@ -5,8 +5,9 @@
 //!
 //! Cairn runs as the agent's own user, so the files that configure it are files the agent
 //! can reach: the policies, `tools.json`, `lanes.json`, `hooks.json`, the keys, the store and
-//! the session state (all of `.cairn/`), and the hosts' hook settings (`.claude/settings.json`,
-//! `.claude/settings.local.json`, `.codex/hooks.json`, `.codex/config.toml`). A call that
+//! the session state (all of `.cairn/`), and what the edges name in [`Protected`] — the hooks
+//! hand over their hosts' hook settings (`.claude/settings.json`, `.codex/hooks.json`, …) and
+//! the commands only a person runs (`cairn_hooks::PROTECTED`). A call that
 //! could change them would let the agent switch its own gate off, so the executor refuses,
 //! with the built-in rule [`SELF_PROTECTION_RULE`] that no policy can override:
 //!
@@ -14,10 +15,10 @@
 //!   into a protected path — read or write, since the keys and the store are in there too;
 //! - a call with a shell command argument ([`COMMAND_ARGS`]) whose text names a protected
 //!   path (`.cairn` as a path component in any letter case, the hosts' settings files, the
-//!   project's state folder, the configured store or keys) or runs one of Cairn's human-only
-//!   commands: `cairn reconcile`, `cairn decisions set|approve-change|snapshot`, `cairn keys
-//!   …`, `cairn hooks install|uninstall`, `cairn init`. Approvals and reconciliations are a
-//!   person's, never the agent's;
+//!   project's state folder, the configured store or keys) or runs one of the person-only
+//!   commands the edges name (for the hooks: `cairn reconcile`, `cairn decisions
+//!   set|approve-change|snapshot`, `cairn keys …`, `cairn hooks install|uninstall`, `cairn
+//!   init`). Approvals and reconciliations are a person's, never the agent's;
 //! - a shell command that would remove or revert Cairn's files without naming them (issue 34,
 //!   3; [`sweeping_command`]): `git clean --force` of the whole tree (untracked and, with
 //!   `-x`, ignored files: an uncommitted `.cairn/` and hook settings go with them), `git
@@ -83,20 +84,36 @@ const PATCH_ARGS: &[&str] = &["patch", "input"];
 /// How many symbolic links one resolution follows at most (as Linux's `MAXSYMLINKS`).
 pub const MAX_LINK_HOPS: u32 = 40;
 
-/// The host settings files (relative to the project root) the rule protects.
-const HOST_SETTINGS: &[&str] = &[
-    ".claude/settings.json",
-    ".claude/settings.local.json",
-    ".codex/hooks.json",
-    ".codex/config.toml",
-];
+/// What a project's guard protects besides Cairn's own `.cairn/` and the folders it is
+/// given: the files of the hosts' hook settings, and the commands only a person runs. The
+/// edges that know them say what they are (the hooks know the hosts, and the commands they
+/// tell people to run); the runtime knows no host and no command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Protected {
+    /// Files, relative to the project root, no call may touch (a host's hook settings).
+    pub files: &'static [&'static str],
+    /// Text that names those files in a command (`.claude/settings` covers both of Claude
+    /// Code's).
+    pub file_text: &'static [&'static str],
+    /// The program whose commands are a person's (`cairn`), by its file name.
+    pub program: &'static str,
+    /// Its global options that take a value, skipped when finding the subcommand.
+    pub program_options: &'static [&'static str],
+    /// Its commands only a person runs, each as its words: one word covers every action of
+    /// the command (`reconcile`), two only that action (`decisions set`).
+    pub person_commands: &'static [&'static [&'static str]],
+}
 
-/// What the command text match looks for besides `.cairn` path components.
-const SETTINGS_TEXT: &[&str] = &[
-    ".claude/settings",
-    ".codex/hooks.json",
-    ".codex/config.toml",
-];
+impl Protected {
+    /// Nothing but `.cairn/` and the given folders (a library user's guard).
+    pub const NOTHING_ELSE: Self = Self {
+        files: &[],
+        file_text: &[],
+        program: "",
+        program_options: &[],
+        person_commands: &[],
+    };
+}
 
 /// A project's guard: its root (resolved) and the paths no tool call may touch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,19 +124,21 @@ pub struct ProjectGuard {
     outside: Vec<String>,
     /// Whether the project's file system ignores letter case (`.CAIRN` is `.cairn`).
     case_insensitive: bool,
+    /// The hosts' files and the person's commands.
+    also: Protected,
 }
 
 impl ProjectGuard {
-    /// The guard of the project at `root`: its `.cairn/` and the hosts' settings, plus
-    /// `extra` (a store or key folder configured elsewhere).
+    /// The guard of the project at `root`: its `.cairn/`, `extra` (a store or key folder
+    /// configured elsewhere) and what `also` names.
     #[must_use]
-    pub fn new(root: &Path, extra: &[PathBuf]) -> Self {
+    pub fn new(root: &Path, extra: &[PathBuf], also: Protected) -> Self {
         let root = resolve(
             &std::env::current_dir().unwrap_or_default(),
             &root.to_string_lossy(),
         );
         let mut protected = vec![root.join(PROJECT_DIR)];
-        protected.extend(HOST_SETTINGS.iter().map(|file| resolve_below(&root, file)));
+        protected.extend(also.files.iter().map(|file| resolve_below(&root, file)));
         let mut outside = Vec::new();
         for path in extra {
             let resolved = resolve_below(&root, &path.to_string_lossy());
@@ -139,6 +158,7 @@ impl ProjectGuard {
             protected,
             outside,
             case_insensitive,
+            also,
         }
     }
 
@@ -209,7 +229,9 @@ impl ProjectGuard {
                     .to_owned(),
             );
         }
-        if let Some(file) = SETTINGS_TEXT
+        if let Some(file) = self
+            .also
+            .file_text
             .iter()
             .copied()
             .chain(self.outside.iter().map(String::as_str))
@@ -224,7 +246,7 @@ impl ProjectGuard {
                 "`{command}` would remove or revert Cairn's configuration or the host's hook settings without naming them (clean, stash or reset the paths you mean instead)"
             ));
         }
-        human_only_command(text).map(|command| {
+        person_command(text, &self.also).map(|command| {
             format!(
                 "`{command}` is a person's command (approvals, reconciliations, keys and hook settings are not the agent's to change)"
             )
@@ -393,8 +415,11 @@ fn removes_above(args: &[&str], root: &Path) -> bool {
         })
 }
 
-/// The first human-only `cairn` command in `text`, if any.
-fn human_only_command(text: &str) -> Option<String> {
+/// The first of `also`'s person-only commands in `text`, if any.
+fn person_command(text: &str, also: &Protected) -> Option<String> {
+    if also.program.is_empty() {
+        return None;
+    }
     let words: Vec<&str> = text
         .split(|c: char| {
             c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '`' | '"' | '\'')
@@ -403,14 +428,14 @@ fn human_only_command(text: &str) -> Option<String> {
         .collect();
     for (at, word) in words.iter().enumerate() {
         let program = word.rsplit('/').next().unwrap_or(word);
-        if program != "cairn" {
+        if program != also.program {
             continue;
         }
-        // The subcommand: the first word that is not a global flag (or its value).
+        // The subcommand: the first words that are not global options (or their values).
         let mut rest = words.iter().skip(at + 1);
         let mut sub = Vec::new();
         while let Some(next) = rest.next() {
-            if matches!(*next, "--store" | "--keys") {
+            if also.program_options.contains(next) {
                 rest.next();
             } else if next.starts_with('-') {
                 continue;
@@ -421,14 +446,12 @@ fn human_only_command(text: &str) -> Option<String> {
                 }
             }
         }
-        let refused = match sub.as_slice() {
-            ["reconcile", ..] | ["keys", ..] | ["init", ..] => true,
-            ["decisions", action, ..] => matches!(*action, "set" | "approve-change" | "snapshot"),
-            ["hooks", action, ..] => matches!(*action, "install" | "uninstall"),
-            _ => false,
-        };
+        let refused = also.person_commands.iter().any(|command| {
+            sub.get(..command.len())
+                .is_some_and(|head| head == *command)
+        });
         if refused {
-            return Some(format!("cairn {}", sub.join(" ")));
+            return Some(format!("{} {}", also.program, sub.join(" ")));
         }
     }
     None
@@ -522,9 +545,44 @@ mod tests {
 
     use super::*;
 
+    /// The hosts' data the hooks hand over (`cairn_test_support::protected::HOSTS`, a type of
+    /// the runtime as a dependency, so copied field by field into this build's type).
+    const HOSTS: Protected = {
+        use cairn_test_support::protected::HOSTS as H;
+        Protected {
+            files: H.files,
+            file_text: H.file_text,
+            program: H.program,
+            program_options: H.program_options,
+            person_commands: H.person_commands,
+        }
+    };
+
+    #[test]
+    fn a_guard_given_nothing_else_knows_no_host_and_no_command() {
+        let guard = ProjectGuard::new(
+            Path::new("/nonexistent/project"),
+            &[],
+            Protected::NOTHING_ELSE,
+        );
+        assert_eq!(
+            guard.refusal(&json!({"command": "cairn reconcile --run r"})),
+            None
+        );
+        assert_eq!(
+            guard.refusal(&json!({"file_path": ".codex/hooks.json"})),
+            None
+        );
+        assert!(
+            guard
+                .refusal(&json!({"file_path": ".cairn/policies/p.cedar"}))
+                .is_some()
+        );
+    }
+
     #[test]
     fn commands_naming_the_configuration_or_human_only_commands_are_refused() {
-        let guard = ProjectGuard::new(Path::new("/nonexistent/project"), &[]);
+        let guard = ProjectGuard::new(Path::new("/nonexistent/project"), &[], HOSTS);
         for refused in [
             "sed -i s/verification/authoring/ .cairn/lanes.json",
             "rm -rf .cairn",
@@ -570,7 +628,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("project");
         std::fs::create_dir_all(root.join("build")).unwrap();
-        let guard = ProjectGuard::new(&root, &[]);
+        let guard = ProjectGuard::new(&root, &[], HOSTS);
         let up = format!("rm -rf {}", dir.path().display());
         for refused in [
             "git clean -fdx",
@@ -627,7 +685,7 @@ mod tests {
         std::fs::create_dir_all(root.join(".cairn/policies")).unwrap();
         std::fs::create_dir_all(root.join("docs")).unwrap();
         std::os::unix::fs::symlink(root.join(".cairn"), root.join("docs/config")).unwrap();
-        let guard = ProjectGuard::new(root, &[]);
+        let guard = ProjectGuard::new(root, &[], HOSTS);
         for path in [
             ".cairn/policies/allow.cedar".to_owned(),
             root.join(".cairn/tools.json").display().to_string(),
@@ -648,7 +706,7 @@ mod tests {
         );
         // … where the file system ignores case (here: `.CAIRN` reaches `.cairn`), it is not.
         std::os::unix::fs::symlink(root.join(".cairn"), root.join(".CAIRN")).unwrap();
-        let folding = ProjectGuard::new(root, &[]);
+        let folding = ProjectGuard::new(root, &[], HOSTS);
         assert!(
             folding
                 .refusal(&json!({"file_path": ".Cairn/policies/x.cedar"}))

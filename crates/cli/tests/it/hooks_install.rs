@@ -481,3 +481,20 @@ fn install_warns_when_the_hook_program_is_not_on_path() {
         );
     }
 }
+
+/// The person-only commands the hooks hand self-protection are commands `cairn` has: a
+/// renamed command must not slip out of the guard unnoticed.
+#[test]
+fn every_person_only_command_the_guard_refuses_is_a_cairn_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let protected = cairn_hooks::PROTECTED;
+    assert_eq!(protected.program, "cairn");
+    for words in protected.person_commands {
+        let mut args: Vec<&str> = words.to_vec();
+        args.push("--help");
+        let out = cairn(dir.path(), &args);
+        assert_eq!(out.code, 0, "`cairn {}`: {}", words.join(" "), out.stderr);
+    }
+    let out = cairn(dir.path(), &["no-such-command", "--help"]);
+    assert_ne!(out.code, 0, "an unknown command is refused");
+}

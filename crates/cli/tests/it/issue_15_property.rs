@@ -183,7 +183,7 @@ fn policy_allows_in(root: &Path, tool: &str, raw: &str) -> bool {
     let Ok(args) = Arguments::read(raw.as_bytes()) else {
         return false;
     };
-    let guard = cairn_runtime::protect::ProjectGuard::new(root, &[]);
+    let guard = cairn_runtime::protect::ProjectGuard::new(root, &[], cairn_hooks::PROTECTED);
     if guard.refusal(args.value()).is_some() {
         return false;
     }

@@ -113,7 +113,11 @@ fn issue_15_a_declared_long_of_minus_zero_is_zero() {
 
 fn guarded(dir: &std::path::Path, root: &std::path::Path) -> Executor {
     let (executor, _store) = executor(dir);
-    executor.with_guard(cairn_runtime::protect::ProjectGuard::new(root, &[]))
+    executor.with_guard(cairn_runtime::protect::ProjectGuard::new(
+        root,
+        &[],
+        cairn_test_support::protected::HOSTS,
+    ))
 }
 
 fn call_of<'a>(tool: &str, args: &'a [u8]) -> ToolCall<'a> {
