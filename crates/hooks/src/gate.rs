@@ -11,10 +11,11 @@
 //! # Test-only fault switch
 //!
 //! `CAIRN_FAULT` makes `decide` fail in one of the ways a process can: `gate-panic`
-//! ([`Fault::GatePanic`]) panics, `gate-abort` aborts the process (SIGABRT), `gate-overflow`
-//! overflows the stack, `gate-exit` exits with status 1 and `gate-hang` never returns — to
-//! prove that each answers a deny (exit 2) within the deadline. A fault can only ever make a
-//! call fail closed: it never allows anything.
+//! ([`Fault::GatePanic`]) panics, `gate-overflow` overflows the stack, `gate-hang` never
+//! returns, and the binary adds the faults that end the process (`gate-abort`, `gate-exit`:
+//! [`Fault::GateEndsProcess`] runs the function it hands over; library code never ends the
+//! process itself) — to prove that each answers a deny (exit 2) within the deadline. A fault
+//! can only ever make a call fail closed: it never allows anything.
 
 use std::sync::{Arc, OnceLock};
 
@@ -24,30 +25,27 @@ use cairn_runtime::{DenyCause, Gate, GateRequest, GateVerdict};
 use crate::config::ToolClasses;
 
 /// Faults a test can inject into a hook process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Fault {
     /// The gate panics while deciding.
     GatePanic,
-    /// The gate aborts the process.
-    GateAbort,
     /// The gate overflows its thread's stack.
     GateOverflow,
-    /// The gate exits the process with status 1.
-    GateExit,
     /// The gate never returns.
     GateHang,
+    /// The gate ends the process the way the binary's function does (it aborts, or exits
+    /// with status 1).
+    GateEndsProcess(fn()),
 }
 
 impl Fault {
-    /// Parses the `CAIRN_FAULT` value (`gate-panic`, `gate-abort`, `gate-overflow`,
-    /// `gate-exit`, `gate-hang`); anything else is no fault.
+    /// Parses the `CAIRN_FAULT` values a library can carry out (`gate-panic`,
+    /// `gate-overflow`, `gate-hang`); anything else is no fault here.
     #[must_use]
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "gate-panic" => Some(Self::GatePanic),
-            "gate-abort" => Some(Self::GateAbort),
             "gate-overflow" => Some(Self::GateOverflow),
-            "gate-exit" => Some(Self::GateExit),
             "gate-hang" => Some(Self::GateHang),
             _ => None,
         }
@@ -60,11 +58,10 @@ impl Fault {
     fn strike(self) {
         match self {
             Self::GatePanic => panic!("injected fault: the gate panicked (CAIRN_FAULT=gate-panic)"),
-            Self::GateAbort => std::process::abort(),
             Self::GateOverflow => {
                 std::hint::black_box(overflow(std::hint::black_box(1)));
             }
-            Self::GateExit => std::process::exit(1),
+            Self::GateEndsProcess(end) => end(),
             Self::GateHang => loop {
                 std::thread::sleep(std::time::Duration::from_secs(3600));
             },

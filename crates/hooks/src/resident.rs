@@ -184,13 +184,26 @@ fn read_by(stream: &mut UnixStream, deadline: Instant, limit: usize) -> Result<V
     }
 }
 
-/// Serves `project`'s hook calls with `env` until no call has come for `idle`, or the
-/// socket is removed. Returns only on failure to start.
+/// Why a resident server stopped serving (the binary then ends the process, and with it the
+/// threads that wait for calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stopped {
+    /// No call came for the idle time.
+    Idle,
+    /// The socket is no longer the one this server made (removed, or another server's).
+    SocketGone,
+    /// The project's `policies` folder, there at the start, is gone.
+    ProjectGone,
+}
+
+/// Serves `project`'s hook calls with `env` until no call has come for `idle`, the socket is
+/// removed or the project is gone — each once no call is being answered — and says which.
+/// The caller ends the process.
 ///
 /// # Errors
 /// [`HookError::Resident`] when another server already answers at the socket or the socket
 /// cannot be created.
-pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), HookError> {
+pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<Stopped, HookError> {
     let socket = socket_path(project);
     let failed = |reason: String| HookError::Resident {
         socket: socket.clone(),
@@ -229,17 +242,10 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
         last: Mutex::new(Instant::now()),
         in_flight: AtomicUsize::new(0),
     });
-    watch(
-        socket.clone(),
-        ours,
-        project.policies(),
-        Arc::clone(&activity),
-        idle,
-    );
     let workers = Arc::new(Workers {
         listener,
         env,
-        activity,
+        activity: Arc::clone(&activity),
         turn: Mutex::new(()),
         waiting: AtomicUsize::new(1),
         threads: AtomicUsize::new(1),
@@ -252,9 +258,15 @@ pub fn serve(project: &Project, env: Environment, idle: Duration) -> Result<(), 
         .name("cairn-hook-warm".to_owned())
         .stack_size(cairn_runtime::limits::STACK_BYTES)
         .spawn(move || warming.env.warm(&warmed));
-    // This thread (with the stack policy evaluation needs, as every command) is the first.
-    workers.answer_calls();
-    Ok(())
+    // The first thread to answer calls (with the stack policy evaluation needs, as every
+    // one); this one watches for the end.
+    let first = Arc::clone(&workers);
+    std::thread::Builder::new()
+        .name("cairn-hook-call".to_owned())
+        .stack_size(cairn_runtime::limits::STACK_BYTES)
+        .spawn(move || first.answer_calls())
+        .map_err(|e| failed(format!("cannot start a thread: {e}")))?;
+    Ok(watch(&socket, ours, &project.policies(), &activity, idle))
 }
 
 /// The threads that answer calls, kept for the next call. One thread at a time waits in
@@ -374,35 +386,38 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
         .map(|meta| (meta.dev(), meta.ino()))
 }
 
-/// Ends the process when no call has come for `idle` and none is being answered, when
-/// `socket` is no longer the one this server made (removed, or replaced by another
-/// server's), or when the project's `policies` folder, there at the start, is gone (the
-/// project was deleted — its socket alone can outlive a folder removed while the server
-/// started) — each once no call is being answered. Only its own socket is ever removed.
+/// Returns once no call has come for `idle` and none is being answered, once `socket` is no
+/// longer the one this server made (removed, or replaced by another server's), or once the
+/// project's `policies` folder, there at the start, is gone (the project was deleted — its
+/// socket alone can outlive a folder removed while the server started) — each once no call is
+/// being answered. Only its own socket is ever removed.
 fn watch(
-    socket: PathBuf,
+    socket: &Path,
     ours: (u64, u64),
-    policies: PathBuf,
-    activity: Arc<Activity>,
+    policies: &Path,
+    activity: &Activity,
     idle: Duration,
-) {
+) -> Stopped {
     let tick = (idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(5));
     let had_policies = policies.is_dir();
-    std::thread::spawn(move || {
-        loop {
-            std::thread::sleep(tick);
-            let Some(quiet) = activity.idle_for() else {
-                continue;
-            };
-            if identity(&socket) != Some(ours) {
-                std::process::exit(0);
-            }
-            if quiet >= idle || (had_policies && !policies.is_dir()) {
-                let _ = std::fs::remove_file(&socket);
-                std::process::exit(0);
-            }
+    loop {
+        std::thread::sleep(tick);
+        let Some(quiet) = activity.idle_for() else {
+            continue;
+        };
+        if identity(socket) != Some(ours) {
+            return Stopped::SocketGone;
         }
-    });
+        let gone = had_policies && !policies.is_dir();
+        if quiet >= idle || gone {
+            let _ = std::fs::remove_file(socket);
+            return if gone {
+                Stopped::ProjectGone
+            } else {
+                Stopped::Idle
+            };
+        }
+    }
 }
 
 /// Reads one request within [`REQUEST_DEADLINE`], answers it with [`crate::handle`] and

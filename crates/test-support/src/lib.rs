@@ -24,6 +24,7 @@ pub mod decision_boundaries;
 pub mod gates;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "runtime")]
 pub mod protected;
 pub mod shared;
 #[cfg(feature = "store")]

@@ -152,10 +152,14 @@ fn binding(args: &HookArgs) -> Binding {
     cairn_hooks::client::binding(host_of(args), args.project.clone())
 }
 
+/// The test-only fault `CAIRN_FAULT` names: the library's, or one that ends the process,
+/// which only a binary may do.
 fn fault() -> Option<Fault> {
-    std::env::var("CAIRN_FAULT")
-        .ok()
-        .and_then(|value| Fault::parse(&value))
+    match std::env::var("CAIRN_FAULT").ok()?.as_str() {
+        "gate-abort" => Some(Fault::GateEndsProcess(|| std::process::abort())),
+        "gate-exit" => Some(Fault::GateEndsProcess(|| std::process::exit(1))),
+        other => Fault::parse(other),
+    }
 }
 
 /// The supervising process: stdin, then the resident server or a worker, all by the

@@ -90,10 +90,11 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
         cairn_hooks::resident::socket_path(&project).display(),
         args.idle
     );
-    cairn_hooks::resident::serve(&project, environment, idle)
+    let stopped = cairn_hooks::resident::serve(&project, environment, idle)
         .map_err(|e| Failure::from_error(&e))?;
+    // Returning ends the process, and with it the threads that wait for calls.
     Ok(Outcome {
-        json: json!({"served": true}),
+        json: json!({"served": true, "stopped": format!("{stopped:?}")}),
         human: String::new(),
         exit: 0,
         silent: true,
