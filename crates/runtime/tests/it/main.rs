@@ -17,7 +17,7 @@ mod boundary;
 mod crash;
 mod effects;
 mod executor;
-mod issue_15_gate;
+mod gate_hostile_calls;
 mod lanes;
 mod lifecycle;
 mod record_before_execute;
