@@ -33,6 +33,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::authority::Authority;
 use crate::fields::{Fields, MAX_TEXT_BYTES};
 use crate::finding::{Finding, FindingCode};
 use crate::types::{
@@ -275,24 +276,16 @@ fn read_envelope(
     let objective = f.text_limited("objective", MAX_TEXT_BYTES, true);
     let exact_constraint_refs = f.text_list("exact_constraint_refs");
     let pending_obligations = f.text_list("pending_obligations");
-    let tenant_id = f.parsed(
-        "tenant_id",
-        FindingCode::BadIdentifier,
-        "an identifier of `[A-Za-z0-9._:@-]`, 1 to 128 characters",
-        |t| t.parse::<TenantId>().ok(),
-    );
-    let principal_id = f.text("principal_id");
-    let authorization_mode = f.parsed(
-        "authorization_mode",
-        FindingCode::BadAuthorizationMode,
-        "one of `platform_owned`, `user_delegated`, `human_approved`",
-        AuthorizationMode::parse,
-    );
-    let delegated_principal_id = f.delegated_text("delegated_principal_id");
-    let delegated_scope = f.delegated_text("delegated_scope");
-    let policy_version = f.text("policy_version");
-    let capability_name = f.text("capability_name");
-    let capability_version = f.text("capability_version");
+    let Authority {
+        tenant_id,
+        principal_id,
+        authorization_mode,
+        delegated_principal_id,
+        delegated_scope,
+        policy_version,
+        capability_name,
+        capability_version,
+    } = Authority::read(&mut f);
     let approval_id = f.nullable_text("approval_id");
     let action_digest = f.nullable_digest("action_digest");
     let approval_expires_at = f.nullable_timestamp("approval_expires_at");

@@ -37,6 +37,7 @@
 //! The crate is pure: no I/O and no clock; callers pass `now`. The published VCE 0.1 format is
 //! decided in `cairn-interop`.
 
+mod authority;
 mod decision;
 mod envelope;
 mod error;
