@@ -143,8 +143,7 @@ pub(super) async fn compact(
     path: PathParams,
     JsonBody(body): JsonBody<CompactRequest>,
 ) -> Result<Json<CompactResponse>, ApiError> {
-    let caller = caller.with_role(AGENT, "mark boundaries")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(AGENT, "mark boundaries", &path)?;
     let facts = body.facts.unwrap_or_default().facts(&caller, run.as_str());
     let trigger = body.trigger.unwrap_or_else(|| "manual".to_owned());
     let summary_digest = cairn_continuity::summary_sha256(&body.summary).to_string();
@@ -187,8 +186,7 @@ pub(super) async fn rehydrate(
     path: PathParams,
     JsonBody(body): JsonBody<RehydrateRequest>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let caller = caller.with_role(AGENT, "mark boundaries")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(AGENT, "mark boundaries", &path)?;
     let facts = body.facts.unwrap_or_default().facts(&caller, run.as_str());
     let decision =
         blocking(move || service.rehydrate(&caller, &run, &facts, &body.summary)).await?;

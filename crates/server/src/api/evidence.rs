@@ -47,8 +47,7 @@ pub(super) async fn verify_run(
     caller: Authenticated,
     path: PathParams,
 ) -> Result<Json<VerificationView>, ApiError> {
-    let caller = caller.with_role(PEOPLE, "verify runs")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(PEOPLE, "verify runs", &path)?;
     let report = blocking(move || service.verify(&caller, &run)).await?;
     Ok(Json(VerificationView::from(&report)))
 }
@@ -92,8 +91,7 @@ pub(super) async fn export_bundle(
     caller: Authenticated,
     path: PathParams,
 ) -> Result<Response, ApiError> {
-    let caller = caller.with_role(PEOPLE, "export runs")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(PEOPLE, "export runs", &path)?;
     let text = blocking(move || service.bundle(&caller, &run)).await?;
     Ok((
         [(axum::http::header::CONTENT_TYPE, "application/x-ndjson")],
@@ -118,8 +116,7 @@ pub(super) async fn prove_step(
     caller: Authenticated,
     path: PathParams,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let caller = caller.with_role(PEOPLE, "prove records")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(PEOPLE, "prove records", &path)?;
     let step = path.step("step")?;
     let proof = blocking(move || service.prove(&caller, &run, step)).await?;
     Ok(Json(serde_json::to_value(&proof).unwrap_or_default()))

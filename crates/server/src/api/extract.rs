@@ -62,6 +62,22 @@ pub(super) mod roles {
 }
 
 impl Authenticated {
+    /// The caller and the run the path names, when the caller's role is one of `roles` and
+    /// the run is one it may see (another tenant's or agent's run reads as missing).
+    ///
+    /// # Errors
+    /// `role_forbidden`; `run_not_found`; a path without a run.
+    pub fn on_run(
+        self,
+        roles: &[Role],
+        what: &str,
+        path: &PathParams,
+    ) -> Result<(Caller, cairn_core::RunId), ApiError> {
+        let caller = self.with_role(roles, what)?;
+        let run = Service::run_id(&caller, path.get("run")?)?;
+        Ok((caller, run))
+    }
+
     /// The caller, when its role is one of `roles`.
     ///
     /// # Errors

@@ -41,8 +41,7 @@ pub(super) async fn run_lanes(
     caller: Authenticated,
     path: PathParams,
 ) -> Result<Json<LanesView>, ApiError> {
-    let caller = caller.with_role(ANYONE, "read runs")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(ANYONE, "read runs", &path)?;
     let (active_lane, lanes) = blocking(move || service.run_lanes(&caller, &run)).await?;
     Ok(Json(LanesView { active_lane, lanes }))
 }
@@ -77,8 +76,7 @@ pub(super) async fn record_ruling(
     path: PathParams,
     JsonBody(body): JsonBody<RulingRequest>,
 ) -> Result<Json<ReceiptView>, ApiError> {
-    let caller = caller.with_role(PEOPLE, "record lane rulings")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(PEOPLE, "record lane rulings", &path)?;
     let receipt =
         blocking(move || service.record_ruling(&caller, &run, body.ruling_ref, body.definition))
             .await?;
@@ -116,8 +114,7 @@ pub(super) async fn record_evidence(
     path: PathParams,
     JsonBody(body): JsonBody<EvidenceRequest>,
 ) -> Result<Json<ReceiptView>, ApiError> {
-    let caller = caller.with_role(PEOPLE, "record lane evidence")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(PEOPLE, "record lane evidence", &path)?;
     let lane = path.get("lane")?.to_owned();
     let receipt = blocking(move || {
         service.record_lane_evidence(&caller, &run, lane, body.evidence_ref, body.passed)
@@ -168,8 +165,7 @@ pub(super) async fn hand_off(
     path: PathParams,
     JsonBody(body): JsonBody<HandoffRequest>,
 ) -> Result<Json<HandoffView>, ApiError> {
-    let caller = caller.with_role(PEOPLE, "hand lanes over")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(PEOPLE, "hand lanes over", &path)?;
     let lane = path.get("lane")?.to_owned();
     let (receipt, note) =
         blocking(move || service.hand_off_lane(&caller, &run, &lane, body.to_owner, body.reason))

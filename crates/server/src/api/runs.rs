@@ -155,8 +155,7 @@ pub(super) async fn get_run(
     caller: Authenticated,
     path: PathParams,
 ) -> Result<Json<RunView>, ApiError> {
-    let caller = caller.with_role(ANYONE, "read runs")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(ANYONE, "read runs", &path)?;
     let info = blocking(move || service.run_info(&caller, &run)).await?;
     Ok(Json(RunView::from(&info)))
 }
@@ -252,8 +251,7 @@ pub(super) async fn admit_step(
     path: PathParams,
     JsonBody(body): JsonBody<StepRequestBody>,
 ) -> Result<Json<StepResponse>, ApiError> {
-    let caller = caller.with_role(AGENT, "admit calls")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(AGENT, "admit calls", &path)?;
     if !body.arguments.get().trim_start().starts_with('{') {
         return Err(ApiError::new(
             ServerCode::BODY_INVALID,
@@ -390,8 +388,7 @@ pub(super) async fn report_outcome(
     QueryParams(query): QueryParams<DurabilityQuery>,
     JsonBody(body): JsonBody<OutcomeRequest>,
 ) -> Result<Json<OutcomeResponse>, ApiError> {
-    let caller = caller.with_role(AGENT, "report outcomes")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(AGENT, "report outcomes", &path)?;
     let step = path.step("step")?;
     let error = body.error.unwrap_or_default();
     let outcome = match body.status {
@@ -444,8 +441,7 @@ pub(super) async fn observe(
     path: PathParams,
     JsonBody(body): JsonBody<ObservationRequest>,
 ) -> Result<Json<ObservationResponse>, ApiError> {
-    let caller = caller.with_role(AGENT, "record observations")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(AGENT, "record observations", &path)?;
     let digest = blocking(move || service.observe(&caller, &run, &body.observation)).await?;
     Ok(Json(ObservationResponse {
         observation_digest: digest.to_string(),
@@ -543,8 +539,7 @@ pub(super) async fn terminate(
     path: PathParams,
     JsonBody(body): JsonBody<TerminateRequest>,
 ) -> Result<Json<TerminateResponse>, ApiError> {
-    let caller = caller.with_role(AGENT, "close runs")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(AGENT, "close runs", &path)?;
     let detail = body
         .detail
         .as_deref()
@@ -605,8 +600,7 @@ pub(super) async fn reconcile(
     path: PathParams,
     JsonBody(body): JsonBody<ReconcileRequest>,
 ) -> Result<Json<ReceiptView>, ApiError> {
-    let caller = caller.with_role(PEOPLE, "reconcile side effects")?;
-    let run = Service::run_id(&caller, path.get("run")?)?;
+    let (caller, run) = caller.on_run(PEOPLE, "reconcile side effects", &path)?;
     let outcome = match body.outcome {
         ObservedOutcomeView::Applied => ObservedOutcome::Applied,
         ObservedOutcomeView::NotExecuted => ObservedOutcome::NotExecuted,
