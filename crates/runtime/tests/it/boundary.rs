@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cairn_continuity::{AuthorizationMode, summary_sha256, validate_envelope};
 use cairn_core::Digest;
 use cairn_ledger::Store;
-use cairn_ledger::record::{RecordKind, ToolRef};
+use cairn_ledger::record::RecordKind;
 use cairn_runtime::boundary::SessionFacts;
 use cairn_runtime::{
     Admitted, CallError, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder,
@@ -46,37 +46,27 @@ fn facts() -> SessionFacts {
     }
 }
 
-#[test]
-fn compaction_saves_a_valid_envelope_with_a_record_that_digests_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = common::open(&dir.path().join("b.db"));
-    let (tenant, run): (cairn_core::TenantId, cairn_core::RunId) =
-        ("acme".parse().unwrap(), "run-b".parse().unwrap());
-    let recorder = Recorder::open(
-        store.clone(),
-        Arc::new(cairn_core::SystemClock),
-        (tenant.clone(), "task-b".parse().unwrap(), run.clone()),
-        RecorderOptions {
-            durability: Durability::DEFAULT_BATCH,
-            content_retention: None,
-        },
-    )
-    .unwrap();
-    let mut executor = Executor::new(recorder, Arc::new(VersionedGate), "user-42");
-    let call = ToolCall {
-        tool: ToolRef {
-            name: common::label("tickets.create"),
-            version: common::label("3"),
-        },
-        args: b"{}",
-        lane: None,
-    };
+/// Admits a `tickets.create` call and runs it to a timeout (its outcome unknown); returns the
+/// call.
+fn ticket_write_timing_out(executor: &mut Executor) -> ToolCall<'static> {
+    let call = common::call("tickets.create", "3", b"{}");
     let Admitted::Permitted(permit) = executor.admit(&call).unwrap() else {
         panic!()
     };
     executor
         .execute_effect(permit, || Err(CallError::OutcomeUnknown("timeout".into())))
         .unwrap();
+    call
+}
+
+#[test]
+fn compaction_saves_a_valid_envelope_with_a_record_that_digests_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::open(&dir.path().join("b.db"));
+    let mut executor = executor_of(store.clone(), "task-b", "run-b", Durability::DEFAULT_BATCH);
+    ticket_write_timing_out(&mut executor);
+    let (tenant, run): (cairn_core::TenantId, cairn_core::RunId) =
+        ("acme".parse().unwrap(), "run-b".parse().unwrap());
 
     // A session that claims delegation without saying who delegated cannot be compacted.
     let mut broken = facts();
@@ -139,22 +129,40 @@ fn compaction_saves_a_valid_envelope_with_a_record_that_digests_it() {
     );
 }
 
-fn executor_on(store: Arc<cairn_store_sqlite::SqliteStore>, run: &str) -> Executor {
+/// An executor of `user-42` under [`VersionedGate`], recording the run `run` of the task
+/// `task` of tenant `acme` in `store`, without content.
+fn executor_of(
+    store: Arc<cairn_store_sqlite::SqliteStore>,
+    task: &str,
+    run: &str,
+    durability: Durability,
+) -> Executor {
     let recorder = Recorder::open(
         store,
         Arc::new(cairn_core::SystemClock),
         (
             "acme".parse().unwrap(),
-            "task-r".parse().unwrap(),
+            task.parse().unwrap(),
             run.parse().unwrap(),
         ),
         RecorderOptions {
-            durability: Durability::Sync,
+            durability,
             content_retention: None,
         },
     )
     .unwrap();
     Executor::new(recorder, Arc::new(VersionedGate), "user-42")
+}
+
+fn executor_on(store: Arc<cairn_store_sqlite::SqliteStore>, run: &str) -> Executor {
+    executor_of(store, "task-r", run, Durability::Sync)
+}
+
+fn records(store: &cairn_store_sqlite::SqliteStore, run: &str) -> usize {
+    store
+        .rows(&"acme".parse().unwrap(), &run.parse().unwrap())
+        .unwrap()
+        .len()
 }
 
 fn last_event(store: &cairn_store_sqlite::SqliteStore, run: &str) -> (String, Option<String>) {
@@ -175,11 +183,21 @@ fn last_event(store: &cairn_store_sqlite::SqliteStore, run: &str) -> (String, Op
     )
 }
 
+fn now() -> cairn_core::Timestamp {
+    "2026-11-30T12:00:00Z".parse().unwrap()
+}
+
+/// The reason of the decision of rehydrating the run of `executor` at [`now`].
+fn rehydration_reason(executor: &mut Executor, facts: &SessionFacts, summary: &str) -> String {
+    let decision = executor.rehydrate(facts, summary, now()).unwrap();
+    decision.reason().as_str().to_owned()
+}
+
 #[test]
 fn rehydration_loads_the_envelope_from_the_store_and_records_the_decision() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::open(&dir.path().join("r.db"));
-    let now: cairn_core::Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
+    let now = now();
     let summary = "Searched the knowledge base; nothing written yet.";
 
     let mut executor = executor_on(store.clone(), "run-ok");
@@ -217,11 +235,7 @@ fn rehydration_loads_the_envelope_from_the_store_and_records_the_decision() {
     other.principal_id = "user-99".into();
     other.delegated_principal_id = Some("user-99".into());
     assert_eq!(
-        executor
-            .rehydrate(&other, summary, now)
-            .unwrap()
-            .reason()
-            .as_str(),
+        rehydration_reason(&mut executor, &other, summary),
         "principal_mismatch"
     );
 
@@ -230,11 +244,7 @@ fn rehydration_loads_the_envelope_from_the_store_and_records_the_decision() {
         .execute_raw("UPDATE envelopes SET body = replace(body, 'user-42', 'user-43') WHERE run_id = 'run-ok'")
         .unwrap();
     assert_eq!(
-        executor
-            .rehydrate(&facts(), summary, now)
-            .unwrap()
-            .reason()
-            .as_str(),
+        rehydration_reason(&mut executor, &facts(), summary),
         "schema_invalid"
     );
 }
@@ -243,38 +253,19 @@ fn rehydration_loads_the_envelope_from_the_store_and_records_the_decision() {
 fn an_unknown_side_effect_blocks_rehydration_until_reconciled_and_a_stale_envelope_still_fails() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::open(&dir.path().join("u.db"));
-    let now: cairn_core::Timestamp = "2026-11-30T12:00:00Z".parse().unwrap();
+    let now = now();
     let summary = "The ticket write timed out.";
     let mut executor = executor_on(store.clone(), "run-u");
-    let call = ToolCall {
-        tool: ToolRef {
-            name: common::label("tickets.create"),
-            version: common::label("3"),
-        },
-        args: b"{}",
-        lane: None,
-    };
-    let Admitted::Permitted(permit) = executor.admit(&call).unwrap() else {
-        panic!()
-    };
-    executor
-        .execute_effect(permit, || Err(CallError::OutcomeUnknown("timeout".into())))
-        .unwrap();
+    let call = ticket_write_timing_out(&mut executor);
     executor.compact(&facts(), summary, "auto").unwrap();
-    let records_before = store
-        .rows(&"acme".parse().unwrap(), &"run-u".parse().unwrap())
-        .unwrap()
-        .len();
+    let records_before = records(&store, "run-u");
 
     let decision = executor.rehydrate(&facts(), summary, now).unwrap();
     assert_eq!(
         (decision.status().as_str(), decision.reason().as_str()),
         ("blocked_on_reconciliation", "unknown_side_effect")
     );
-    let records_after = store
-        .rows(&"acme".parse().unwrap(), &"run-u".parse().unwrap())
-        .unwrap()
-        .len();
+    let records_after = records(&store, "run-u");
     assert_eq!(
         records_after, records_before,
         "no context_rehydration (nor anything else) while blocked"
@@ -316,11 +307,7 @@ fn an_unknown_side_effect_blocks_rehydration_until_reconciled_and_a_stale_envelo
         ))
         .unwrap();
     assert_eq!(
-        executor
-            .rehydrate(&facts(), summary, now)
-            .unwrap()
-            .reason()
-            .as_str(),
+        rehydration_reason(&mut executor, &facts(), summary),
         "side_effect_status_changed"
     );
 }

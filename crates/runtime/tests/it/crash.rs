@@ -14,10 +14,9 @@ use std::sync::Arc;
 
 use cairn_core::{Clock, Digest, SystemClock};
 use cairn_ledger::Store;
-use cairn_ledger::record::{AllowDeny, ToolRef};
+use cairn_ledger::record::AllowDeny;
 use cairn_ledger::store::RunFilter;
 use cairn_ledger::verify::{CheckpointPolicy, verify_run};
-use cairn_runtime::ToolCall;
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 
 const CHILD_ENV: &str = "CAIRN_CRASH_WRITER";
@@ -32,14 +31,7 @@ fn child_writer(path: &Path) {
         let args = format!("{{\"i\":{i}}}");
         let receipt = recorder
             .record_step(
-                &ToolCall {
-                    tool: ToolRef {
-                        name: common::label("files.write"),
-                        version: common::label("1"),
-                    },
-                    args: args.as_bytes(),
-                    lane: None,
-                },
+                &common::call("files.write", "1", args.as_bytes()),
                 common::admission(AllowDeny::Allow, &["allow.all"]),
             )
             .expect("record");

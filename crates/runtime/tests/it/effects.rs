@@ -8,7 +8,6 @@ use cairn_test_support::gates::AllowAll;
 use std::sync::Arc;
 
 use cairn_ledger::Store;
-use cairn_ledger::record::ToolRef;
 use cairn_runtime::effects::RECONCILIATION_RULE;
 use cairn_runtime::reconcile::{ObservedOutcome, reconcile_run};
 use cairn_runtime::{
@@ -17,14 +16,7 @@ use cairn_runtime::{
 };
 
 fn call(tool: &str) -> ToolCall<'static> {
-    ToolCall {
-        tool: ToolRef {
-            name: common::label(tool),
-            version: common::label("1"),
-        },
-        args: b"{\"subject\":\"charged twice\"}",
-        lane: None,
-    }
+    common::call(tool, "1", b"{\"subject\":\"charged twice\"}")
 }
 
 fn options() -> RecorderOptions {

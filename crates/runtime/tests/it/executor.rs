@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cairn_core::Digest;
 use cairn_core::canonical::jcs_digest;
 use cairn_ledger::Store;
-use cairn_ledger::record::{AllowDeny, ToolRef};
+use cairn_ledger::record::AllowDeny;
 use cairn_runtime::{
     Admitted, DenyCause, Durability, Executor, Gate, GateRequest, GateVerdict, Recorder,
     RecorderOptions, ToolCall,
@@ -36,14 +36,7 @@ impl Gate for ReadOnly {
 }
 
 fn call(tool: &str) -> ToolCall<'static> {
-    ToolCall {
-        tool: ToolRef {
-            name: common::label(tool),
-            version: common::label("1"),
-        },
-        args: b"{\"id\":1}",
-        lane: None,
-    }
+    common::call(tool, "1", b"{\"id\":1}")
 }
 
 #[test]

@@ -7,7 +7,7 @@ use crate::common;
 use std::sync::Arc;
 
 use cairn_ledger::Store;
-use cairn_ledger::record::{AllowDeny, ToolRef};
+use cairn_ledger::record::AllowDeny;
 use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
 use cairn_runtime::{Admitted, DenyCause, Executor, ToolCall};
 
@@ -28,14 +28,7 @@ fn executor(dir: &std::path::Path) -> (Executor, Arc<cairn_store_sqlite::SqliteS
 }
 
 fn refund(args: &[u8]) -> ToolCall<'_> {
-    ToolCall {
-        tool: ToolRef {
-            name: common::label("payments.refund"),
-            version: common::label("1"),
-        },
-        args,
-        lane: None,
-    }
+    call_of("payments.refund", args)
 }
 
 /// `(allowed, rule ids)` of one admitted call.
@@ -121,14 +114,7 @@ fn guarded(dir: &std::path::Path, root: &std::path::Path) -> Executor {
 }
 
 fn call_of<'a>(tool: &str, args: &'a [u8]) -> ToolCall<'a> {
-    ToolCall {
-        tool: ToolRef {
-            name: common::label(tool),
-            version: common::label("1"),
-        },
-        args,
-        lane: None,
-    }
+    common::call(tool, "1", args)
 }
 
 #[test]

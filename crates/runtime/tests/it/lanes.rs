@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cairn_lanes::{HANDOFF_SCHEMA_VERSION, Handoff, LaneBook, LaneConfig, LaneEvent};
 use cairn_ledger::Store;
 use cairn_ledger::keys::TrustedKeys;
-use cairn_ledger::record::{AllowDeny, IntentRecord, ToolRef};
+use cairn_ledger::record::{AllowDeny, IntentRecord};
 use cairn_runtime::lanes::sign_handoff;
 use cairn_runtime::{
     Admitted, DenyCause, Durability, Executor, Recorder, RecorderOptions, ToolCall,
@@ -46,14 +46,7 @@ fn executor(store: Arc<SqliteStore>, run: &str, principal: &str, active: &str) -
 }
 
 fn call<'a>(tool: &str, args: &'a [u8]) -> ToolCall<'a> {
-    ToolCall {
-        tool: ToolRef {
-            name: common::label(tool),
-            version: common::label("1"),
-        },
-        args,
-        lane: None,
-    }
+    common::call(tool, "1", args)
 }
 
 fn records(store: &SqliteStore, run: &str) -> Vec<IntentRecord> {

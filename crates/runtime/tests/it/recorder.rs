@@ -11,7 +11,7 @@ use std::time::Duration;
 use cairn_core::canonical::jcs_digest;
 use cairn_core::{Clock, Digest, FixedClock, RunId, TenantId, Timestamp};
 use cairn_ledger::Store;
-use cairn_ledger::record::{AllowDeny, ToolRef};
+use cairn_ledger::record::AllowDeny;
 use cairn_ledger::verify::{CheckpointPolicy, verify_run};
 use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
@@ -39,14 +39,20 @@ fn recorder(store: Arc<SqliteStore>, options: RecorderOptions) -> Recorder {
 }
 
 fn call(args: &[u8]) -> ToolCall<'_> {
-    ToolCall {
-        tool: ToolRef {
-            name: common::label("fs.read"),
-            version: common::label("1"),
-        },
-        args,
-        lane: None,
+    common::call("fs.read", "1", args)
+}
+
+fn without_content(durability: Durability) -> RecorderOptions {
+    RecorderOptions {
+        durability,
+        content_retention: None,
     }
+}
+
+/// Records an allowed call of `fs.read` with `args`.
+fn allow(rec: &mut Recorder, args: &[u8]) {
+    rec.record_step(&call(args), common::admission(AllowDeny::Allow, &["r"]))
+        .unwrap();
 }
 
 /// A second connection, as another process would see the store.
@@ -59,16 +65,9 @@ fn visible(db: &std::path::Path) -> usize {
 fn sync_records_are_visible_to_other_processes_when_acknowledged() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("s.db");
-    let mut rec = recorder(
-        common::open(&db),
-        RecorderOptions {
-            durability: Durability::Sync,
-            content_retention: None,
-        },
-    );
+    let mut rec = recorder(common::open(&db), without_content(Durability::Sync));
     for i in 1..=3 {
-        rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
-            .unwrap();
+        allow(&mut rec, b"{}");
         assert_eq!(visible(&db), i);
     }
 }
@@ -77,22 +76,17 @@ fn sync_records_are_visible_to_other_processes_when_acknowledged() {
 fn batch_records_wait_for_their_window_and_are_flushed_at_a_boundary_and_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("b.db");
-    let options = RecorderOptions {
-        durability: Durability::Batch {
-            max_records: 4,
-            max_delay: Duration::from_secs(3600),
-        },
-        content_retention: None,
-    };
+    let options = without_content(Durability::Batch {
+        max_records: 4,
+        max_delay: Duration::from_secs(3600),
+    });
     let (key, trusted) = common::key();
     let mut rec = recorder(common::open(&db), options);
     for _ in 0..3 {
-        rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
-            .unwrap();
+        allow(&mut rec, b"{}");
     }
     assert_eq!(visible(&db), 0, "three records are inside the window");
-    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
-        .unwrap();
+    allow(&mut rec, b"{}");
     assert_eq!(visible(&db), 4, "the fourth fills the window");
     rec.record_step(&call(b"{}"), common::admission(AllowDeny::Deny, &["d"]))
         .unwrap();
@@ -107,8 +101,7 @@ fn batch_records_wait_for_their_window_and_are_flushed_at_a_boundary_and_the_end
         6,
         "a boundary flushes everything, itself included"
     );
-    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
-        .unwrap();
+    allow(&mut rec, b"{}");
     rec.terminate(
         cairn_ledger::record::TerminationReason::Completed,
         None,
@@ -118,13 +111,9 @@ fn batch_records_wait_for_their_window_and_are_flushed_at_a_boundary_and_the_end
     assert_eq!(visible(&db), 8);
     let store = SqliteStore::open(&db, OpenMode::MustExist).unwrap();
     let (tenant, run) = ids();
-    let rows = store.rows(&tenant, &run).unwrap();
-    let note = store.checkpoint(&tenant, &run).unwrap();
-    let report = verify_run(
-        &tenant,
-        &run,
-        &rows,
-        note.as_deref(),
+    let report = common::verify_stored(
+        &store,
+        (&tenant, &run),
         &trusted,
         CheckpointPolicy::Required,
     );
@@ -137,13 +126,9 @@ fn a_dropped_batch_writer_commits_what_it_holds() {
     let db = dir.path().join("d.db");
     let mut rec = recorder(
         common::open(&db),
-        RecorderOptions {
-            durability: Durability::DEFAULT_BATCH,
-            content_retention: None,
-        },
+        without_content(Durability::DEFAULT_BATCH),
     );
-    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
-        .unwrap();
+    allow(&mut rec, b"{}");
     drop(rec);
     assert_eq!(visible(&db), 1);
 }
@@ -157,12 +142,10 @@ fn each_step_records_the_digest_of_what_the_model_saw_before_it() {
     let first = json!({"role": "user", "content": "list the files"});
     rec.observe(&first).unwrap();
     let args = br#"{ "path" : "/tmp" }"#;
-    rec.record_step(&call(args), common::admission(AllowDeny::Allow, &["r"]))
-        .unwrap();
+    allow(&mut rec, args);
     let result = json!({"files": ["a", "b"]});
     rec.observe(&result).unwrap();
-    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
-        .unwrap();
+    allow(&mut rec, b"{}");
     let rows = store.rows(&ids().0, &ids().1).unwrap();
     let (r0, r1) = (rows[0].as_ref().unwrap(), rows[1].as_ref().unwrap());
     assert_eq!(r0.observation_digest, Some(jcs_digest(&first).unwrap()));
@@ -189,13 +172,7 @@ fn each_step_records_the_digest_of_what_the_model_saw_before_it() {
 fn without_retention_no_content_is_kept() {
     let dir = tempfile::tempdir().unwrap();
     let store = common::open(&dir.path().join("n.db"));
-    let mut rec = recorder(
-        store.clone(),
-        RecorderOptions {
-            durability: Durability::Sync,
-            content_retention: None,
-        },
-    );
+    let mut rec = recorder(store.clone(), without_content(Durability::Sync));
     rec.observe(&json!({"secret": "x"})).unwrap();
     rec.record_step(
         &call(b"{\"a\":1}"),
@@ -212,10 +189,8 @@ fn a_resumed_writer_continues_the_same_chain() {
     let (key, trusted) = common::key();
     {
         let mut rec = recorder(common::open(&db), RecorderOptions::default());
-        rec.record_step(&call(b"1"), common::admission(AllowDeny::Allow, &["r"]))
-            .unwrap();
-        rec.record_step(&call(b"2"), common::admission(AllowDeny::Allow, &["r"]))
-            .unwrap();
+        allow(&mut rec, b"1");
+        allow(&mut rec, b"2");
     }
     let store = common::open(&db);
     let (tenant, run) = ids();
@@ -228,21 +203,16 @@ fn a_resumed_writer_continues_the_same_chain() {
     )
     .unwrap();
     assert_eq!(rec.next_step(), 2);
-    rec.record_step(&call(b"3"), common::admission(AllowDeny::Allow, &["r"]))
-        .unwrap();
+    allow(&mut rec, b"3");
     rec.terminate(
         cairn_ledger::record::TerminationReason::Completed,
         None,
         &key,
     )
     .unwrap();
-    let rows = store.rows(&tenant, &run).unwrap();
-    let note = store.checkpoint(&tenant, &run).unwrap();
-    let report = verify_run(
-        &tenant,
-        &run,
-        &rows,
-        note.as_deref(),
+    let report = common::verify_stored(
+        &*store,
+        (&tenant, &run),
         &trusted,
         CheckpointPolicy::Required,
     );
@@ -261,8 +231,7 @@ fn an_envelope_is_saved_atomically_with_its_boundary_record_and_the_latest_one_w
     let db = dir.path().join("env.db");
     let store = common::open(&db);
     let mut rec = recorder(store.clone(), RecorderOptions::default());
-    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
-        .unwrap();
+    allow(&mut rec, b"{}");
     let body = r#"{"envelope_id":"ce-1"}"#;
     let mut event = cairn_ledger::record::BoundaryEvent::new(common::label("context_compaction"));
     event.envelope_id = Some(common::label("ce-1"));
@@ -333,10 +302,7 @@ fn an_envelope_is_saved_atomically_with_its_boundary_record_and_the_latest_one_w
 /// A store with one run and two sync writers of it, as two processes would have.
 fn two_writers(dir: &std::path::Path) -> (Arc<SqliteStore>, Recorder, Recorder) {
     let store = Arc::new(SqliteStore::open(dir.join("s.db"), OpenMode::CreateIfMissing).unwrap());
-    let sync = RecorderOptions {
-        durability: Durability::Sync,
-        content_retention: None,
-    };
+    let sync = without_content(Durability::Sync);
     let first = recorder(Arc::clone(&store), sync);
     let (tenant, run) = ids();
     let second = Recorder::resume(
@@ -419,19 +385,33 @@ fn a_sync_writer_behind_another_writers_boundary_gets_the_conflict() {
 /// A store whose `keep_content` always fails (everything else is SQLite's).
 struct NoContentAhead(Arc<SqliteStore>);
 
+/// Methods of [`Store`] that [`NoContentAhead`] hands to SQLite as they are.
+macro_rules! to_sqlite {
+    ($(fn $name:ident($($arg:ident: $ty:ty),*) -> $ok:ty;)*) => {
+        $(fn $name(&self, $($arg: $ty),*) -> Result<$ok, cairn_ledger::StoreError> {
+            self.0.$name($($arg),*)
+        })*
+    };
+}
+
 impl Store for NoContentAhead {
-    fn open_run(
-        &self,
-        meta: &cairn_ledger::store::RunMeta,
-    ) -> Result<(), cairn_ledger::StoreError> {
-        self.0.open_run(meta)
+    to_sqlite! {
+        fn open_run(meta: &cairn_ledger::store::RunMeta) -> ();
+        fn append(commit: &cairn_ledger::store::Commit<'_>) -> ();
+        fn run(tenant: &TenantId, run: &RunId) -> Option<cairn_ledger::store::RunInfo>;
+        fn find_runs(run: &RunId) -> Vec<cairn_ledger::store::RunInfo>;
+        fn list_runs(filter: &cairn_ledger::store::RunFilter) -> Vec<cairn_ledger::store::RunInfo>;
+        fn rows(tenant: &TenantId, run: &RunId) -> Vec<cairn_ledger::store::StoredRow>;
+        fn record(tenant: &TenantId, run: &RunId, step: u64) -> Option<cairn_ledger::store::StoredRow>;
+        fn digests(tenant: &TenantId, run: &RunId) -> Vec<Digest>;
+        fn checkpoint(tenant: &TenantId, run: &RunId) -> Option<String>;
+        fn envelopes(tenant: &TenantId, run: &RunId) -> Vec<cairn_ledger::store::StoredEnvelope>;
+        fn latest_envelope(tenant: &TenantId, run: &RunId) -> Option<cairn_ledger::store::StoredEnvelope>;
+        fn content(digest: &Digest) -> Option<cairn_ledger::store::StoredContent>;
+        fn gc_content(now: Timestamp) -> u64;
+        fn cost(by: cairn_ledger::store::CostDimension, tenant: Option<&TenantId>) -> Vec<cairn_ledger::store::CostRow>;
     }
-    fn append(
-        &self,
-        commit: &cairn_ledger::store::Commit<'_>,
-    ) -> Result<(), cairn_ledger::StoreError> {
-        self.0.append(commit)
-    }
+
     fn keep_content(
         &self,
         _tenant: &TenantId,
@@ -441,84 +421,6 @@ impl Store for NoContentAhead {
         Err(cairn_ledger::StoreError::Backend(
             "content refused".to_owned(),
         ))
-    }
-    fn run(
-        &self,
-        tenant: &TenantId,
-        run: &RunId,
-    ) -> Result<Option<cairn_ledger::store::RunInfo>, cairn_ledger::StoreError> {
-        self.0.run(tenant, run)
-    }
-    fn find_runs(
-        &self,
-        run: &RunId,
-    ) -> Result<Vec<cairn_ledger::store::RunInfo>, cairn_ledger::StoreError> {
-        self.0.find_runs(run)
-    }
-    fn list_runs(
-        &self,
-        filter: &cairn_ledger::store::RunFilter,
-    ) -> Result<Vec<cairn_ledger::store::RunInfo>, cairn_ledger::StoreError> {
-        self.0.list_runs(filter)
-    }
-    fn rows(
-        &self,
-        tenant: &TenantId,
-        run: &RunId,
-    ) -> Result<Vec<cairn_ledger::store::StoredRow>, cairn_ledger::StoreError> {
-        self.0.rows(tenant, run)
-    }
-    fn record(
-        &self,
-        tenant: &TenantId,
-        run: &RunId,
-        step: u64,
-    ) -> Result<Option<cairn_ledger::store::StoredRow>, cairn_ledger::StoreError> {
-        self.0.record(tenant, run, step)
-    }
-    fn digests(
-        &self,
-        tenant: &TenantId,
-        run: &RunId,
-    ) -> Result<Vec<Digest>, cairn_ledger::StoreError> {
-        self.0.digests(tenant, run)
-    }
-    fn checkpoint(
-        &self,
-        tenant: &TenantId,
-        run: &RunId,
-    ) -> Result<Option<String>, cairn_ledger::StoreError> {
-        self.0.checkpoint(tenant, run)
-    }
-    fn envelopes(
-        &self,
-        tenant: &TenantId,
-        run: &RunId,
-    ) -> Result<Vec<cairn_ledger::store::StoredEnvelope>, cairn_ledger::StoreError> {
-        self.0.envelopes(tenant, run)
-    }
-    fn latest_envelope(
-        &self,
-        tenant: &TenantId,
-        run: &RunId,
-    ) -> Result<Option<cairn_ledger::store::StoredEnvelope>, cairn_ledger::StoreError> {
-        self.0.latest_envelope(tenant, run)
-    }
-    fn content(
-        &self,
-        digest: &Digest,
-    ) -> Result<Option<cairn_ledger::store::StoredContent>, cairn_ledger::StoreError> {
-        self.0.content(digest)
-    }
-    fn gc_content(&self, now: Timestamp) -> Result<u64, cairn_ledger::StoreError> {
-        self.0.gc_content(now)
-    }
-    fn cost(
-        &self,
-        by: cairn_ledger::store::CostDimension,
-        tenant: Option<&TenantId>,
-    ) -> Result<Vec<cairn_ledger::store::CostRow>, cairn_ledger::StoreError> {
-        self.0.cost(by, tenant)
     }
 }
 
@@ -543,8 +445,7 @@ fn content_a_store_cannot_keep_ahead_waits_for_the_next_commit() {
     rec.flush()
         .expect("a content copy that waits is no failure");
     assert!(sqlite.content(&shown).unwrap().is_none(), "not kept yet");
-    rec.record_step(&call(b"{}"), common::admission(AllowDeny::Allow, &["r"]))
-        .unwrap();
+    allow(&mut rec, b"{}");
     let rows = sqlite.rows(&tenant, &run).unwrap();
     let step = rows.last().unwrap().as_ref().unwrap();
     assert_eq!(step.observation_digest, Some(shown));

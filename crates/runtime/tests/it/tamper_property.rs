@@ -323,13 +323,9 @@ fn verify_store(path: &Path) -> RunReport {
     let tpl = template();
     let store = SqliteStore::open(path, OpenMode::MustExist).unwrap();
     let (tenant, run) = &tpl.target;
-    let rows = store.rows(tenant, run).unwrap();
-    let note = store.checkpoint(tenant, run).unwrap();
-    verify_run(
-        tenant,
-        run,
-        &rows,
-        note.as_deref(),
+    common::verify_stored(
+        &store,
+        (tenant, run),
         &tpl.trusted,
         CheckpointPolicy::WhenTerminated,
     )
@@ -465,6 +461,37 @@ fn apply_bundle(lines: &mut Vec<String>, tamper: &BundleTamper) -> Option<Expect
     })
 }
 
+/// The verification of the bundle of `lines` (each without its line end), as the run `as_run`
+/// when given, else as the run it names, against `trusted`.
+fn verify_bundle(
+    lines: &[String],
+    as_run: Option<&(TenantId, RunId)>,
+    trusted: &TrustedKeys,
+) -> RunReport {
+    let bundle = parse_bundle(&(lines.join("\n") + "\n")).unwrap();
+    let (tenant, run) = as_run.map_or((&bundle.tenant_id, &bundle.run_id), |(t, r)| (t, r));
+    verify_run(
+        tenant,
+        run,
+        &bundle.rows,
+        bundle.checkpoint_note.as_deref(),
+        trusted,
+        CheckpointPolicy::Required,
+    )
+}
+
+#[track_caller]
+fn assert_checkpoint_refused(report: &RunReport) {
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.kind == TamperKind::Checkpoint),
+        "{:#?}",
+        report.findings
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 640, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -473,16 +500,7 @@ proptest! {
         let tpl = template();
         let mut lines = tpl.bundle.clone();
         let expect = apply_bundle(&mut lines, &tamper);
-        let text = lines.join("\n") + "\n";
-        let bundle = parse_bundle(&text).unwrap();
-        let report = verify_run(
-            &bundle.tenant_id,
-            &bundle.run_id,
-            &bundle.rows,
-            bundle.checkpoint_note.as_deref(),
-            &tpl.trusted,
-            CheckpointPolicy::Required,
-        );
+        let report = verify_bundle(&lines, None, &tpl.trusted);
         match expect {
             None => prop_assert!(report.is_intact(), "untampered bundle failed: {:#?}", report.findings),
             Some(expect) => assert_located(&report, &expect, &format!("{tamper:?}")),
@@ -494,23 +512,7 @@ proptest! {
 fn a_checkpoint_signed_by_an_untrusted_key_is_refused() {
     let tpl = template();
     let (_, stranger) = common::key();
-    let bundle = parse_bundle(&(tpl.bundle.join("\n") + "\n")).unwrap();
-    let report = verify_run(
-        &bundle.tenant_id,
-        &bundle.run_id,
-        &bundle.rows,
-        bundle.checkpoint_note.as_deref(),
-        &stranger,
-        CheckpointPolicy::Required,
-    );
-    assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.kind == TamperKind::Checkpoint),
-        "{:#?}",
-        report.findings
-    );
+    assert_checkpoint_refused(&verify_bundle(&tpl.bundle, None, &stranger));
 }
 
 #[test]
@@ -519,22 +521,6 @@ fn a_checkpoint_of_another_run_is_refused() {
     let mut lines = tpl.bundle.clone();
     let last = lines.len() - 1;
     lines[last] = tpl.other_bundle[tpl.other_bundle.len() - 1].clone();
-    let bundle = parse_bundle(&(lines.join("\n") + "\n")).unwrap();
     // The bundle now claims to be run-b; its records are run-a's: every one is spliced.
-    let report = verify_run(
-        &tpl.target.0,
-        &tpl.target.1,
-        &bundle.rows,
-        bundle.checkpoint_note.as_deref(),
-        &tpl.trusted,
-        CheckpointPolicy::Required,
-    );
-    assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.kind == TamperKind::Checkpoint),
-        "{:#?}",
-        report.findings
-    );
+    assert_checkpoint_refused(&verify_bundle(&lines, Some(&tpl.target), &tpl.trusted));
 }

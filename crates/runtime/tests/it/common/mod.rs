@@ -7,10 +7,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cairn_core::{Clock, FixedClock, RunId, TaskId, TenantId, Timestamp};
+use cairn_ledger::Store;
 use cairn_ledger::keys::{SigningKey, TrustedKeys};
 use cairn_ledger::record::{
     Admission, AllowDeny, BoundaryEvent, Label, TerminationReason, ToolRef,
 };
+use cairn_ledger::verify::{CheckpointPolicy, RunReport, verify_run};
 use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 
@@ -32,6 +34,18 @@ pub fn admission(decision: AllowDeny, rules: &[&str]) -> Admission {
         decision,
         policy_set_version: cairn_core::Digest::of(b"policy-v1"),
         rule_ids: rules.iter().map(|r| label(r)).collect(),
+    }
+}
+
+/// A call of version `version` of `tool` with `args`, outside any lane.
+pub fn call<'a>(tool: &str, version: &str, args: &'a [u8]) -> ToolCall<'a> {
+    ToolCall {
+        tool: ToolRef {
+            name: label(tool),
+            version: label(version),
+        },
+        args,
+        lane: None,
     }
 }
 
@@ -116,14 +130,7 @@ pub fn write_run(
         let args = format!("{{\"n\":{i},\"run\":\"{run}\"}}");
         recorder
             .record_step(
-                &ToolCall {
-                    tool: ToolRef {
-                        name: label(&format!("tool.{}", i % 3)),
-                        version: label("1"),
-                    },
-                    args: args.as_bytes(),
-                    lane: None,
-                },
+                &call(&format!("tool.{}", i % 3), "1", args.as_bytes()),
                 admission(
                     decision,
                     &[if decision == AllowDeny::Allow {
@@ -142,6 +149,19 @@ pub fn write_run(
         .terminate(TerminationReason::Completed, None, key)
         .expect("terminate");
     (tenant, run_id)
+}
+
+/// The verification of the run `run` of `tenant` as `store` holds it: its rows and its
+/// checkpoint note, against `trusted` under `policy`.
+pub fn verify_stored(
+    store: &dyn Store,
+    (tenant, run): (&TenantId, &RunId),
+    trusted: &TrustedKeys,
+    policy: CheckpointPolicy,
+) -> RunReport {
+    let rows = store.rows(tenant, run).expect("rows");
+    let note = store.checkpoint(tenant, run).expect("checkpoint");
+    verify_run(tenant, run, &rows, note.as_deref(), trusted, policy)
 }
 
 /// Opens (creating) a store file.
