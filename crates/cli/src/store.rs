@@ -2,10 +2,12 @@
 //! reaches its store through here, so `--store postgres://…` (or `CAIRN_STORE`) works for
 //! each of them.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use cairn_ledger::Store;
 use cairn_ledger::store::OpenMode;
+use cairn_ledger::{Store, StoreError};
+use cairn_runtime::StoreOpener;
 use cairn_store_postgres::{Options, PostgresStore};
 use cairn_store_sqlite::{Pages, SqliteStore};
 
@@ -57,6 +59,38 @@ impl OpenStore for StoreLocation {
             }
             Self::Postgres(_) | Self::Open(_) => self.open(mode),
         }
+    }
+}
+
+/// The stores a hook opens, created on first use: the embedded SQLite file — as a hook
+/// worker (one process per call) or the resident server (which keeps it open through
+/// `cairn_hooks::KeptStores`) uses it — or, when `--store`/`CAIRN_STORE` is a `postgres://`
+/// URL, the PostgreSQL store it names (which has no files of its own to protect).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookStores {
+    /// One process per tool call: keeping a small write-ahead log between processes saves a
+    /// checkpoint, a deletion and a re-creation of the log (fsyncs) on every call.
+    ShortLived,
+    /// The resident server: the log is checkpointed as it grows, so it never outgrows 1 MiB
+    /// however long the server runs.
+    LongLived,
+}
+
+impl StoreOpener for HookStores {
+    fn open(&self, location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError> {
+        let StoreLocation::File(path) = location else {
+            return open(location, OpenMode::CreateIfMissing);
+        };
+        let store = SqliteStore::open(path, OpenMode::CreateIfMissing)?;
+        match self {
+            Self::ShortLived => store.tune_for_short_lived_process()?,
+            Self::LongLived => store.tune_for_long_lived_process()?,
+        }
+        Ok(Arc::new(store))
+    }
+
+    fn files(&self, location: &StoreLocation) -> Vec<PathBuf> {
+        location.file().map(SqliteStore::files).unwrap_or_default()
     }
 }
 

@@ -46,10 +46,7 @@ use std::time::{Duration, Instant};
 use cairn_core::SystemClock;
 use cairn_hooks::client::{self, StdinFailure, emit, failed, late, left, read_stdin_by};
 use cairn_hooks::project::Binding;
-use cairn_hooks::{Answer, Environment, Fault, Host, StoreOpener};
-use cairn_ledger::store::OpenMode;
-use cairn_ledger::{Store, StoreError};
-use cairn_store_sqlite::SqliteStore;
+use cairn_hooks::{Answer, Environment, Fault, Host};
 
 use crate::args::{HookArgs, HookHost};
 use crate::context::{Context, StoreLocation};
@@ -61,38 +58,6 @@ const MAX_DEADLINE: Duration = Duration::from_secs(50);
 const MIN_DEADLINE: Duration = Duration::from_millis(100);
 /// The longest answer read from a worker.
 const WORKER_ANSWER_MAX_BYTES: u64 = 8 << 20;
-
-/// The stores a hook opens, created on first use: the embedded SQLite file — as a hook
-/// worker (one process per call) or the resident server (which keeps it open through
-/// `cairn_hooks::KeptStores`) uses it — or, when `--store`/`CAIRN_STORE` is a `postgres://`
-/// URL, the PostgreSQL store it names (which has no files of its own to protect).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stores {
-    /// One process per tool call: keeping a small write-ahead log between processes saves a
-    /// checkpoint, a deletion and a re-creation of the log (fsyncs) on every call.
-    ShortLived,
-    /// The resident server: the log is checkpointed as it grows, so it never outgrows 1 MiB
-    /// however long the server runs.
-    LongLived,
-}
-
-impl StoreOpener for Stores {
-    fn open(&self, location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError> {
-        let StoreLocation::File(path) = location else {
-            return crate::store::open(location, OpenMode::CreateIfMissing);
-        };
-        let store = SqliteStore::open(path, OpenMode::CreateIfMissing)?;
-        match self {
-            Self::ShortLived => store.tune_for_short_lived_process()?,
-            Self::LongLived => store.tune_for_long_lived_process()?,
-        }
-        Ok(Arc::new(store))
-    }
-
-    fn files(&self, location: &StoreLocation) -> Vec<PathBuf> {
-        location.file().map(SqliteStore::files).unwrap_or_default()
-    }
-}
 
 /// Runs `cairn hook HOST` and returns its exit code.
 pub fn run(ctx: &Context, args: &HookArgs) -> ExitCode {
@@ -402,7 +367,7 @@ fn work(ctx: &Context, args: &HookArgs) -> u8 {
     let host = host_of(args);
     let environment = Environment {
         clock: Arc::new(SystemClock),
-        stores: Arc::new(Stores::ShortLived),
+        stores: Arc::new(crate::store::HookStores::ShortLived),
         // An empty `--store` names no store: opening it fails, and the call is denied for it.
         store: ctx.explicit_store.as_deref().map(|text| {
             StoreLocation::parse(text).unwrap_or_else(|| StoreLocation::File(PathBuf::new()))

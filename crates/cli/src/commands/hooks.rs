@@ -63,7 +63,7 @@ fn serve(ctx: &Context, args: &HooksServe) -> Result<Outcome, Failure> {
     let environment = cairn_hooks::Environment {
         clock: std::sync::Arc::new(cairn_core::SystemClock),
         stores: std::sync::Arc::new(cairn_hooks::KeptStores::new(
-            crate::commands::hook::Stores::LongLived,
+            crate::store::HookStores::LongLived,
         )),
         store: None,
         keys_dir: None,

@@ -73,7 +73,7 @@ impl HookAnswerer for ServiceHooks {
         let env = Environment {
             clock: Arc::new(SystemClock),
             // The service's own store, open already: the opener is never asked for it.
-            stores: Arc::new(crate::commands::hook::Stores::LongLived),
+            stores: Arc::new(crate::store::HookStores::LongLived),
             store: Some(StoreLocation::Open(Arc::clone(&self.store))),
             keys_dir: Some(self.keys.clone()),
             fault: None,
