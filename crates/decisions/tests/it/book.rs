@@ -6,8 +6,8 @@ use crate::common;
 
 use cairn_core::ErrorCode;
 use cairn_decisions::{
-    ContinuityHealth, CustomKind, DecisionBook, DecisionKind, DecisionState, Reason, SetOutcome,
-    compare,
+    Comparison, ContinuityHealth, CustomKind, DecisionBook, DecisionKind, DecisionState, Reason,
+    SetOutcome, Snapshot, compare,
 };
 use common::*;
 use serde_json::{Value, json};
@@ -16,13 +16,55 @@ fn custom(id: &str) -> DecisionKind {
     DecisionKind::Other(CustomKind::new(id).unwrap())
 }
 
+/// Sets `kind` to `value`, with no approval, from `source` at `t(at)`.
+fn set_at(
+    book: &mut DecisionBook,
+    kind: DecisionKind,
+    value: &Value,
+    source: &str,
+    at: i64,
+) -> SetOutcome {
+    book.set(kind, value, None, Some(source), t(at), &key())
+        .unwrap()
+}
+
+/// Sets `kind` to `value` with the approval `approval_ref`, from `cli:set` at `t(at)`.
+fn set_approved(
+    book: &mut DecisionBook,
+    kind: DecisionKind,
+    value: &Value,
+    approval_ref: &str,
+    at: i64,
+) -> SetOutcome {
+    book.set(
+        kind,
+        value,
+        Some(approval_ref),
+        Some("cli:set"),
+        t(at),
+        &key(),
+    )
+    .unwrap()
+}
+
+/// `compare` of the book's observations and approvals against `snapshot`, a minute after the
+/// boundary.
+fn compare_a_minute_after(snapshot: &Snapshot, book: &DecisionBook) -> Comparison {
+    compare(
+        Some(snapshot),
+        &book.observations(),
+        book.approvals(),
+        boundary(),
+        t(60),
+        window(),
+    )
+}
+
 #[test]
 fn set_creates_reobserves_and_revises() {
     let mut book = DecisionBook::new();
     let v1 = json!({"branch": "main"});
-    let created = book
-        .set(target(), &v1, None, Some("cli:set"), t(0), &key())
-        .unwrap();
+    let created = set_at(&mut book, target(), &v1, "cli:set", 0);
     assert!(matches!(created, SetOutcome::Created { .. }));
     assert_eq!(created.entry().revision(), 1);
     assert!(created.entry().value_digest().is_keyed());
@@ -38,18 +80,14 @@ fn set_creates_reobserves_and_revises() {
         "cairn-normalize/v1"
     );
 
-    let again = book
-        .set(target(), &v1, None, Some("hook:again"), t(10), &key())
-        .unwrap();
+    let again = set_at(&mut book, target(), &v1, "hook:again", 10);
     assert!(matches!(again, SetOutcome::Reobserved { .. }));
     assert_eq!(again.entry().revision(), 1);
     assert_eq!(again.entry().observed_at(), t(10));
     assert_eq!(again.entry().source(), Some("hook:again"));
 
     let v2 = json!({"branch": "release"});
-    let revised = book
-        .set(target(), &v2, None, Some("cli:set"), t(20), &key())
-        .unwrap();
+    let revised = set_at(&mut book, target(), &v2, "cli:set", 20);
     let SetOutcome::Revised {
         entry,
         previous_revision,
@@ -66,16 +104,7 @@ fn set_creates_reobserves_and_revises() {
 
     // With an approval reference, the change is linked at once.
     let v3 = json!({"branch": "release-2"});
-    let linked = book
-        .set(
-            target(),
-            &v3,
-            Some("review:PR-9"),
-            Some("cli:set"),
-            t(30),
-            &key(),
-        )
-        .unwrap();
+    let linked = set_approved(&mut book, target(), &v3, "review:PR-9", 30);
     let SetOutcome::Revised { approval, .. } = &linked else {
         panic!("{linked:?}")
     };
@@ -100,23 +129,16 @@ fn formatting_changes_are_not_drift() {
         serde_json::to_string(&composed).unwrap(),
         serde_json::to_string(&reordered_nfd).unwrap()
     );
-    book.set(scope(), &composed, None, Some("cli:set"), t(0), &key())
-        .unwrap();
-    let again = book
-        .set(scope(), &reordered_nfd, None, Some("cli:set"), t(1), &key())
-        .unwrap();
+    set_at(&mut book, scope(), &composed, "cli:set", 0);
+    let again = set_at(&mut book, scope(), &reordered_nfd, "cli:set", 1);
     assert!(matches!(again, SetOutcome::Reobserved { .. }), "{again:?}");
 
     // ... but null is not the same as an absent field, and array order is meaning.
     let without_limit = json!({"paths": ["caf\u{e9}/", "b/"], "queue": "Z\u{fc}rich"});
-    let outcome = book
-        .set(scope(), &without_limit, None, Some("cli:set"), t(2), &key())
-        .unwrap();
+    let outcome = set_at(&mut book, scope(), &without_limit, "cli:set", 2);
     assert!(matches!(outcome, SetOutcome::Revised { .. }));
     let swapped = json!({"paths": ["b/", "caf\u{e9}/"], "queue": "Z\u{fc}rich"});
-    let outcome = book
-        .set(scope(), &swapped, None, Some("cli:set"), t(3), &key())
-        .unwrap();
+    let outcome = set_at(&mut book, scope(), &swapped, "cli:set", 3);
     assert!(matches!(outcome, SetOutcome::Revised { .. }));
 }
 
@@ -132,8 +154,7 @@ fn a_reformatted_reassertion_compares_as_preserved() {
         ),
     ];
     for (kind, v) in &decisions {
-        book.set(kind.clone(), v, None, Some("cli:set"), t(-100), &key())
-            .unwrap();
+        set_at(&mut book, kind.clone(), v, "cli:set", -100);
     }
     let snapshot = book.snapshot(t(-1)).unwrap();
     let reasserted = [
@@ -145,26 +166,10 @@ fn a_reformatted_reassertion_compares_as_preserved() {
         ),
     ];
     for (kind, v) in &reasserted {
-        let outcome = book
-            .set(
-                kind.clone(),
-                v,
-                None,
-                Some("hook:session-start"),
-                t(30),
-                &key(),
-            )
-            .unwrap();
+        let outcome = set_at(&mut book, kind.clone(), v, "hook:session-start", 30);
         assert!(matches!(outcome, SetOutcome::Reobserved { .. }));
     }
-    let c = compare(
-        Some(&snapshot),
-        &book.observations(),
-        book.approvals(),
-        boundary(),
-        t(60),
-        window(),
-    );
+    let c = compare_a_minute_after(&snapshot, &book);
     assert_eq!(c.state(), ContinuityHealth::Preserved);
 }
 
@@ -174,47 +179,23 @@ fn the_realistic_flow_set_snapshot_reassert_compare() {
     let snapshot = book.snapshot(t(-2)).unwrap();
     // After the boundary: scope re-asserted, acceptance test changed with approval,
     // approval boundary not re-asserted.
-    book.set(
+    set_at(
+        &mut book,
         scope(),
         &value(&scope()),
-        None,
-        Some("hook:session-start"),
-        t(30),
-        &key(),
-    )
-    .unwrap();
-    let new = json!({"command": "cargo test --workspace"});
-    book.set(
-        acceptance_test(),
-        &new,
-        None,
-        Some("cli:set"),
-        t(40),
-        &key(),
-    )
-    .unwrap();
-
-    let c = compare(
-        Some(&snapshot),
-        &book.observations(),
-        book.approvals(),
-        boundary(),
-        t(60),
-        window(),
+        "hook:session-start",
+        30,
     );
+    let new = json!({"command": "cargo test --workspace"});
+    set_at(&mut book, acceptance_test(), &new, "cli:set", 40);
+
+    let c = compare_a_minute_after(&snapshot, &book);
     assert_eq!(c.state(), ContinuityHealth::Conflicting);
     assert_eq!(c.determining_key(), Some(&acceptance_test()));
 
     book.approve_change(&acceptance_test(), 1, 2, "review:PR-77", t(50))
         .unwrap();
-    let c = compare(
-        Some(&snapshot),
-        &book.observations(),
-        book.approvals(),
-        boundary(),
-        t(60),
-        window(),
-    );
+    let c = compare_a_minute_after(&snapshot, &book);
     assert_eq!(c.state(), ContinuityHealth::Unverified);
     assert_eq!(c.determining_key(), Some(&approval_boundary()));
     assert_eq!(c.reason(), Reason::ObservationNotFresh);
@@ -223,23 +204,14 @@ fn the_realistic_flow_set_snapshot_reassert_compare() {
         DecisionState::ApprovedChange
     );
 
-    book.set(
+    set_at(
+        &mut book,
         approval_boundary(),
         &value(&approval_boundary()),
-        None,
-        Some("hook:session-start"),
-        t(55),
-        &key(),
-    )
-    .unwrap();
-    let c = compare(
-        Some(&snapshot),
-        &book.observations(),
-        book.approvals(),
-        boundary(),
-        t(60),
-        window(),
+        "hook:session-start",
+        55,
     );
+    let c = compare_a_minute_after(&snapshot, &book);
     assert_eq!(c.state(), ContinuityHealth::ApprovedChange);
 }
 
@@ -248,10 +220,8 @@ fn approve_change_checks_the_revisions() {
     let mut book = book3();
     let v1 = value(&acceptance_test());
     let v2 = json!({"command": "b"});
-    book.set(acceptance_test(), &v2, None, Some("cli:set"), t(1), &key())
-        .unwrap();
-    book.set(acceptance_test(), &v1, None, Some("cli:set"), t(2), &key())
-        .unwrap();
+    set_at(&mut book, acceptance_test(), &v2, "cli:set", 1);
+    set_at(&mut book, acceptance_test(), &v1, "cli:set", 2);
     assert_eq!(book.get(&acceptance_test()).unwrap().revision(), 3);
 
     let code = |r: Result<_, cairn_decisions::DecisionError>| r.unwrap_err().code();
@@ -354,8 +324,7 @@ fn snapshots_hold_three_to_seven_decisions() {
     let mut book = DecisionBook::new();
     for (count, kind) in kinds.iter().enumerate() {
         let v = json!({"n": count});
-        book.set(kind.clone(), &v, None, Some("cli:set"), t(-10), &key())
-            .unwrap();
+        set_at(&mut book, kind.clone(), &v, "cli:set", -10);
         let result = book.snapshot(t(-1));
         let n = count + 1;
         match n {
@@ -382,10 +351,8 @@ fn snapshots_hold_three_to_seven_decisions() {
 #[test]
 fn a_snapshot_reports_every_finding() {
     let mut book = DecisionBook::new();
-    book.set(scope(), &json!(1), None, Some("cli:set"), t(10), &key())
-        .unwrap();
-    book.set(target(), &json!(2), None, Some("cli:set"), t(20), &key())
-        .unwrap();
+    set_at(&mut book, scope(), &json!(1), "cli:set", 10);
+    set_at(&mut book, target(), &json!(2), "cli:set", 20);
     let err = book.snapshot(t(0)).unwrap_err();
     let codes: Vec<&str> = err.findings().iter().map(|f| f.code).collect();
     assert_eq!(
@@ -402,24 +369,14 @@ fn a_snapshot_reports_every_finding() {
 fn the_book_round_trips_and_holds_no_raw_value() {
     let canary = "CANARY-sk_live_51Hx9zSecretValue";
     let mut book = book3();
-    book.set(
+    set_at(
+        &mut book,
         target(),
         &json!({"token_hint": canary}),
-        None,
-        Some("cli:set"),
-        t(0),
-        &key(),
-    )
-    .unwrap();
-    book.set(
-        target(),
-        &json!({"branch": "x"}),
-        Some("review:1"),
-        Some("cli:set"),
-        t(1),
-        &key(),
-    )
-    .unwrap();
+        "cli:set",
+        0,
+    );
+    set_approved(&mut book, target(), &json!({"branch": "x"}), "review:1", 1);
     let text = serde_json::to_string_pretty(&book).unwrap();
     assert!(!text.contains("CANARY"), "{text}");
     assert!(!text.contains("decisions test key"), "{text}");
@@ -436,15 +393,7 @@ fn the_book_round_trips_and_holds_no_raw_value() {
 #[test]
 fn a_tampered_book_is_refused_with_the_path() {
     let mut book = book3();
-    book.set(
-        scope(),
-        &json!("other"),
-        Some("review:1"),
-        Some("cli:set"),
-        t(0),
-        &key(),
-    )
-    .unwrap();
+    set_approved(&mut book, scope(), &json!("other"), "review:1", 0);
     let good: Value = serde_json::to_value(&book).unwrap();
     let refuse = |edit: &dyn Fn(&mut Value), code: &str, path: &str| {
         let mut doc = good.clone();
