@@ -50,6 +50,21 @@ fn check(book: &LaneBook, principal: &str, lane: &str, tool: &str, args: &Value)
     })
 }
 
+/// The verdict on `principal` editing the file `path` in `lane`.
+fn edit_in(book: &LaneBook, principal: &str, lane: &str, path: &str) -> LaneVerdict {
+    check(book, principal, lane, "fs.edit", &json!({ "path": path }))
+}
+
+/// Asserts the rule of each `(principal, lane, path, rule)`: what `book` answers the edit of
+/// `path` in `lane` by `principal`.
+#[track_caller]
+fn assert_edits(book: &LaneBook, cases: &[(&str, &str, &str, &str)]) {
+    for &(principal, lane, path, rule) in cases {
+        let verdict = edit_in(book, principal, lane, path);
+        assert_eq!(rule_of(&verdict), rule, "{path}: {verdict:?}");
+    }
+}
+
 fn rule_of(verdict: &LaneVerdict) -> &'static str {
     match verdict {
         LaneVerdict::Denied { rule, .. } => rule,
@@ -90,13 +105,7 @@ fn a_verifier_lane_is_denied_an_edit_the_authoring_lane_is_allowed() {
     );
     // A path that climbs out of src/ is not inside `file:src/*`.
     assert_eq!(
-        rule_of(&check(
-            &book,
-            AUTHOR,
-            "authoring",
-            "fs.edit",
-            &json!({"path": "src/../../etc/passwd"})
-        )),
+        rule_of(&edit_in(&book, AUTHOR, "authoring", "src/../../etc/passwd")),
         "cairn.lane-scope"
     );
     // Unknown effects and strangers fail closed.
@@ -144,13 +153,7 @@ fn the_latest_ruling_outranks_a_restored_view_that_contradicts_it() {
     assert!(findings[0].message.contains("event:u-7"), "{findings:?}");
     // The gate follows the ruling, not the summary.
     assert_eq!(
-        rule_of(&check(
-            &book,
-            AUTHOR,
-            "authoring",
-            "fs.edit",
-            &json!({"path": "src/fallback.rs"})
-        )),
+        rule_of(&edit_in(&book, AUTHOR, "authoring", "src/fallback.rs")),
         "cairn.lane-scope"
     );
     assert_eq!(book.ruling_ref("authoring"), Some("event:u-7"));
@@ -203,13 +206,7 @@ fn partial_evidence_never_promotes_a_lane_and_full_evidence_does() {
     assert_eq!(book.status("authoring"), Some(LaneStatus::Complete));
     // A complete lane takes no more calls.
     assert_eq!(
-        rule_of(&check(
-            &book,
-            AUTHOR,
-            "authoring",
-            "fs.edit",
-            &json!({"path": "src/lib.rs"})
-        )),
+        rule_of(&edit_in(&book, AUTHOR, "authoring", "src/lib.rs")),
         "cairn.lane-closed"
     );
 }
@@ -403,42 +400,34 @@ fn absolute_and_project_relative_paths_and_scopes_are_judged_alike() {
         json!(["file:/work/app/src/*", "file:schema/*"]);
     let config = LaneConfig::from_json(&value.to_string()).unwrap();
     let mut book = LaneBook::new(config.with_project_root("/work/app"));
-    let edit = |path: &str| json!({ "path": path });
-
-    let verdict = check(
+    assert_edits(
         &book,
-        VERIFIER,
-        "verification",
-        "fs.edit",
-        &edit("/work/app/src/lib.rs"),
+        &[
+            (
+                VERIFIER,
+                "verification",
+                "/work/app/src/lib.rs",
+                "cairn.lane-scope",
+            ),
+            (VERIFIER, "verification", "/work/app/notes.md", "inside"),
+            // The authoring lane's scope was written with the absolute path; relative and
+            // absolute names of its files are both inside, a neighbouring folder is not.
+            (AUTHOR, "authoring", "src/lib.rs", "inside"),
+            (AUTHOR, "authoring", "/work/app/src/lib.rs", "inside"),
+            (
+                AUTHOR,
+                "authoring",
+                "/work/app/docs/../src/lib.rs",
+                "inside",
+            ),
+            (
+                AUTHOR,
+                "authoring",
+                "/work/application/src/x",
+                "cairn.lane-scope",
+            ),
+        ],
     );
-    assert_eq!(rule_of(&verdict), "cairn.lane-scope", "{verdict:?}");
-    let verdict = check(
-        &book,
-        VERIFIER,
-        "verification",
-        "fs.edit",
-        &edit("/work/app/notes.md"),
-    );
-    assert_eq!(rule_of(&verdict), "inside", "{verdict:?}");
-    // The authoring lane's scope was written with the absolute path; relative and absolute
-    // names of its files are both inside, a neighbouring folder is not.
-    for path in [
-        "src/lib.rs",
-        "/work/app/src/lib.rs",
-        "/work/app/docs/../src/lib.rs",
-    ] {
-        let verdict = check(&book, AUTHOR, "authoring", "fs.edit", &edit(path));
-        assert_eq!(rule_of(&verdict), "inside", "{path}: {verdict:?}");
-    }
-    let verdict = check(
-        &book,
-        AUTHOR,
-        "authoring",
-        "fs.edit",
-        &edit("/work/application/src/x"),
-    );
-    assert_eq!(rule_of(&verdict), "cairn.lane-scope", "{verdict:?}");
 
     // A lane ruled at run time with an absolute scope is placed in the project too.
     let mut ruled = authoring_as_ruled(&[]);
@@ -448,20 +437,16 @@ fn absolute_and_project_relative_paths_and_scopes_are_judged_alike() {
         definition: ruled,
     })
     .unwrap();
-    let verdict = check(
+    assert_edits(
         &book,
-        AUTHOR,
-        "authoring",
-        "fs.edit",
-        &edit("schema/v2.json"),
+        &[
+            (AUTHOR, "authoring", "schema/v2.json", "inside"),
+            (
+                AUTHOR,
+                "authoring",
+                "/work/app/src/lib.rs",
+                "cairn.lane-scope",
+            ),
+        ],
     );
-    assert_eq!(rule_of(&verdict), "inside", "{verdict:?}");
-    let verdict = check(
-        &book,
-        AUTHOR,
-        "authoring",
-        "fs.edit",
-        &edit("/work/app/src/lib.rs"),
-    );
-    assert_eq!(rule_of(&verdict), "cairn.lane-scope", "{verdict:?}");
 }
