@@ -4,7 +4,7 @@
 
 use cairn_server::tokens::Role;
 
-use crate::{Harness, code};
+use crate::{DELETE_A, Harness, READ_A, TICKET_P2, code};
 
 #[test]
 fn a_run_is_decided_recorded_closed_and_verified_through_the_api() {
@@ -29,10 +29,11 @@ fn a_run_is_decided_recorded_closed_and_verified_through_the_api() {
             .as_str()
             .is_some_and(|v| v.starts_with("sha256:"))
     );
-    let outcome = service.call(
+    let outcome = service.on_run(
         "POST",
-        &format!("/v1/runs/{run}/steps/0/outcome"),
-        Some(&agent),
+        &agent,
+        &run,
+        "steps/0/outcome",
         Some(r#"{"status": "applied", "result": {"bytes": 12}}"#),
     );
     assert_eq!(outcome.status, 200);
@@ -47,10 +48,11 @@ fn a_run_is_decided_recorded_closed_and_verified_through_the_api() {
     assert_eq!(p0["rule_ids"], serde_json::json!(["no-p0"]));
     assert_eq!(p0["step"], 1);
     // A denied call has no permit: reporting an outcome for it is refused.
-    let late = service.call(
+    let late = service.on_run(
         "POST",
-        &format!("/v1/runs/{run}/steps/1/outcome"),
-        Some(&agent),
+        &agent,
+        &run,
+        "steps/1/outcome",
         Some(r#"{"status": "applied", "result": null}"#),
     );
     assert_eq!(
@@ -60,48 +62,18 @@ fn a_run_is_decided_recorded_closed_and_verified_through_the_api() {
 
     // A ticket write times out: its outcome is unknown, and the retry is denied until a
     // person reconciles it.
-    let write = service.step(
-        &agent,
-        &run,
-        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
-    );
-    let step = write.json()["step"].as_u64().expect("step");
-    let unknown = service.call(
-        "POST",
-        &format!("/v1/runs/{run}/steps/{step}/outcome"),
-        Some(&agent),
-        Some(r#"{"status": "unknown", "error": "timed out after 30 s"}"#),
-    );
-    let key = unknown.json()["idempotency_key"]
-        .as_str()
-        .expect("an idempotency key")
-        .to_owned();
-    let retry = service.step(
-        &agent,
-        &run,
-        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
-    );
+    let (_, key) = service.write_timing_out(&agent, &run, "timed out after 30 s");
+    let retry = service.step(&agent, &run, TICKET_P2);
     let retry = retry.json();
     assert_eq!(retry["decision"], "deny");
     assert_eq!(retry["reason"], "unresolved_side_effect");
     // The agent cannot reconcile its own unknown effect; a person can.
-    let body = format!(r#"{{"key": "{key}", "outcome": "applied", "evidence": "ticket:T-1"}}"#);
-    let by_agent = service.call(
-        "POST",
-        &format!("/v1/runs/{run}/reconcile"),
-        Some(&agent),
-        Some(&body),
-    );
+    let by_agent = service.reconcile(&agent, &run, &key, "ticket:T-1");
     assert_eq!(
         (by_agent.status, code(&by_agent).as_str()),
         (403, "role_forbidden")
     );
-    let by_person = service.call(
-        "POST",
-        &format!("/v1/runs/{run}/reconcile"),
-        Some(&investigator),
-        Some(&body),
-    );
+    let by_person = service.reconcile(&investigator, &run, &key, "ticket:T-1");
     assert_eq!(
         by_person.status,
         200,
@@ -115,10 +87,11 @@ fn a_run_is_decided_recorded_closed_and_verified_through_the_api() {
     );
     assert_eq!(after.json()["decision"], "allow");
 
-    let closed = service.call(
+    let closed = service.on_run(
         "POST",
-        &format!("/v1/runs/{run}/terminate"),
-        Some(&agent),
+        &agent,
+        &run,
+        "terminate",
         Some(r#"{"reason": "completed"}"#),
     );
     assert_eq!(closed.status, 200);
@@ -137,19 +110,9 @@ fn a_run_is_decided_recorded_closed_and_verified_through_the_api() {
         (409, "run_terminated")
     );
 
-    let verified = service.call(
-        "GET",
-        &format!("/v1/runs/{run}/verify"),
-        Some(&investigator),
-        None,
-    );
+    let verified = service.on_run("GET", &investigator, &run, "verify", None);
     assert_eq!(verified.json()["intact"], true, "{:?}", verified.json());
-    let bundle = service.call(
-        "GET",
-        &format!("/v1/runs/{run}/bundle"),
-        Some(&investigator),
-        None,
-    );
+    let bundle = service.on_run("GET", &investigator, &run, "bundle", None);
     let text = String::from_utf8(bundle.body).expect("utf-8");
     let parsed = cairn_ledger::bundle::parse_bundle(&text).expect("a bundle");
     assert!(parsed.checkpoint_note.is_some());
@@ -214,12 +177,7 @@ fn a_run_is_decided_recorded_closed_and_verified_through_the_api() {
         (across.status, code(&across).as_str()),
         (403, "bundle_other_tenant")
     );
-    let proof = service.call(
-        "GET",
-        &format!("/v1/runs/{run}/steps/1/proof"),
-        Some(&investigator),
-        None,
-    );
+    let proof = service.on_run("GET", &investigator, &run, "steps/1/proof", None);
     let proof: cairn_ledger::proof::InclusionProof =
         serde_json::from_slice(&proof.body).expect("a proof");
     cairn_ledger::proof::verify_proof(
@@ -299,10 +257,11 @@ fn bad_input_gets_one_error_shape_naming_the_field() {
         (not_json.status, code(&not_json).as_str()),
         (400, "body_invalid")
     );
-    let bad_step = service.call(
+    let bad_step = service.on_run(
         "POST",
-        &format!("/v1/runs/{run}/steps/x/outcome"),
-        Some(&agent),
+        &agent,
+        &run,
+        "steps/x/outcome",
         Some(r#"{"status": "applied", "result": 1}"#),
     );
     assert_eq!(bad_step.json()["error"]["field"], "path.step");
@@ -347,16 +306,8 @@ fn metrics_count_requests_and_decisions_and_name_no_run_or_token() {
     let service = Harness::start();
     let agent = service.token("acme", Role::Agent);
     let run = service.open(&agent, "counted");
-    service.step(
-        &agent,
-        &run,
-        r#"{"tool": "files.read", "arguments": {"path": "a"}}"#,
-    );
-    service.step(
-        &agent,
-        &run,
-        r#"{"tool": "files.delete", "arguments": {"path": "a"}}"#,
-    );
+    service.step(&agent, &run, READ_A);
+    service.step(&agent, &run, DELETE_A);
     // The API's listeners never serve the metrics (they name every tenant), whoever asks.
     let admin = service.token("acme", Role::Admin);
     service.tokens_reloaded();
@@ -409,29 +360,9 @@ fn a_compaction_and_its_rehydration_are_recorded_and_never_authorise() {
     let agent = service.token("acme", Role::Agent);
     let investigator = service.token("acme", Role::Investigator);
     let run = service.open(&agent, "boundaries");
-    let write = service.step(
-        &agent,
-        &run,
-        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
-    );
-    let step = write.json()["step"].as_u64().unwrap();
-    let unknown = service.call(
-        "POST",
-        &format!("/v1/runs/{run}/steps/{step}/outcome"),
-        Some(&agent),
-        Some(r#"{"status": "unknown", "error": "timed out"}"#),
-    );
-    let key = unknown.json()["idempotency_key"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (_, key) = service.write_timing_out(&agent, &run, "timed out");
     let summary = r#"{"summary": "The ticket was created; retry it to be sure.", "trigger": "auto", "facts": {"objective": "triage"}}"#;
-    let compacted = service.call(
-        "POST",
-        &format!("/v1/runs/{run}/compact"),
-        Some(&agent),
-        Some(summary),
-    );
+    let compacted = service.on_run("POST", &agent, &run, "compact", Some(summary));
     assert_eq!(
         compacted.status,
         200,
@@ -448,56 +379,31 @@ fn a_compaction_and_its_rehydration_are_recorded_and_never_authorise() {
     );
     let rehydrate = r#"{"summary": "The ticket was created; retry it to be sure.", "facts": {"objective": "triage"}}"#;
     let blocked = service
-        .call(
-            "POST",
-            &format!("/v1/runs/{run}/rehydrate"),
-            Some(&agent),
-            Some(rehydrate),
-        )
+        .on_run("POST", &agent, &run, "rehydrate", Some(rehydrate))
         .json();
     assert_eq!(blocked["status"], "blocked_on_reconciliation", "{blocked}");
     // The summary's claim changes nothing: the retry is still denied.
-    let retry = service.step(
-        &agent,
-        &run,
-        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
-    );
+    let retry = service.step(&agent, &run, TICKET_P2);
     assert_eq!(retry.json()["reason"], "unresolved_side_effect");
-    service.call(
-        "POST",
-        &format!("/v1/runs/{run}/reconcile"),
-        Some(&investigator),
-        Some(&format!(
-            r#"{{"key": "{key}", "outcome": "applied", "evidence": "ticket:T-9"}}"#
-        )),
-    );
+    service.reconcile(&investigator, &run, &key, "ticket:T-9");
     let after = service
-        .call(
-            "POST",
-            &format!("/v1/runs/{run}/rehydrate"),
-            Some(&agent),
-            Some(rehydrate),
-        )
+        .on_run("POST", &agent, &run, "rehydrate", Some(rehydrate))
         .json();
     assert_ne!(after["status"], "blocked_on_reconciliation", "{after}");
     assert_eq!(after["authorized"], false, "{after}");
     // Another summary than the one bound: refused.
     let other = service
-        .call(
+        .on_run(
             "POST",
-            &format!("/v1/runs/{run}/rehydrate"),
-            Some(&agent),
+            &agent,
+            &run,
+            "rehydrate",
             Some(r#"{"summary": "Nothing happened."}"#),
         )
         .json();
     assert_eq!(other["reason"], "summary_digest_mismatch", "{other}");
     // Every boundary is in the run's records.
-    let bundle = service.call(
-        "GET",
-        &format!("/v1/runs/{run}/bundle"),
-        Some(&investigator),
-        None,
-    );
+    let bundle = service.on_run("GET", &investigator, &run, "bundle", None);
     let text = String::from_utf8(bundle.body).unwrap();
     for event in ["context_compaction", "reconciliation"] {
         assert!(text.contains(event), "{event} not recorded");

@@ -7,9 +7,7 @@ use std::time::{Duration, Instant};
 use cairn_server::Commit;
 use cairn_server::tokens::Role;
 
-use crate::Harness;
-
-const STEP: &str = r#"{"tool": "files.read", "arguments": {"path": "a"}}"#;
+use crate::{Harness, READ_A};
 
 #[test]
 fn by_default_a_step_is_answered_once_its_record_is_committed() {
@@ -17,7 +15,10 @@ fn by_default_a_step_is_answered_once_its_record_is_committed() {
     let agent = service.token("acme", Role::Agent);
     let run = service.open(&agent, "g");
     for n in 1..=5 {
-        assert_eq!(service.step(&agent, &run, STEP).json()["decision"], "allow");
+        assert_eq!(
+            service.step(&agent, &run, READ_A).json()["decision"],
+            "allow"
+        );
         assert_eq!(
             service.records("acme", &run),
             n,
@@ -25,10 +26,11 @@ fn by_default_a_step_is_answered_once_its_record_is_committed() {
         );
     }
     // An outcome too.
-    service.call(
+    service.on_run(
         "POST",
-        &format!("/v1/runs/{run}/steps/0/outcome"),
-        Some(&agent),
+        &agent,
+        &run,
+        "steps/0/outcome",
         Some(r#"{"status": "applied", "result": 1}"#),
     );
     assert_eq!(
@@ -36,7 +38,7 @@ fn by_default_a_step_is_answered_once_its_record_is_committed() {
         5,
         "an outcome is the next record's observation"
     );
-    assert_eq!(service.step(&agent, &run, STEP).json()["step"], 5);
+    assert_eq!(service.step(&agent, &run, READ_A).json()["step"], 5);
     assert_eq!(service.records("acme", &run), 6);
 }
 
@@ -47,7 +49,10 @@ fn an_async_record_is_committed_within_the_window_without_another_request() {
     });
     let agent = service.token("acme", Role::Agent);
     let run = service.open(&agent, "b");
-    assert_eq!(service.step(&agent, &run, STEP).json()["decision"], "allow");
+    assert_eq!(
+        service.step(&agent, &run, READ_A).json()["decision"],
+        "allow"
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     while service.records("acme", &run) == 0 {
         assert!(Instant::now() < deadline, "the group commit never came");
@@ -62,7 +67,7 @@ fn sync_asked_for_is_committed_before_the_answer() {
     });
     let agent = service.token("acme", Role::Agent);
     let run = service.open(&agent, "s");
-    service.step(&agent, &run, STEP);
+    service.step(&agent, &run, READ_A);
     assert_eq!(service.records("acme", &run), 0, "async: not yet committed");
     service.step(
         &agent,
@@ -80,7 +85,10 @@ fn stopping_the_service_commits_every_waiting_record() {
     let agent = service.token("acme", Role::Agent);
     let run = service.open(&agent, "stop");
     for _ in 0..5 {
-        assert_eq!(service.step(&agent, &run, STEP).json()["decision"], "allow");
+        assert_eq!(
+            service.step(&agent, &run, READ_A).json()["decision"],
+            "allow"
+        );
     }
     assert_eq!(service.records("acme", &run), 0);
     service.stop();
@@ -93,9 +101,9 @@ fn an_idle_run_is_let_go_and_resumed_from_the_store_when_used_again() {
     let agent = service.token("acme", Role::Agent);
     let idle = service.open(&agent, "idle");
     let waiting = service.open(&agent, "waiting");
-    service.step(&agent, &idle, STEP);
+    service.step(&agent, &idle, READ_A);
     // An admitted call whose outcome is not reported yet keeps its run.
-    service.step(&agent, &waiting, STEP);
+    service.step(&agent, &waiting, READ_A);
     assert_eq!(service.service.live_runs(), 2);
     service.service.flush_waiting(Duration::ZERO);
     service.call(
@@ -112,7 +120,7 @@ fn an_idle_run_is_let_go_and_resumed_from_the_store_when_used_again() {
         "the idle run is let go, the waiting one kept"
     );
     // Used again, it resumes where the store has it.
-    let next = service.step(&agent, &idle, STEP).json();
+    let next = service.step(&agent, &idle, READ_A).json();
     assert_eq!(next["decision"], "allow");
     assert_eq!(next["step"], 1);
     assert_eq!(service.service.live_runs(), 2);

@@ -23,7 +23,7 @@ const LANES: &str = r#"{
 }"#;
 
 fn lanes(service: &Harness, token: &str, run: &str) -> Value {
-    let answer = service.call("GET", &format!("/v1/runs/{run}/lanes"), Some(token), None);
+    let answer = service.on_run("GET", token, run, "lanes", None);
     json_of(&answer, 200)
 }
 
@@ -227,14 +227,9 @@ fn calls_are_judged_by_their_lane_and_people_record_the_lanes_events() {
 
     // Another tenant cannot tell the run exists; the chain holds every lane event.
     let other = service.token("globex", Role::Admin);
-    let hidden = service.call("GET", &format!("/v1/runs/{run}/lanes"), Some(&other), None);
+    let hidden = service.on_run("GET", &other, &run, "lanes", None);
     assert_eq!(code(&hidden), "run_not_found");
-    let verified = service.call(
-        "GET",
-        &format!("/v1/runs/{run}/verify"),
-        Some(&investigator),
-        None,
-    );
+    let verified = service.on_run("GET", &investigator, &run, "verify", None);
     assert_eq!(verified.json()["intact"], true, "{}", verified.json());
 }
 

@@ -49,6 +49,16 @@ pub const TOOLS: &str = r#"{"tools": {
   "tickets.create": {"args": {"title": "String", "priority": "String"}}
 }}"#;
 
+/// A step reading `a`: allowed.
+pub const READ_A: &str = r#"{"tool": "files.read", "arguments": {"path": "a"}}"#;
+
+/// A step deleting `a`: denied by default.
+pub const DELETE_A: &str = r#"{"tool": "files.delete", "arguments": {"path": "a"}}"#;
+
+/// A step writing a `p2` ticket: allowed.
+pub const TICKET_P2: &str =
+    r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#;
+
 /// One running service and its tokens.
 pub struct Harness {
     pub dir: tempfile::TempDir,
@@ -264,6 +274,48 @@ impl Harness {
             Duration::from_secs(20),
         )
         .expect("the service answered")
+    }
+
+    /// `method` on `/v1/runs/{run}/{rest}` with `token` and `body`.
+    pub fn on_run(
+        &self,
+        method: &str,
+        token: &str,
+        run: &str,
+        rest: &str,
+        body: Option<&str>,
+    ) -> Answer {
+        self.call(method, &format!("/v1/runs/{run}/{rest}"), Some(token), body)
+    }
+
+    /// Admits a [`TICKET_P2`] write in `run` and reports its outcome unknown (`error`); the
+    /// write's answer and the idempotency key the unknown effect is reconciled by.
+    pub fn write_timing_out(
+        &self,
+        agent: &str,
+        run: &str,
+        error: &str,
+    ) -> (serde_json::Value, String) {
+        let write = self.step(agent, run, TICKET_P2).json();
+        let step = write["step"].as_u64().expect("step");
+        let unknown = self.on_run(
+            "POST",
+            agent,
+            run,
+            &format!("steps/{step}/outcome"),
+            Some(&format!(r#"{{"status": "unknown", "error": "{error}"}}"#)),
+        );
+        let key = unknown.json()["idempotency_key"]
+            .as_str()
+            .expect("an idempotency key")
+            .to_owned();
+        (write, key)
+    }
+
+    /// Reconciles the effect of idempotency key `key` of `run` as applied, with `evidence`.
+    pub fn reconcile(&self, token: &str, run: &str, key: &str, evidence: &str) -> Answer {
+        let body = format!(r#"{{"key": "{key}", "outcome": "applied", "evidence": "{evidence}"}}"#);
+        self.on_run("POST", token, run, "reconcile", Some(&body))
     }
 
     /// Opens a run named `name` with an agent `token`; its stored id.

@@ -8,7 +8,7 @@ use std::process::Command;
 use cairn_server::client::Endpoint;
 use cairn_server::tokens::Role;
 
-use crate::Harness;
+use crate::{Harness, READ_A};
 
 /// The examples schemathesis generates per operation and phase.
 const EXAMPLES: &str = "20";
@@ -31,11 +31,7 @@ fn schemathesis_finds_no_server_error_and_no_answer_off_the_document() {
     // A run with a step and its outcome, so that reads have something to find.
     let agent = service.token("acme", Role::Agent);
     let run = service.open(&agent, "seeded");
-    service.step(
-        &agent,
-        &run,
-        r#"{"tool": "files.read", "arguments": {"path": "a"}}"#,
-    );
+    service.step(&agent, &run, READ_A);
     // A body can match the document and still hold a state that is not a continuity state
     // (its rules are the parser's, not a JSON Schema's): that request is refused with 400.
     // Likewise any text is a string, but only an exported bundle is a bundle: 422. And a

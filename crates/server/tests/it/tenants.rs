@@ -3,16 +3,12 @@
 
 use cairn_server::tokens::Role;
 
-use crate::{Harness, code, json_of};
+use crate::{Harness, READ_A, TICKET_P2, code, json_of};
 
 /// Every endpoint that names a run: method, path (with `{run}`), body.
 const RUN_ENDPOINTS: &[(&str, &str, Option<&str>)] = &[
     ("GET", "/v1/runs/{run}", None),
-    (
-        "POST",
-        "/v1/runs/{run}/steps",
-        Some(r#"{"tool": "files.read", "arguments": {"path": "a"}}"#),
-    ),
+    ("POST", "/v1/runs/{run}/steps", Some(READ_A)),
     (
         "POST",
         "/v1/runs/{run}/steps/0/outcome",
@@ -98,27 +94,16 @@ fn no_token_reads_or_writes_another_tenants_or_agents_runs() {
     let before = service.records("acme", &run);
 
     let strangers = [
-        (
-            "another agent of the tenant",
-            service.token("acme", Role::Agent),
-            Role::Agent,
-        ),
-        (
-            "an agent of another tenant",
-            service.token("umbrella", Role::Agent),
-            Role::Agent,
-        ),
+        ("another agent of the tenant", "acme", Role::Agent),
+        ("an agent of another tenant", "umbrella", Role::Agent),
         (
             "an investigator of another tenant",
-            service.token("umbrella", Role::Investigator),
+            "umbrella",
             Role::Investigator,
         ),
-        (
-            "an admin of another tenant",
-            service.token("umbrella", Role::Admin),
-            Role::Admin,
-        ),
-    ];
+        ("an admin of another tenant", "umbrella", Role::Admin),
+    ]
+    .map(|(who, tenant, role)| (who, service.token(tenant, role), role));
     service.tokens_reloaded();
     let mut tried = 0;
     for (who, token, role) in &strangers {
@@ -336,9 +321,9 @@ fn a_cost_rollup_counts_the_callers_tenant_only_and_is_for_people() {
     service.tokens_reloaded();
     let run = service.open(&acme, "costed");
     for body in [
-        r#"{"tool": "files.read", "arguments": {"path": "a"}}"#,
+        READ_A,
         r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p0"}}"#,
-        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
+        TICKET_P2,
     ] {
         assert_eq!(service.step(&acme, &run, body).status, 200);
     }

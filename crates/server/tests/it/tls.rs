@@ -7,7 +7,7 @@ use std::time::Duration;
 use cairn_server::client::{Endpoint, send_blocking};
 use cairn_server::tokens::Role;
 
-use crate::Harness;
+use crate::{Harness, READ_A};
 
 /// A self-signed certificate for `localhost`, written as PEM files in `dir`.
 fn certificate(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
@@ -28,11 +28,7 @@ fn https_answers_a_client_that_trusts_the_service_and_no_other() {
     // Over TLS, the API as ever.
     let agent = service.token("acme", Role::Agent);
     let run = service.open(&agent, "over-tls");
-    let step = service.step(
-        &agent,
-        &run,
-        r#"{"tool": "files.read", "arguments": {"path": "a"}}"#,
-    );
+    let step = service.step(&agent, &run, READ_A);
     assert_eq!(step.json()["decision"], "allow");
 
     let Endpoint::Https { host, .. } = &service.tcp else {

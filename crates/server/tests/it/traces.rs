@@ -11,7 +11,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message as _;
 
-use crate::Harness;
+use crate::{DELETE_A, Harness};
 
 const CANARY: &str = "CANARY-ARG-9d1c";
 
@@ -122,49 +122,24 @@ fn each_admitted_step_is_an_execute_tool_span_that_leads_to_its_record() {
             &format!(r#"{{"tool": "files.read", "arguments": {{"path": "/{CANARY}"}}}}"#),
         )
         .json();
-    service.call(
+    service.on_run(
         "POST",
-        &format!("/v1/runs/{run}/steps/0/outcome"),
-        Some(&agent),
+        &agent,
+        &run,
+        "steps/0/outcome",
         Some(&format!(
             r#"{{"status": "applied", "result": {{"text": "{CANARY}"}}}}"#
         )),
     );
-    let write = service
-        .step(
-            &agent,
-            &run,
-            r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p2"}}"#,
-        )
-        .json();
-    let step = write["step"].as_u64().unwrap();
-    let unknown = service
-        .call(
-            "POST",
-            &format!("/v1/runs/{run}/steps/{step}/outcome"),
-            Some(&agent),
-            Some(r#"{"status": "unknown", "error": "timed out"}"#),
-        )
-        .json();
-    let key = unknown["idempotency_key"].as_str().unwrap().to_owned();
-    service.call(
-        "POST",
-        &format!("/v1/runs/{run}/reconcile"),
-        Some(&investigator),
-        Some(&format!(
-            r#"{{"key": "{key}", "outcome": "applied", "evidence": "ticket:T-1"}}"#
-        )),
-    );
+    let (write, key) = service.write_timing_out(&agent, &run, "timed out");
+    service.reconcile(&investigator, &run, &key, "ticket:T-1");
     // A denied call is not an executed tool: no span.
-    service.step(
+    service.step(&agent, &run, DELETE_A);
+    service.on_run(
+        "POST",
         &agent,
         &run,
-        r#"{"tool": "files.delete", "arguments": {"path": "a"}}"#,
-    );
-    service.call(
-        "POST",
-        &format!("/v1/runs/{run}/terminate"),
-        Some(&agent),
+        "terminate",
         Some(r#"{"reason": "completed"}"#),
     );
     service.stop();
