@@ -29,6 +29,11 @@ fn pre_tool_use(dir: &Path, tool: &str) -> serde_json::Value {
     })
 }
 
+/// `cairn hook <host>` of a `PreToolUse` of `tool` (with `fault` injected, if any).
+fn tool_call(dir: &Path, host: &str, tool: &str, fault: Option<&str>) -> Output {
+    hook(dir, host, &pre_tool_use(dir, tool), fault)
+}
+
 fn pre_compact(dir: &Path) -> serde_json::Value {
     json!({"session_id": "fault-session", "cwd": dir, "hook_event_name": "PreCompact",
            "trigger": "auto", "custom_instructions": ""})
@@ -70,15 +75,9 @@ fn a_corrupt_store_denies_and_never_blocks_compaction() {
         b"this is not a SQLite database, it is garbage\0\x01\x02".repeat(200),
     )
     .unwrap();
-    let out = hook(
-        dir.path(),
-        "claude-code",
-        &pre_tool_use(dir.path(), "Bash"),
-        None,
-    );
-    assert_fail_closed(&out, "not_a_store");
-    let out = hook(dir.path(), "codex", &pre_tool_use(dir.path(), "Bash"), None);
-    assert_fail_closed(&out, "not_a_store");
+    for host in ["claude-code", "codex"] {
+        assert_fail_closed(&tool_call(dir.path(), host, "Bash", None), "not_a_store");
+    }
     let out = hook(dir.path(), "claude-code", &pre_compact(dir.path()), None);
     out.expect(0);
     assert!(
@@ -93,22 +92,11 @@ fn a_store_written_by_a_newer_cairn_denies() {
     let dir = project();
     let db = common::state(dir.path()).join("cairn.db");
     // A first call creates the store; then its schema is pushed past this build's.
-    hook(
-        dir.path(),
-        "claude-code",
-        &pre_tool_use(dir.path(), "Read"),
-        None,
-    )
-    .expect(0);
+    tool_call(dir.path(), "claude-code", "Read", None).expect(0);
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch("PRAGMA user_version = 999;").unwrap();
     drop(conn);
-    let out = hook(
-        dir.path(),
-        "claude-code",
-        &pre_tool_use(dir.path(), "Bash"),
-        None,
-    );
+    let out = tool_call(dir.path(), "claude-code", "Bash", None);
     assert_fail_closed(&out, "store_schema_too_new");
     assert_compaction_passes(dir.path(), None);
 }
@@ -155,18 +143,13 @@ fn an_unreadable_or_invalid_configuration_denies_and_never_blocks_compaction() {
     for (what, break_it, code) in cases {
         let dir = project();
         break_it(dir.path());
-        let out = hook(
-            dir.path(),
-            "claude-code",
-            &pre_tool_use(dir.path(), "Bash"),
-            None,
-        );
+        let out = tool_call(dir.path(), "claude-code", "Bash", None);
         out.expect(2);
         assert!(
             out.stderr.contains(&format!("error[{code}]")),
             "{what}: {out:?}"
         );
-        let out = hook(dir.path(), "codex", &pre_tool_use(dir.path(), "Bash"), None);
+        let out = tool_call(dir.path(), "codex", "Bash", None);
         assert!(
             out.code == 2 && out.stdout.trim().is_empty(),
             "{what}: {out:?}"
@@ -178,27 +161,11 @@ fn an_unreadable_or_invalid_configuration_denies_and_never_blocks_compaction() {
 #[test]
 fn a_panic_inside_the_gate_denies_and_records_nothing() {
     let dir = project();
-    hook(
-        dir.path(),
-        "claude-code",
-        &pre_tool_use(dir.path(), "Read"),
-        None,
-    )
-    .expect(0);
-    let out = hook(
-        dir.path(),
-        "claude-code",
-        &pre_tool_use(dir.path(), "Bash"),
-        Some("gate-panic"),
-    );
+    tool_call(dir.path(), "claude-code", "Read", None).expect(0);
+    let out = tool_call(dir.path(), "claude-code", "Bash", Some("gate-panic"));
     assert_fail_closed(&out, "hook_internal_panic");
     assert!(out.stderr.contains("the gate panicked"), "{out:?}");
-    let out = hook(
-        dir.path(),
-        "codex",
-        &pre_tool_use(dir.path(), "Bash"),
-        Some("gate-panic"),
-    );
+    let out = tool_call(dir.path(), "codex", "Bash", Some("gate-panic"));
     assert_fail_closed(&out, "hook_internal_panic");
     // The panicking calls left no record: only the first call's.
     let runs = Output::of(command_in(dir.path()).args(["--json", "runs", "list"]));
@@ -207,58 +174,29 @@ fn a_panic_inside_the_gate_denies_and_records_nothing() {
     assert_eq!(runs[0]["records"], 1, "{runs}");
     assert_compaction_passes(dir.path(), Some("gate-panic"));
     // The fault switch only ever denies: without it the same call is admitted again.
-    hook(
-        dir.path(),
-        "claude-code",
-        &pre_tool_use(dir.path(), "Bash"),
-        None,
-    )
-    .expect(0);
+    tool_call(dir.path(), "claude-code", "Bash", None).expect(0);
     Output::of(command_in(dir.path()).args(["ledger", "verify", "--all"])).expect(0);
 }
 
 #[test]
 fn a_corrupt_session_state_denies_until_it_is_removed() {
     let dir = project();
-    hook(
-        dir.path(),
-        "claude-code",
-        &pre_tool_use(dir.path(), "Read"),
-        None,
-    )
-    .expect(0);
+    tool_call(dir.path(), "claude-code", "Read", None).expect(0);
     let state = common::state(dir.path()).join("sessions/cc-fault-session.json");
     std::fs::write(
         &state,
         "{\"schema_version\": \"cairn.hook-session/v1\", \"steps\": [",
     )
     .unwrap();
-    let out = hook(
-        dir.path(),
-        "claude-code",
-        &pre_tool_use(dir.path(), "Bash"),
-        None,
-    );
+    let out = tool_call(dir.path(), "claude-code", "Bash", None);
     assert_fail_closed(&out, "hook_state_invalid");
     assert_compaction_passes(dir.path(), None);
     std::fs::remove_file(&state).unwrap();
-    hook(
-        dir.path(),
-        "claude-code",
-        &pre_tool_use(dir.path(), "Bash"),
-        None,
-    )
-    .expect(0);
+    tool_call(dir.path(), "claude-code", "Bash", None).expect(0);
 }
 
 #[test]
 fn an_unknown_fault_name_changes_nothing() {
     let dir = project();
-    hook(
-        dir.path(),
-        "claude-code",
-        &pre_tool_use(dir.path(), "Bash"),
-        Some("allow-everything"),
-    )
-    .expect(0);
+    tool_call(dir.path(), "claude-code", "Bash", Some("allow-everything")).expect(0);
 }

@@ -26,6 +26,18 @@ fn version(project: &Project) -> String {
         .to_owned()
 }
 
+/// `cairn --json policy explain` of `tool` with the arguments `args`: its JSON (exit 0).
+fn explain_json(project: &Project, tool: &str, args: &str) -> serde_json::Value {
+    let command = ["policy", "explain", "--tool", tool, "--args", args];
+    project.cairn_json(&command).expect(OK).json()
+}
+
+/// The same in text: what it prints.
+fn explain_text(project: &Project, tool: &str, args: &str) -> String {
+    let command = ["policy", "explain", "--tool", tool, "--args", args];
+    project.cairn(&command).expect(OK).stdout.clone()
+}
+
 #[test]
 fn init_scaffolds_an_observe_first_project_that_loads_and_allows_everything() {
     let project = Project::new();
@@ -50,17 +62,7 @@ fn init_scaffolds_an_observe_first_project_that_loads_and_allows_everything() {
     assert_eq!(check["version"], created["policy_set_version"]);
     assert_eq!(check["policies"][0]["id"], "cairn.observe-all");
 
-    let explain = project
-        .cairn_json(&[
-            "policy",
-            "explain",
-            "--tool",
-            "anything.at_all",
-            "--args",
-            "{\"x\":1}",
-        ])
-        .expect(OK)
-        .json();
+    let explain = explain_json(&project, "anything.at_all", "{\"x\":1}");
     assert_eq!(explain["decision"]["decision"], "allow");
     assert_eq!(
         explain["decision"]["rule_ids"],
@@ -82,17 +84,7 @@ fn a_tighter_rule_denies_by_name_and_explain_says_where_it_lives() {
         "limits.cedar",
         "@id(\"payments.refund-limit\")\nforbid(principal, action == Action::\"payments.refund\", resource)\nwhen { context.args has amount && context.args.amount > 10000 };\n",
     );
-    let deny = project
-        .cairn_json(&[
-            "policy",
-            "explain",
-            "--tool",
-            "payments.refund",
-            "--args",
-            "{\"amount\": 25000}",
-        ])
-        .expect(OK)
-        .json();
+    let deny = explain_json(&project, "payments.refund", "{\"amount\": 25000}");
     assert_eq!(deny["decision"]["decision"], "deny");
     assert_eq!(
         deny["decision"]["rule_ids"],
@@ -102,33 +94,12 @@ fn a_tighter_rule_denies_by_name_and_explain_says_where_it_lives() {
         deny["determining"][0]["at"]["line"], 1,
         "the policy starts at its @id"
     );
-    let text = project
-        .cairn(&[
-            "policy",
-            "explain",
-            "--tool",
-            "payments.refund",
-            "--args",
-            "{\"amount\": 25000}",
-        ])
-        .expect(OK)
-        .stdout
-        .clone();
+    let text = explain_text(&project, "payments.refund", "{\"amount\": 25000}");
     assert!(
         text.contains("payments.refund-limit") && text.contains("limits.cedar:1:1"),
         "{text}"
     );
-    let small = project
-        .cairn_json(&[
-            "policy",
-            "explain",
-            "--tool",
-            "payments.refund",
-            "--args",
-            "{\"amount\": 500}",
-        ])
-        .expect(OK)
-        .json();
+    let small = explain_json(&project, "payments.refund", "{\"amount\": 500}");
     assert_eq!(small["decision"]["decision"], "allow");
 }
 

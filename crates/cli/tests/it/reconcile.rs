@@ -92,78 +92,46 @@ fn reconcile_works_on_a_postgres_store() {
     reconcile_flow(&url);
 }
 
+/// `cairn reconcile` of the effect of `key` in run `run-t` of `store`.
+fn reconcile(store: &str, key: &str, outcome: &str, evidence: &str) -> (i32, serde_json::Value) {
+    cairn(
+        store,
+        &[
+            "reconcile",
+            "--run",
+            "run-t",
+            "--key",
+            key,
+            "--outcome",
+            outcome,
+            "--evidence",
+            evidence,
+        ],
+    )
+}
+
 /// Reconciles run `run-t` of `store` through the CLI: wrong keys and outcomes refused, the
 /// right one recorded once, the chain intact.
 fn reconcile_flow(store: &str) {
-    let (code, json) = cairn(
+    // A key the run does not have, and an outcome that is none.
+    for (key, outcome) in [("run-t:7", "applied"), ("run-t:0", "maybe")] {
+        let (code, json) = reconcile(store, key, outcome, "x");
+        assert_eq!(
+            (code, json["error"]["code"].as_str()),
+            (2, Some("invalid_input")),
+            "{json}"
+        );
+    }
+    let (code, json) = reconcile(
         store,
-        &[
-            "reconcile",
-            "--run",
-            "run-t",
-            "--key",
-            "run-t:7",
-            "--outcome",
-            "applied",
-            "--evidence",
-            "x",
-        ],
-    );
-    assert_eq!(
-        (code, json["error"]["code"].as_str()),
-        (2, Some("invalid_input")),
-        "{json}"
-    );
-    let (code, json) = cairn(
-        store,
-        &[
-            "reconcile",
-            "--run",
-            "run-t",
-            "--key",
-            "run-t:0",
-            "--outcome",
-            "maybe",
-            "--evidence",
-            "x",
-        ],
-    );
-    assert_eq!(
-        (code, json["error"]["code"].as_str()),
-        (2, Some("invalid_input")),
-        "{json}"
-    );
-    let (code, json) = cairn(
-        store,
-        &[
-            "reconcile",
-            "--run",
-            "run-t",
-            "--key",
-            "run-t:0",
-            "--outcome",
-            "not_executed",
-            "--evidence",
-            "tickets.lookup(run-t:0)=none",
-        ],
+        "run-t:0",
+        "not_executed",
+        "tickets.lookup(run-t:0)=none",
     );
     assert_eq!(code, 0, "{json}");
     assert_eq!(json["outcome"], "not_executed");
     assert_eq!(json["step_index"], 2);
-    let (code, _) = cairn(
-        store,
-        &[
-            "reconcile",
-            "--run",
-            "run-t",
-            "--key",
-            "run-t:0",
-            "--outcome",
-            "applied",
-            "--evidence",
-            "x",
-        ],
-    );
+    let (code, _) = reconcile(store, "run-t:0", "applied", "x");
     assert_eq!(code, 2, "a reconciled key cannot be reconciled again");
     let (code, json) = cairn(store, &["ledger", "verify", "--all"]);
     assert_eq!(code, 0, "{json}");

@@ -230,33 +230,27 @@ fn an_unknown_subcommand_is_a_usage_error() {
 fn a_missing_store_is_invalid_input_naming_the_path_and_is_not_created() {
     let project = Project::new();
     let missing = project.path("nowhere/.cairn/cairn.db");
-    let text = Output::of(command_in(project.root()).args([
-        "--store",
-        arg(&missing),
-        "ledger",
-        "show",
-        "--run",
-        "r",
-        "--step",
-        "3",
-    ]));
+    // `ledger show` of a step in the missing store, in text or as JSON.
+    let show = |json: &[&str]| {
+        Output::of(command_in(project.root()).args(json).args([
+            "--store",
+            arg(&missing),
+            "ledger",
+            "show",
+            "--run",
+            "r",
+            "--step",
+            "3",
+        ]))
+    };
+    let text = show(&[]);
     assert!(
         text.expect(INVALID).stderr.contains(arg(&missing)),
         "{}",
         text.stderr
     );
 
-    let json = Output::of(command_in(project.root()).args([
-        "--json",
-        "--store",
-        arg(&missing),
-        "ledger",
-        "show",
-        "--run",
-        "r",
-        "--step",
-        "3",
-    ]));
+    let json = show(&["--json"]);
     assert_eq!(json.expect(INVALID).error_code(), "store_not_found");
     assert!(
         json.error_message().contains(arg(&missing)),
