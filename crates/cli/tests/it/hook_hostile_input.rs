@@ -41,6 +41,11 @@ fn pre_tool_use(session: &str, cwd: &Path, tool: &str, input: &str) -> String {
     )
 }
 
+/// The payload of a `PreToolUse` of `ls` in Bash, at `cwd`.
+fn ls_call(session: &str, cwd: &Path) -> String {
+    pre_tool_use(session, cwd, "Bash", r#"{"command": "ls"}"#)
+}
+
 fn hook(dir: &Path, host: &str, stdin: &str) -> Output {
     common::hook(&mut command_in(dir), host, stdin)
 }
@@ -61,13 +66,7 @@ fn raw_hook(command: &mut std::process::Command, stdin: impl AsRef<[u8]>) -> Out
         .stderr(std::process::Stdio::piped());
     let mut child = command.spawn().unwrap();
     let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
-    let out = child.wait_with_output().unwrap();
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        args,
-    }
+    Output::finished(&child.wait_with_output().unwrap(), args)
 }
 
 /// Asserts a deny (exit 2) naming `rule`.
@@ -169,11 +168,7 @@ fn issue_15_item_2_a_policy_that_would_overflow_the_stack_is_refused_not_aborted
         let dir = project(&policy, r#"{"tools": {}}"#);
         let d = dir.path();
         for host in HOSTS {
-            let out = hook(
-                d,
-                host,
-                &pre_tool_use("deep", d, "Bash", r#"{"command": "ls"}"#),
-            );
+            let out = hook(d, host, &ls_call("deep", d));
             assert_denied(&out, "policy_invalid");
         }
         let check = Output::of(command_in(d).args(["--json", "policy", "check"]));
@@ -190,22 +185,12 @@ fn issue_15_item_3_a_store_locked_by_another_process_is_denied_within_the_deadli
     let dir = project(REFUND_POLICY, REFUND_TOOLS);
     let d = dir.path();
     // The store exists once a first call is recorded.
-    hook(
-        d,
-        "claude-code",
-        &pre_tool_use("lock", d, "Bash", r#"{"command": "ls"}"#),
-    )
-    .expect(0);
+    hook(d, "claude-code", &ls_call("lock", d)).expect(0);
     let db = rusqlite::Connection::open(common::state(d).join("cairn.db")).unwrap();
     db.execute_batch("BEGIN EXCLUSIVE").unwrap();
     for host in HOSTS {
         let started = Instant::now();
-        let out = hook_with(
-            d,
-            host,
-            &["--deadline", "2s"],
-            &pre_tool_use("lock", d, "Bash", r#"{"command": "ls"}"#),
-        );
+        let out = hook_with(d, host, &["--deadline", "2s"], &ls_call("lock", d));
         out.expect(2);
         // Well before the host's own 60 s timeout (which would let the call through).
         assert!(
@@ -222,7 +207,7 @@ fn issue_15_item_3_a_host_that_never_closes_stdin_is_denied_within_the_deadline(
     use std::io::Write as _;
     let dir = project(REFUND_POLICY, REFUND_TOOLS);
     let d = dir.path();
-    let payload = pre_tool_use("open", d, "Bash", r#"{"command": "ls"}"#);
+    let payload = ls_call("open", d);
     for (host, sent) in HOSTS
         .into_iter()
         .flat_map(|h| [(h, ""), (h, &payload[..40])])
@@ -271,12 +256,7 @@ fn issue_15_item_3_a_huge_policy_set_is_denied_within_the_deadline() {
     std::fs::write(d.join(".cairn/policies/more.cedar"), half(45_000)).unwrap();
     for host in HOSTS {
         let started = Instant::now();
-        let out = hook_with(
-            d,
-            host,
-            &["--deadline", "1s"],
-            &pre_tool_use("huge", d, "Bash", r#"{"command": "ls"}"#),
-        );
+        let out = hook_with(d, host, &["--deadline", "1s"], &ls_call("huge", d));
         // Either decided in time (a fast machine) or denied at the deadline: never let through
         // by the host's timeout.
         assert!(out.code == 0 || out.code == 2, "{out:?}");
@@ -301,17 +281,9 @@ fn issue_15_item_4_a_session_stays_gated_in_its_project_wherever_its_cwd_goes() 
         // session's call is refused, never let through (issue 34, 7: nor recorded in a
         // project it says it does not run in).
         let session = "wandering";
-        let at_home = hook(
-            d,
-            host,
-            &pre_tool_use(session, d, "Bash", r#"{"command": "ls"}"#),
-        );
+        let at_home = hook(d, host, &ls_call(session, d));
         at_home.expect(2);
-        let away = hook(
-            d,
-            host,
-            &pre_tool_use(session, elsewhere.path(), "Bash", r#"{"command": "ls"}"#),
-        );
+        let away = hook(d, host, &ls_call(session, elsewhere.path()));
         assert_denied(&away, "hook_session_elsewhere");
         assert_eq!(
             exported(d, &run_of(host, session)).len(),
@@ -327,10 +299,7 @@ fn issue_15_item_4_a_session_stays_gated_in_its_project_wherever_its_cwd_goes() 
             "--project",
             d.to_str().unwrap(),
         ]);
-        let named = raw_hook(
-            &mut command,
-            pre_tool_use("named", elsewhere.path(), "Bash", r#"{"command": "ls"}"#),
-        );
+        let named = raw_hook(&mut command, ls_call("named", elsewhere.path()));
         named.expect(2);
         assert_eq!(exported(d, &run_of(host, "named")).len(), 1);
     }
@@ -340,11 +309,7 @@ fn issue_15_item_4_a_session_stays_gated_in_its_project_wherever_its_cwd_goes() 
         .env("CLAUDE_PROJECT_DIR", d)
         .env("CAIRN_HOME", d.join(".cairn-home"))
         .args(["hook", "claude-code"]);
-    raw_hook(
-        &mut command,
-        pre_tool_use("from-env", elsewhere.path(), "Bash", r#"{"command": "ls"}"#),
-    )
-    .expect(2);
+    raw_hook(&mut command, ls_call("from-env", elsewhere.path())).expect(2);
     assert_eq!(exported(d, "cc-from-env").len(), 1);
     // A named project without `.cairn/` denies rather than letting calls through unrecorded.
     let gone = tempfile::tempdir().unwrap();
@@ -352,7 +317,7 @@ fn issue_15_item_4_a_session_stays_gated_in_its_project_wherever_its_cwd_goes() 
         gone.path(),
         "codex",
         &["--project", gone.path().to_str().unwrap()],
-        &pre_tool_use("gone", gone.path(), "Bash", r#"{"command": "ls"}"#),
+        &ls_call("gone", gone.path()),
     );
     assert_denied(&out, "hook_project_missing");
 }
@@ -363,6 +328,7 @@ fn issue_15_item_5_the_agent_cannot_switch_its_own_gate_off() {
         let dir = project(REFUND_POLICY, REFUND_TOOLS);
         let d = dir.path();
         let policy_file = d.join(".cairn/policies/starter.cedar");
+        let bash = |command: &str| ("Bash", json!({ "command": command }));
         let hostile = [
             (
                 "Write",
@@ -372,35 +338,19 @@ fn issue_15_item_5_the_agent_cannot_switch_its_own_gate_off() {
                 "Edit",
                 json!({"file_path": d.join(".cairn/lanes.json"), "old_string": "verification", "new_string": "authoring"}),
             ),
-            (
-                "Bash",
-                json!({"command": "sed -i 's/verification/authoring/' .cairn/lanes.json"}),
+            bash("sed -i 's/verification/authoring/' .cairn/lanes.json"),
+            bash("sed -i 's/agent:claude-code/agent:author/' .cairn/hooks.json"),
+            bash(
+                "cairn decisions set scope 'all of it' && cairn decisions approve-change scope --from 1 --to 2 --approval review:self-approved",
             ),
-            (
-                "Bash",
-                json!({"command": "sed -i 's/agent:claude-code/agent:author/' .cairn/hooks.json"}),
-            ),
-            (
-                "Bash",
-                json!({"command": "cairn decisions set scope 'all of it' && cairn decisions approve-change scope --from 1 --to 2 --approval review:self-approved"}),
-            ),
-            (
-                "Bash",
-                json!({"command": "cairn reconcile --run x --key x:0 --outcome applied --evidence none"}),
-            ),
-            (
-                "Bash",
-                json!({"command": "cairn keys generate --name mine"}),
-            ),
-            (
-                "Bash",
-                json!({"command": "cairn hooks uninstall --claude-code"}),
-            ),
+            bash("cairn reconcile --run x --key x:0 --outcome applied --evidence none"),
+            bash("cairn keys generate --name mine"),
+            bash("cairn hooks uninstall --claude-code"),
             (
                 "Write",
                 json!({"file_path": ".claude/settings.json", "content": "{}"}),
             ),
-            ("Bash", json!({"command": "echo '{}' > .codex/hooks.json"})),
+            bash("echo '{}' > .codex/hooks.json"),
         ];
         for (tool, input) in &hostile {
             let out = hook(d, host, &pre_tool_use("self", d, tool, &input.to_string()));
@@ -453,7 +403,7 @@ fn issue_15_item_5b_a_symlink_does_not_carry_a_write_out_of_its_lane() {
 fn issue_15_item_6_no_exit_code_but_0_or_2_whatever_breaks() {
     let dir = project(REFUND_POLICY, REFUND_TOOLS);
     let d = dir.path();
-    let call = pre_tool_use("faults", d, "Bash", r#"{"command": "ls"}"#);
+    let call = ls_call("faults", d);
     let compact = json!({"session_id": "faults", "cwd": d, "hook_event_name": "PreCompact", "trigger": "auto"}).to_string();
     for host in HOSTS {
         let faulted = |fault: &str, stdin: &str| {
@@ -581,12 +531,7 @@ fn issue_15_item_8_a_summary_goes_only_to_the_content_store_under_its_retention(
     let secret = "SUMMARY-SECRET-7f3a-the user's private notes";
     let dir = project(REFUND_POLICY, REFUND_TOOLS);
     let d = dir.path();
-    hook(
-        d,
-        "claude-code",
-        &pre_tool_use("sum", d, "Bash", r#"{"command": "ls"}"#),
-    )
-    .expect(0);
+    hook(d, "claude-code", &ls_call("sum", d)).expect(0);
     compaction(d, "sum", secret);
     assert_eq!(
         files_holding(&common::state(d).join("sessions"), secret.as_bytes()),
@@ -603,12 +548,7 @@ fn issue_15_item_8_a_summary_goes_only_to_the_content_store_under_its_retention(
         r#"{"schema_version": "cairn.hooks/v1", "content_retention_hours": 0}"#,
     )
     .unwrap();
-    hook(
-        d,
-        "claude-code",
-        &pre_tool_use("sum", d, "Bash", r#"{"command": "ls"}"#),
-    )
-    .expect(0);
+    hook(d, "claude-code", &ls_call("sum", d)).expect(0);
     compaction(d, "sum", secret);
     assert_eq!(files_holding(d, secret.as_bytes()), Vec::<String>::new());
 }
@@ -620,12 +560,7 @@ fn issue_15_item_9_the_store_is_owner_only_and_keys_others_can_write_are_refused
     let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     let dir = project(REFUND_POLICY, REFUND_TOOLS);
     let d = dir.path();
-    hook(
-        d,
-        "claude-code",
-        &pre_tool_use("modes", d, "Bash", r#"{"command": "ls"}"#),
-    )
-    .expect(0);
+    hook(d, "claude-code", &ls_call("modes", d)).expect(0);
     for file in ["cairn.db", "cairn.db-wal", "cairn.db-shm"] {
         assert_eq!(mode(&common::state(d).join(file)), 0o600, "{file}");
     }
@@ -760,12 +695,7 @@ fn issue_15_item_14_a_missing_signing_key_is_said_at_session_start_and_in_runs_l
     out.expect(0);
     assert!(out.stderr.contains("no usable signing key"), "{out:?}");
     assert!(out.stdout.contains("systemMessage"), "{out:?}");
-    hook(
-        d,
-        "claude-code",
-        &pre_tool_use("nokey", d, "Bash", r#"{"command": "ls"}"#),
-    )
-    .expect(0);
+    hook(d, "claude-code", &ls_call("nokey", d)).expect(0);
     let list = Output::of(command_in(d).args(["runs", "list"]));
     list.expect(0);
     assert!(list.stderr.contains("no usable signing key"), "{list:?}");

@@ -85,13 +85,7 @@ pub fn with_stdin(command: &mut Command, stdin: &str) -> Output {
     if let Err(e) = child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
         assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "{args}: {e}");
     }
-    let out = child.wait_with_output().unwrap();
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        args,
-    }
+    Output::finished(&child.wait_with_output().unwrap(), args)
 }
 
 /// The state folder (store, keys, sessions, socket) of the project at `dir`, in the Cairn
@@ -152,6 +146,11 @@ impl Output {
         let out = command
             .output()
             .unwrap_or_else(|e| panic!("cannot run {args}: {e}"));
+        Self::finished(&out, args)
+    }
+
+    /// What a finished process `out`, run as `args`, left.
+    pub fn finished(out: &std::process::Output, args: String) -> Self {
         Self {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
