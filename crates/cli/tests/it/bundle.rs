@@ -39,16 +39,7 @@ fn export_writes_the_records_in_step_order_then_one_checkpoint_line() {
     let run = project.demo_run();
     let out = project.path("run.jsonl");
     let summary = project
-        .cairn_json(&[
-            "ledger",
-            "export",
-            "--run",
-            &run,
-            "--format",
-            "jsonl",
-            "--out",
-            arg(&out),
-        ])
+        .cairn_json(&common::export_args(&run, arg(&out)))
         .expect(OK)
         .json();
     assert_eq!(summary["checkpoint"].as_bool(), Some(true));

@@ -167,16 +167,7 @@ fn a_canary_argument_never_reaches_structural_tables_exports_or_logs() {
     let export = dir.path().join("bundle.jsonl");
     for args in [
         vec!["ledger", "export", "--run", &run, "--format", "jsonl"],
-        vec![
-            "ledger",
-            "export",
-            "--run",
-            &run,
-            "--format",
-            "jsonl",
-            "--out",
-            export.to_str().unwrap(),
-        ],
+        crate::common::export_args(&run, export.to_str().unwrap()).to_vec(),
         vec!["--json", "ledger", "verify", "--all"],
         vec!["ledger", "verify", "--bundle", export.to_str().unwrap()],
         vec!["--json", "runs", "list"],

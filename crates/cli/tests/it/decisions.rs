@@ -209,21 +209,14 @@ fn check(dir: &Path) -> Row {
             approval["from_revision"].to_string(),
             approval["to_revision"].to_string(),
         );
-        session
-            .json(&[
-                "decisions",
-                "approve-change",
-                approval["key"].as_str().unwrap(),
-                "--from",
-                &from,
-                "--to",
-                &to,
-                "--approval",
-                approval["approval_ref"].as_str().unwrap(),
-                "--now",
-                approval["approved_at"].as_str().unwrap(),
-            ])
-            .expect(OK);
+        let change = approve_change(
+            approval["key"].as_str().unwrap(),
+            &from,
+            &to,
+            approval["approval_ref"].as_str().unwrap(),
+        );
+        let now = ["--now", approval["approved_at"].as_str().unwrap()];
+        session.json(&[&change[..], &now].concat()).expect(OK);
     }
 
     let window = format!("{}s", d["window_seconds"]);
@@ -275,6 +268,31 @@ fn check(dir: &Path) -> Row {
             .to_owned(),
         exit: compared.code,
     }
+}
+
+/// `decisions set scope x` at 09:31, a minute after the tests that use it set their three.
+const SET_SCOPE_X: [&str; 6] = [
+    "decisions",
+    "set",
+    "scope",
+    "x",
+    "--now",
+    "2026-03-02T09:31:00Z",
+];
+
+/// The arguments of `decisions approve-change KEY --from FROM --to TO --approval REF`.
+fn approve_change<'a>(key: &'a str, from: &'a str, to: &'a str, approval: &'a str) -> [&'a str; 9] {
+    [
+        "decisions",
+        "approve-change",
+        key,
+        "--from",
+        from,
+        "--to",
+        to,
+        "--approval",
+        approval,
+    ]
 }
 
 #[test]
@@ -398,14 +416,7 @@ fn the_hmac_key_file_is_owner_only_and_a_readable_one_is_refused() {
     assert_eq!(secret.len(), 64);
 
     std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = s.json(&[
-        "decisions",
-        "set",
-        "scope",
-        "x",
-        "--now",
-        "2026-03-02T09:31:00Z",
-    ]);
+    let out = s.json(&SET_SCOPE_X);
     out.expect(INVALID);
     assert_eq!(out.error_code(), "key_file_permissions");
     assert!(
@@ -430,14 +441,7 @@ fn a_corrupt_book_is_a_stable_code_error_and_is_left_alone() {
     .unwrap();
     for args in [
         &["decisions", "list"][..],
-        &[
-            "decisions",
-            "set",
-            "scope",
-            "x",
-            "--now",
-            "2026-03-02T09:31:00Z",
-        ],
+        &SET_SCOPE_X,
         &["decisions", "snapshot"],
         &["decisions", "compare"],
         &["status"],
@@ -551,17 +555,7 @@ fn bad_input_gets_a_structured_error_naming_the_field() {
             "`--name`",
         ),
         (
-            &[
-                "decisions",
-                "approve-change",
-                "scope",
-                "--from",
-                "1",
-                "--to",
-                "2",
-                "--approval",
-                "r",
-            ],
+            &approve_change("scope", "1", "2", "r"),
             "unknown_revision",
             "scope",
         ),
@@ -684,20 +678,9 @@ fn status_reports_activity_and_continuity_side_by_side() {
     assert_eq!(status["restricts_consequential"], true);
 
     // Approving the change turns it into an approved change; compare's exit follows.
-    s.json(&[
-        "decisions",
-        "approve-change",
-        "scope",
-        "--from",
-        "1",
-        "--to",
-        "2",
-        "--approval",
-        "review:PR-9",
-        "--now",
-        "2026-03-02T10:02:00Z",
-    ])
-    .expect(OK);
+    let change = approve_change("scope", "1", "2", "review:PR-9");
+    s.json(&[&change[..], &["--now", "2026-03-02T10:02:00Z"]].concat())
+        .expect(OK);
     let comparison = s
         .json(&["decisions", "compare", "--now", "2026-03-02T10:05:00Z"])
         .expect(OK)

@@ -60,11 +60,7 @@ fn hook_with(dir: &Path, host: &str, args: &[&str], stdin: &str) -> Output {
 fn raw_hook(command: &mut std::process::Command, stdin: impl AsRef<[u8]>) -> Output {
     use std::io::Write as _;
     let args = format!("{command:?}");
-    command
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = command.spawn().unwrap();
+    let mut child = common::spawn_piped(command);
     let _ = child.stdin.take().unwrap().write_all(stdin.as_ref());
     Output::finished(&child.wait_with_output().unwrap(), args)
 }
@@ -213,13 +209,7 @@ fn issue_15_item_3_a_host_that_never_closes_stdin_is_denied_within_the_deadline(
         .flat_map(|h| [(h, ""), (h, &payload[..40])])
     {
         let started = Instant::now();
-        let mut child = command_in(d)
-            .args(["hook", host, "--deadline", "1s"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = common::spawn_piped(command_in(d).args(["hook", host, "--deadline", "1s"]));
         // Part of the input (or none), and stdin kept open until the answer is in.
         let mut stdin = child.stdin.take().unwrap();
         stdin.write_all(sent.as_bytes()).unwrap();
@@ -635,17 +625,8 @@ fn issue_15_item_12_a_tool_named_like_the_checkpoint_schema_keeps_its_bundle_ver
     let end = json!({"session_id": "named", "cwd": d, "hook_event_name": "SessionEnd", "reason": "other"});
     hook(d, "claude-code", &end.to_string()).expect(0);
     let bundle = d.join("named.jsonl");
-    Output::of(command_in(d).args([
-        "ledger",
-        "export",
-        "--run",
-        "cc-named",
-        "--format",
-        "jsonl",
-        "--out",
-        bundle.to_str().unwrap(),
-    ]))
-    .expect(0);
+    Output::of(command_in(d).args(common::export_args("cc-named", bundle.to_str().unwrap())))
+        .expect(0);
     let out = Output::of(command_in(d).args([
         "--json",
         "ledger",

@@ -274,13 +274,7 @@ fn parallel_calls_of_one_session_are_each_recorded_once() {
                 "tool_name": "Bash", "tool_input": {"command": format!("echo {i}")},
                 "tool_use_id": format!("toolu_{i}"),
             });
-            let mut child = command_in(&project)
-                .args(["hook", "claude-code"])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
+            let mut child = common::spawn_piped(command_in(&project).args(["hook", "claude-code"]));
             child
                 .stdin
                 .take()

@@ -88,10 +88,7 @@ fn sighup_reloads_a_policy_set_that_loads_and_keeps_the_one_in_force_otherwise()
     // A set that forbids pushing, in the run already open.
     std::fs::write(
         data.join("policies/team.cedar"),
-        r#"@id("team.no-git-push")
-forbid(principal, action == Action::"Bash", resource)
-when { context.args has command && context.args.command like "*git push*" };
-"#,
+        common::forbid_bash("team.no-git-push", "*git push*"),
     )
     .unwrap();
     let denied = after_hangup(pid, &admit, &|d| d["decision"] == "deny");

@@ -24,6 +24,22 @@ fn call(socket: &Path, method: &str, path: &str, token: &str, body: Option<&str>
     .unwrap()
 }
 
+/// Asserts `answer`'s status, showing its body when it differs.
+#[track_caller]
+fn expect_status(answer: &Answer, status: u16) {
+    assert_eq!(
+        answer.status,
+        status,
+        "{}",
+        String::from_utf8_lossy(&answer.body)
+    );
+}
+
+/// `method` on the tenant's policy file `name`.
+fn policy_file(socket: &Path, method: &str, name: &str, token: &str, body: Option<&str>) -> Answer {
+    call(socket, method, &format!("/v1/policies/{name}"), token, body)
+}
+
 fn token(dir: &Path, data: &Path, tenant: &str, role: &str) -> String {
     let made = Output::of(
         command_in(dir)
@@ -56,12 +72,7 @@ fn open(socket: &Path, agent: &str) -> String {
         agent,
         Some(r#"{"name": "work"}"#),
     );
-    assert_eq!(
-        opened.status,
-        201,
-        "{}",
-        String::from_utf8_lossy(&opened.body)
-    );
+    expect_status(&opened, 201);
     opened.json()["run_id"].as_str().unwrap().to_owned()
 }
 
@@ -74,12 +85,7 @@ fn admit(socket: &Path, agent: &str, run: &str, command: &str) -> Value {
         agent,
         Some(&body),
     );
-    assert_eq!(
-        answer.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&answer.body)
-    );
+    expect_status(&answer, 200);
     answer.json()
 }
 
@@ -92,19 +98,9 @@ fn hook_exit(socket: &Path, agent: &str, command: &str) -> i64 {
     })
     .to_string();
     let answer = call(socket, "POST", "/v1/hooks/claude-code", agent, Some(&event));
-    assert_eq!(
-        answer.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&answer.body)
-    );
+    expect_status(&answer, 200);
     answer.json()["exit"].as_i64().unwrap()
 }
-
-const NO_PUSH: &str = r#"@id("acme.no-git-push")
-forbid(principal, action == Action::"Bash", resource)
-when { context.args has command && context.args.command like "*git push*" };
-"#;
 
 #[test]
 fn a_tenants_policies_judge_its_agents_only_and_never_lift_the_services() {
@@ -114,10 +110,7 @@ fn a_tenants_policies_judge_its_agents_only_and_never_lift_the_services() {
     // The service's own forbid, for every tenant.
     std::fs::write(
         data.join("policies/service.cedar"),
-        r#"@id("service.no-rm-root")
-forbid(principal, action == Action::"Bash", resource)
-when { context.args has command && context.args.command like "rm -rf /*" };
-"#,
+        common::forbid_bash("service.no-rm-root", "rm -rf /*"),
     )
     .unwrap();
     let acme = token(&dir, &data, "acme", "agent");
@@ -125,6 +118,7 @@ when { context.args has command && context.args.command like "rm -rf /*" };
     let acme_investigator = token(&dir, &data, "acme", "investigator");
     let globex = token(&dir, &data, "globex", "agent");
     let globex_admin = token(&dir, &data, "globex", "admin");
+    let no_push = common::forbid_bash("acme.no-git-push", "*git push*");
     let socket = dir.join("api.sock");
     let mut serving = serve(&dir, &data, &socket);
 
@@ -135,24 +129,12 @@ when { context.args has command && context.args.command like "rm -rf /*" };
 
     // Only an admin changes policies.
     for who in [&acme, &acme_investigator] {
-        let refused = call(
-            &socket,
-            "PUT",
-            "/v1/policies/no-push.cedar",
-            who,
-            Some(NO_PUSH),
-        );
+        let refused = policy_file(&socket, "PUT", "no-push.cedar", who, Some(&no_push));
         assert_eq!(refused.status, 403);
     }
     // acme's admin forbids pushing: acme's open run is judged by it at once; globex is not.
-    let put = call(
-        &socket,
-        "PUT",
-        "/v1/policies/no-push.cedar",
-        &acme_admin,
-        Some(NO_PUSH),
-    );
-    assert_eq!(put.status, 200, "{}", String::from_utf8_lossy(&put.body));
+    let put = policy_file(&socket, "PUT", "no-push.cedar", &acme_admin, Some(&no_push));
+    expect_status(&put, 200);
     let denied = admit(&socket, &acme, &acme_run, "git push");
     assert_eq!(denied["decision"], "deny");
     assert_eq!(denied["rule_ids"], json!(["acme.no-git-push"]));
@@ -182,19 +164,14 @@ when { context.args has command && context.args.command like "rm -rf /*" };
     assert_eq!(agent_reads.status, 403);
 
     // A set that does not load is refused, located, and nothing changes.
-    let broken = call(
+    let broken = policy_file(
         &socket,
         "PUT",
-        "/v1/policies/broken.cedar",
+        "broken.cedar",
         &acme_admin,
         Some(r#"@id("x") forbid(principal, action == Action::"NoSuchTool", resource);"#),
     );
-    assert_eq!(
-        broken.status,
-        400,
-        "{}",
-        String::from_utf8_lossy(&broken.body)
-    );
+    expect_status(&broken, 400);
     assert_eq!(broken.error("field").as_deref(), Some("body"));
     assert!(
         broken
@@ -208,27 +185,21 @@ when { context.args has command && context.args.command like "rm -rf /*" };
         admit(&socket, &acme, &acme_run, "git push")["policy_set_version"],
         denied["policy_set_version"]
     );
-    let bad_name = call(
-        &socket,
-        "PUT",
-        "/v1/policies/..%2Fx.cedar",
-        &acme_admin,
-        Some(NO_PUSH),
-    );
+    let bad_name = policy_file(&socket, "PUT", "..%2Fx.cedar", &acme_admin, Some(&no_push));
     assert_eq!(
         (bad_name.status, bad_name.error("code").as_deref()),
         (400, Some("policy_name_invalid"))
     );
 
     // A tenant's permit never lifts a forbid of the service's.
-    let lift = call(
+    let lift = policy_file(
         &socket,
         "PUT",
-        "/v1/policies/lift.cedar",
+        "lift.cedar",
         &globex_admin,
         Some(r#"@id("globex.anything") permit(principal, action == Action::"Bash", resource);"#),
     );
-    assert_eq!(lift.status, 200, "{}", String::from_utf8_lossy(&lift.body));
+    expect_status(&lift, 200);
     let still = admit(&socket, &globex, &globex_run, "rm -rf /srv");
     assert_eq!(still["decision"], "deny");
     assert_eq!(still["rule_ids"], json!(["service.no-rm-root"]));
@@ -242,30 +213,13 @@ when { context.args has command && context.args.command like "rm -rf /*" };
     );
 
     // Removed: acme's agents are judged by the service's set again.
-    let removed = call(
-        &socket,
-        "DELETE",
-        "/v1/policies/no-push.cedar",
-        &acme_admin,
-        None,
-    );
-    assert_eq!(
-        removed.status,
-        200,
-        "{}",
-        String::from_utf8_lossy(&removed.body)
-    );
+    let removed = policy_file(&socket, "DELETE", "no-push.cedar", &acme_admin, None);
+    expect_status(&removed, 200);
     assert_eq!(
         admit(&socket, &acme, &acme_run, "git push")["decision"],
         "allow"
     );
-    let again = call(
-        &socket,
-        "DELETE",
-        "/v1/policies/no-push.cedar",
-        &acme_admin,
-        None,
-    );
+    let again = policy_file(&socket, "DELETE", "no-push.cedar", &acme_admin, None);
     assert_eq!(
         (again.status, again.error("code").as_deref()),
         (404, Some("policy_not_found"))

@@ -71,15 +71,21 @@ pub fn hook(command: &mut Command, host: &str, stdin: &str) -> Output {
     out
 }
 
+/// Starts `command` with its standard input, output and error piped to the test.
+pub fn spawn_piped(command: &mut Command) -> std::process::Child {
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Runs `command` to completion with `stdin` as its input (a host's hook JSON).
 pub fn with_stdin(command: &mut Command, stdin: &str) -> Output {
     use std::io::Write as _;
     let args = format!("{command:?} < {stdin}");
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().unwrap();
+    let mut child = spawn_piped(command);
     // A process may answer and exit before it reads everything (a hook that cannot start
     // denies at once): its closed pipe is its answer, not the test's failure.
     if let Err(e) = child.stdin.take().unwrap().write_all(stdin.as_bytes()) {
@@ -318,17 +324,7 @@ impl Project {
     #[track_caller]
     pub fn export(&self, run: &str, file: &str) -> Vec<String> {
         let out = self.path(file);
-        self.cairn(&[
-            "ledger",
-            "export",
-            "--run",
-            run,
-            "--format",
-            "jsonl",
-            "--out",
-            arg(&out),
-        ])
-        .expect(OK);
+        self.cairn(&export_args(run, arg(&out))).expect(OK);
         read_lines(&out)
     }
 
@@ -519,4 +515,18 @@ pub fn agent_token_for(dir: &Path, data: &Path) -> (String, String) {
         made["token"].as_str().unwrap().to_owned(),
         made["entry"]["id"].as_str().unwrap().to_owned(),
     )
+}
+
+/// The policy `id` forbidding every Bash command `like` the Cedar pattern `pattern`.
+pub fn forbid_bash(id: &str, pattern: &str) -> String {
+    format!(
+        "@id(\"{id}\")\nforbid(principal, action == Action::\"Bash\", resource)\nwhen {{ context.args has command && context.args.command like \"{pattern}\" }};\n"
+    )
+}
+
+/// The arguments of `cairn ledger export` of `run` as JSON lines into the file `out`.
+pub fn export_args<'a>(run: &'a str, out: &'a str) -> [&'a str; 8] {
+    [
+        "ledger", "export", "--run", run, "--format", "jsonl", "--out", out,
+    ]
 }
