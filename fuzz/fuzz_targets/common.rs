@@ -6,8 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock};
 
-use cairn_hooks::{Environment, KeptStores, StoreLocation, StoreOpener};
-use cairn_ledger::{Store, StoreError};
+use cairn_hooks::{Environment, KeptStores};
 use cairn_policy::{Arguments, GateRequest, PolicyGate, PolicySource, ToolCatalog};
 
 /// Forbids refunds over 10,000 and `rm -rf` in Bash; permits everything else.
@@ -37,25 +36,6 @@ pub struct HookFixture {
     pub env: Environment,
 }
 
-/// The embedded store, opened once (through `KeptStores`) for every call of the process.
-struct Sqlite;
-
-impl StoreOpener for Sqlite {
-    fn open(&self, location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError> {
-        let Some(path) = location.file() else {
-            return Err(StoreError::InvalidLocation {
-                location: location.to_string(),
-                reason: "only SQLite files here".to_owned(),
-            });
-        };
-        let store = cairn_store_sqlite::SqliteStore::open(
-            path,
-            cairn_store_sqlite::OpenMode::CreateIfMissing,
-        )?;
-        Ok(Arc::new(store))
-    }
-}
-
 pub static HOOK: LazyLock<HookFixture> = LazyLock::new(|| {
     let base = if Path::new("/dev/shm").is_dir() {
         PathBuf::from("/dev/shm")
@@ -69,7 +49,7 @@ pub static HOOK: LazyLock<HookFixture> = LazyLock::new(|| {
     std::fs::write(root.join(".cairn/tools.json"), TOOLS).expect("tools");
     let env = Environment {
         clock: Arc::new(cairn_core::SystemClock),
-        stores: Arc::new(KeptStores::new(Sqlite)),
+        stores: Arc::new(KeptStores::new(cairn_store_sqlite::SqliteFiles)),
         store: None,
         keys_dir: None,
         fault: None,
@@ -92,7 +72,7 @@ pub fn allows(root: &Path, tool: &str, raw: &[u8]) -> bool {
     let Ok(args) = Arguments::read(raw) else {
         return false;
     };
-    let guard = cairn_runtime::protect::ProjectGuard::new(root, &[]);
+    let guard = cairn_runtime::protect::ProjectGuard::new(root, &[], cairn_hooks::PROTECTED);
     if guard.refusal(args.value()).is_some() {
         return false;
     }

@@ -8,9 +8,9 @@
 
 use std::sync::LazyLock;
 
-use cairn_interop::vce::{VceDecision, VceValidator};
 use cairn_interop::py_json;
 use cairn_interop::rlc::{RlcDecision, RlcValidator};
+use cairn_interop::vce::{VceDecision, VceValidator};
 use libfuzzer_sys::fuzz_target;
 
 static VCE: LazyLock<VceValidator> = LazyLock::new(|| VceValidator::new().expect("vce"));

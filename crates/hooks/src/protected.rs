@@ -36,8 +36,55 @@ pub const PROTECTED: Protected = Protected {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use std::path::Path;
+
+    use cairn_runtime::protect::ProjectGuard;
+    use serde_json::json;
+
+    use super::PROTECTED;
+
     #[test]
-    fn the_runtimes_tests_judge_what_the_hooks_hand_over() {
-        assert_eq!(super::PROTECTED, cairn_test_support::protected::HOSTS);
+    fn commands_naming_the_configuration_or_human_only_commands_are_refused() {
+        let guard = ProjectGuard::new(Path::new("/nonexistent/project"), &[], PROTECTED);
+        for refused in [
+            "sed -i s/verification/authoring/ .cairn/lanes.json",
+            "rm -rf .cairn",
+            "cat /nonexistent/project/.cairn/keys/active",
+            "cd .cairn && ls",
+            "echo '{}' > .claude/settings.local.json",
+            "cat .codex/hooks.json",
+            "cairn decisions set scope x && cairn decisions approve-change scope --from 1 --to 2",
+            "/usr/local/bin/cairn reconcile --run r --key k --outcome applied --evidence e",
+            "cairn --store x.db keys rotate",
+            "cairn hooks uninstall --claude-code",
+            "true; cairn init --dir .",
+        ] {
+            assert!(
+                guard.refusal(&json!({"command": refused})).is_some(),
+                "{refused}"
+            );
+        }
+        for allowed in [
+            "cargo test",
+            "cairn runs list",
+            "cairn ledger verify --all",
+            "cairn policy explain --tool Bash --args '{}'",
+            "cairn decisions status",
+            "ls docs/my.cairnfile notes.cairn-draft",
+            "grep -r cairn src",
+        ] {
+            assert_eq!(
+                guard.refusal(&json!({"command": allowed})),
+                None,
+                "{allowed}"
+            );
+        }
+        assert!(
+            guard
+                .refusal(&json!({"command": ["bash", "-lc", "cat .cairn/hooks.json"]}))
+                .is_some()
+        );
     }
 }

@@ -1,11 +1,11 @@
 //! Where a store is: a SQLite file, a PostgreSQL URL, or a store a process already holds
-//! open (a service's, shared by its tenants). Every opener takes a [`StoreLocation`]; only
-//! the binaries know how to open each kind.
+//! open (a service's, shared by its tenants). Every opener ([`StoreOpener`]) takes a
+//! [`StoreLocation`]; each store crate opens its own kind, and only the binaries know them all.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// A store's location.
 #[derive(Clone)]
@@ -112,6 +112,38 @@ pub fn redact(url: &str) -> String {
         None => tail.to_owned(),
     };
     format!("{scheme}://{authority}{tail}")
+}
+
+/// Opens stores by location.
+pub trait StoreOpener: Send + Sync {
+    /// Opens (creating if needed) the store at `location`.
+    ///
+    /// # Errors
+    /// The store's own errors.
+    fn open(&self, location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError>;
+
+    /// The files the store at `location` consists of (its side files too), which no tool
+    /// call may touch; by default the file of a file store, and none for the other kinds.
+    fn files(&self, location: &StoreLocation) -> Vec<PathBuf> {
+        location
+            .file()
+            .map(|p| vec![p.to_path_buf()])
+            .unwrap_or_default()
+    }
+}
+
+/// Opens `location` with `opener`, or hands back the store a location holds open.
+///
+/// # Errors
+/// The store's own errors.
+pub fn open_at(
+    opener: &dyn StoreOpener,
+    location: &StoreLocation,
+) -> Result<Arc<dyn Store>, StoreError> {
+    match location {
+        StoreLocation::Open(store) => Ok(Arc::clone(store)),
+        other => opener.open(other),
+    }
 }
 
 #[cfg(test)]

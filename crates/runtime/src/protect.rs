@@ -545,17 +545,11 @@ mod tests {
 
     use super::*;
 
-    /// The hosts' data the hooks hand over (`cairn_test_support::protected::HOSTS`, a type of
-    /// the runtime as a dependency, so copied field by field into this build's type).
-    const HOSTS: Protected = {
-        use cairn_test_support::protected::HOSTS as H;
-        Protected {
-            files: H.files,
-            file_text: H.file_text,
-            program: H.program,
-            program_options: H.program_options,
-            person_commands: H.person_commands,
-        }
+    /// An edge's file (the hooks hand over the hosts' settings files; their own tests judge
+    /// the real list, `cairn_hooks::PROTECTED`).
+    const EDGE: Protected = Protected {
+        files: &[".claude/settings.json"],
+        ..Protected::NOTHING_ELSE
     };
 
     #[test]
@@ -581,54 +575,11 @@ mod tests {
     }
 
     #[test]
-    fn commands_naming_the_configuration_or_human_only_commands_are_refused() {
-        let guard = ProjectGuard::new(Path::new("/nonexistent/project"), &[], HOSTS);
-        for refused in [
-            "sed -i s/verification/authoring/ .cairn/lanes.json",
-            "rm -rf .cairn",
-            "cat /nonexistent/project/.cairn/keys/active",
-            "cd .cairn && ls",
-            "echo '{}' > .claude/settings.local.json",
-            "cat .codex/hooks.json",
-            "cairn decisions set scope x && cairn decisions approve-change scope --from 1 --to 2",
-            "/usr/local/bin/cairn reconcile --run r --key k --outcome applied --evidence e",
-            "cairn --store x.db keys rotate",
-            "cairn hooks uninstall --claude-code",
-            "true; cairn init --dir .",
-        ] {
-            assert!(
-                guard.refusal(&json!({"command": refused})).is_some(),
-                "{refused}"
-            );
-        }
-        for allowed in [
-            "cargo test",
-            "cairn runs list",
-            "cairn ledger verify --all",
-            "cairn policy explain --tool Bash --args '{}'",
-            "cairn decisions status",
-            "ls docs/my.cairnfile notes.cairn-draft",
-            "grep -r cairn src",
-        ] {
-            assert_eq!(
-                guard.refusal(&json!({"command": allowed})),
-                None,
-                "{allowed}"
-            );
-        }
-        assert!(
-            guard
-                .refusal(&json!({"command": ["bash", "-lc", "cat .cairn/hooks.json"]}))
-                .is_some()
-        );
-    }
-
-    #[test]
     fn commands_that_sweep_the_working_tree_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("project");
         std::fs::create_dir_all(root.join("build")).unwrap();
-        let guard = ProjectGuard::new(&root, &[], HOSTS);
+        let guard = ProjectGuard::new(&root, &[], EDGE);
         let up = format!("rm -rf {}", dir.path().display());
         for refused in [
             "git clean -fdx",
@@ -685,7 +636,7 @@ mod tests {
         std::fs::create_dir_all(root.join(".cairn/policies")).unwrap();
         std::fs::create_dir_all(root.join("docs")).unwrap();
         std::os::unix::fs::symlink(root.join(".cairn"), root.join("docs/config")).unwrap();
-        let guard = ProjectGuard::new(root, &[], HOSTS);
+        let guard = ProjectGuard::new(root, &[], EDGE);
         for path in [
             ".cairn/policies/allow.cedar".to_owned(),
             root.join(".cairn/tools.json").display().to_string(),
@@ -706,7 +657,7 @@ mod tests {
         );
         // … where the file system ignores case (here: `.CAIRN` reaches `.cairn`), it is not.
         std::os::unix::fs::symlink(root.join(".cairn"), root.join(".CAIRN")).unwrap();
-        let folding = ProjectGuard::new(root, &[], HOSTS);
+        let folding = ProjectGuard::new(root, &[], EDGE);
         assert!(
             folding
                 .refusal(&json!({"file_path": ".Cairn/policies/x.cedar"}))

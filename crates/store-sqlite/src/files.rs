@@ -90,3 +90,29 @@ impl SqliteStore {
         Ok(())
     }
 }
+
+/// Opens the SQLite file a location names (creating it), as it is: for a process that needs
+/// no tuning of the write-ahead log (a test, a fuzz target, a tool). Refuses every other kind
+/// of location.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SqliteFiles;
+
+impl cairn_ledger::location::StoreOpener for SqliteFiles {
+    fn open(
+        &self,
+        location: &cairn_ledger::location::StoreLocation,
+    ) -> Result<std::sync::Arc<dyn cairn_ledger::Store>, StoreError> {
+        let Some(path) = location.file() else {
+            return Err(StoreError::InvalidLocation {
+                location: location.to_string(),
+                reason: "not a SQLite file".to_owned(),
+            });
+        };
+        let store = SqliteStore::open(path, crate::OpenMode::CreateIfMissing)?;
+        Ok(std::sync::Arc::new(store))
+    }
+
+    fn files(&self, location: &cairn_ledger::location::StoreLocation) -> Vec<PathBuf> {
+        location.file().map(SqliteStore::files).unwrap_or_default()
+    }
+}

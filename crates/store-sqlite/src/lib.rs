@@ -39,6 +39,7 @@ use cairn_ledger::store::{
 use cairn_ledger::{Store, StoreError};
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
+pub use files::SqliteFiles;
 pub use schema::CURRENT_VERSION;
 pub use wal::{BACKGROUND_WAL_LIMIT, Pages, SHORT_LIVED_WAL_LIMIT};
 

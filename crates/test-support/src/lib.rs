@@ -24,8 +24,6 @@ pub mod decision_boundaries;
 pub mod gates;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-#[cfg(feature = "runtime")]
-pub mod protected;
 pub mod shared;
 #[cfg(feature = "store")]
 pub mod store_conformance;

@@ -11,7 +11,7 @@ use std::sync::{Arc, LazyLock};
 
 use cairn_core::Digest;
 use cairn_hooks::{Answer, Environment, Host, KeptStores, StoreLocation, StoreOpener};
-use cairn_ledger::{Store, StoreError};
+use cairn_ledger::Store;
 use cairn_policy::{Arguments, GateRequest, PolicyGate};
 use proptest::prelude::*;
 use serde_json::json;
@@ -35,25 +35,6 @@ struct Fixture {
     store: Arc<dyn Store>,
 }
 
-/// The embedded store, opened once (through `KeptStores`) for every call of the process.
-struct Sqlite;
-
-impl StoreOpener for Sqlite {
-    fn open(&self, location: &StoreLocation) -> Result<Arc<dyn Store>, StoreError> {
-        let Some(path) = location.file() else {
-            return Err(StoreError::InvalidLocation {
-                location: location.to_string(),
-                reason: "only SQLite files here".to_owned(),
-            });
-        };
-        let store = cairn_store_sqlite::SqliteStore::open(
-            path,
-            cairn_store_sqlite::OpenMode::CreateIfMissing,
-        )?;
-        Ok(Arc::new(store))
-    }
-}
-
 /// A project with [`POLICY`] and [`TOOLS`].
 fn project() -> tempfile::TempDir {
     let dir = common::init_project();
@@ -67,7 +48,7 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
     let policies = dir.path().join(".cairn/policies");
     let tools = dir.path().join(".cairn/tools.json");
     let gate = cairn_runtime::project::load_gate(&policies, Some(&tools)).unwrap();
-    let opener = Arc::new(KeptStores::new(Sqlite));
+    let opener = Arc::new(KeptStores::new(cairn_store_sqlite::SqliteFiles));
     let store = opener
         .open(&StoreLocation::File(
             common::state(dir.path()).join("cairn.db"),

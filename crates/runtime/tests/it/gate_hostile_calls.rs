@@ -9,6 +9,7 @@ use std::sync::Arc;
 use cairn_ledger::Store;
 use cairn_ledger::record::AllowDeny;
 use cairn_policy::{PolicyGate, PolicySource, ToolCatalog};
+use cairn_runtime::protect::{ProjectGuard, Protected};
 use cairn_runtime::{Admitted, DenyCause, Executor, ToolCall};
 
 const POLICY: &str = r#"
@@ -104,13 +105,18 @@ fn issue_15_a_declared_long_of_minus_zero_is_zero() {
     }
 }
 
+/// What an edge hands the guard besides `.cairn/` (the hooks: the hosts' settings and the
+/// person-only commands, `cairn_hooks::PROTECTED`), as much as these calls need.
+const EDGE: Protected = Protected {
+    files: &[".claude/settings.json"],
+    program: "cairn",
+    person_commands: &[&["reconcile"], &["decisions", "set"]],
+    ..Protected::NOTHING_ELSE
+};
+
 fn guarded(dir: &std::path::Path, root: &std::path::Path) -> Executor {
     let (executor, _store) = executor(dir);
-    executor.with_guard(cairn_runtime::protect::ProjectGuard::new(
-        root,
-        &[],
-        cairn_test_support::protected::HOSTS,
-    ))
+    executor.with_guard(ProjectGuard::new(root, &[], EDGE))
 }
 
 fn call_of<'a>(tool: &str, args: &'a [u8]) -> ToolCall<'a> {
