@@ -25,7 +25,6 @@ use cairn_core::{HmacKey, Timestamp};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::MAX_DOCUMENT_BYTES;
 use crate::entry::{ApprovedChange, DecisionEntry, Doc, RawEntry, RevisionRef, digest_value};
 use crate::error::DecisionError;
 use crate::kind::DecisionKind;
@@ -329,14 +328,7 @@ impl DecisionBook {
     /// [`DecisionError::DocumentTooLarge`], [`DecisionError::InvalidBook`] and the entry
     /// codes, naming the offending field.
     pub fn from_json(text: &str) -> Result<Self, DecisionError> {
-        if text.len() > MAX_DOCUMENT_BYTES {
-            return Err(DecisionError::DocumentTooLarge {
-                size: text.len(),
-                limit: MAX_DOCUMENT_BYTES,
-            });
-        }
-        let raw: RawDocument =
-            serde_json::from_str(text).map_err(|e| Doc::Book.error("$", e.to_string()))?;
+        let raw: RawDocument = Doc::Book.read(text, "")?;
         check_schema(&raw.schema_version)?;
         let mut entries = Vec::with_capacity(raw.decisions.len());
         for (index, item) in raw.decisions.into_iter().enumerate() {

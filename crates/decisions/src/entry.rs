@@ -42,6 +42,23 @@ pub(crate) enum Doc {
 }
 
 impl Doc {
+    /// Reads `text` as this document's JSON into `T`: refused past
+    /// [`crate::MAX_DOCUMENT_BYTES`] (`document_too_large`), and as this document's error at
+    /// `$` (`what`, then the parser's words) when it does not parse.
+    pub(crate) fn read<T: serde::de::DeserializeOwned>(
+        self,
+        text: &str,
+        what: &str,
+    ) -> Result<T, DecisionError> {
+        if text.len() > crate::MAX_DOCUMENT_BYTES {
+            return Err(DecisionError::DocumentTooLarge {
+                size: text.len(),
+                limit: crate::MAX_DOCUMENT_BYTES,
+            });
+        }
+        serde_json::from_str(text).map_err(|e| self.error("$", format!("{what}{e}")))
+    }
+
     pub(crate) fn error(self, path: impl Into<String>, reason: impl Into<String>) -> DecisionError {
         let (path, reason) = (path.into(), reason.into());
         match self {

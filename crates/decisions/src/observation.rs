@@ -20,7 +20,6 @@ use cairn_core::{HmacKey, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::MAX_DOCUMENT_BYTES;
 use crate::entry::{DecisionEntry, Doc, RevisionRef, digest_value};
 use crate::error::DecisionError;
 use crate::kind::DecisionKind;
@@ -164,18 +163,11 @@ impl Observation {
 /// Parses a JSON array of observations, naming the offending element's path on error.
 ///
 /// # Errors
-/// [`DecisionError::DocumentTooLarge`] beyond [`MAX_DOCUMENT_BYTES`];
+/// [`DecisionError::DocumentTooLarge`] beyond [`crate::MAX_DOCUMENT_BYTES`];
 /// [`DecisionError::InvalidObservation`] (and the codes of [`Observation::of_revision`]) for
 /// a malformed element.
 pub fn parse_observations(text: &str) -> Result<Vec<Observation>, DecisionError> {
-    if text.len() > MAX_DOCUMENT_BYTES {
-        return Err(DecisionError::DocumentTooLarge {
-            size: text.len(),
-            limit: MAX_DOCUMENT_BYTES,
-        });
-    }
-    let items: Vec<Value> = serde_json::from_str(text)
-        .map_err(|e| Doc::Observation.error("$", format!("expected a json array: {e}")))?;
+    let items: Vec<Value> = Doc::Observation.read(text, "expected a json array: ")?;
     items
         .into_iter()
         .enumerate()

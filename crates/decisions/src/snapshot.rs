@@ -26,7 +26,6 @@ use cairn_core::{Canonicalization, CodedFinding, Digest, Timestamp};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::MAX_DOCUMENT_BYTES;
 use crate::entry::{DecisionEntry, Doc, RawEntry};
 use crate::error::DecisionError;
 use crate::kind::DecisionKind;
@@ -95,14 +94,7 @@ impl Snapshot {
     /// field), the entry codes (`unkeyed_decision_digest`, `invalid_ref`,
     /// `invalid_decision_kind`), and [`DecisionError::SnapshotDigestMismatch`].
     pub fn from_json(text: &str) -> Result<Self, DecisionError> {
-        if text.len() > MAX_DOCUMENT_BYTES {
-            return Err(DecisionError::DocumentTooLarge {
-                size: text.len(),
-                limit: MAX_DOCUMENT_BYTES,
-            });
-        }
-        let raw: RawDocument =
-            serde_json::from_str(text).map_err(|e| Doc::Snapshot.error("$", e.to_string()))?;
+        let raw: RawDocument = Doc::Snapshot.read(text, "")?;
         let mut entries = Vec::with_capacity(raw.decisions.len());
         for (index, item) in raw.decisions.into_iter().enumerate() {
             let path = format!("$.decisions[{index}]");

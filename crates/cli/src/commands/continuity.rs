@@ -9,6 +9,7 @@ use crate::args::ContinuityCommand;
 use crate::failure::{Failure, exit};
 use crate::input::read;
 use crate::output::Outcome;
+use serde_json::Value;
 
 /// Runs `cairn continuity …`.
 pub fn run(command: ContinuityCommand) -> Result<Outcome, Failure> {
@@ -43,14 +44,20 @@ pub fn run(command: ContinuityCommand) -> Result<Outcome, Failure> {
         decision.reason().as_str(),
         serde_json::to_string_pretty(&json).unwrap_or_default()
     );
-    Ok(Outcome {
+    Ok(decided(json, human, decision.status()))
+}
+
+/// The outcome of a rehydration decision: exit 0 when it can at best ask for
+/// reauthorization, `BLOCKED` when validation failed, `RECONCILE` when it waits on one.
+pub(crate) fn decided(json: Value, human: String, status: ContinuityStatus) -> Outcome {
+    Outcome {
         json,
         human,
-        exit: match decision.status() {
+        exit: match status {
             ContinuityStatus::ReauthorizationRequired => exit::OK,
             ContinuityStatus::ContinuityValidationFailed => exit::BLOCKED,
             ContinuityStatus::BlockedOnReconciliation => exit::RECONCILE,
         },
         silent: false,
-    })
+    }
 }

@@ -10,7 +10,7 @@ use cairn_core::Timestamp;
 use serde_json::{Value, json};
 
 use crate::args::InspectArgs;
-use crate::failure::{CliCode, Failure, exit};
+use crate::failure::{CliCode, Failure};
 use crate::output::Outcome;
 
 /// The canonical envelope saved at the compaction (wrapped, as hosts store it).
@@ -157,14 +157,5 @@ pub fn run(args: &InspectArgs) -> Result<Outcome, Failure> {
         "events": events,
     });
     let human = serde_json::to_string_pretty(&json).unwrap_or_default();
-    Ok(Outcome {
-        json,
-        human,
-        exit: match decision.status() {
-            ContinuityStatus::ReauthorizationRequired => exit::OK,
-            ContinuityStatus::ContinuityValidationFailed => exit::BLOCKED,
-            ContinuityStatus::BlockedOnReconciliation => exit::RECONCILE,
-        },
-        silent: false,
-    })
+    Ok(super::continuity::decided(json, human, decision.status()))
 }
