@@ -26,33 +26,26 @@ impl Authority {
     /// Reads the fields in their documented order, recording a finding for each that is
     /// missing or malformed.
     pub(crate) fn read(f: &mut Fields<'_>) -> Self {
-        let tenant_id = f.parsed(
-            "tenant_id",
-            FindingCode::BadIdentifier,
-            "an identifier of `[A-Za-z0-9._:@-]`, 1 to 128 characters",
-            |t| t.parse::<TenantId>().ok(),
-        );
-        let principal_id = f.text("principal_id");
-        let authorization_mode = f.parsed(
-            "authorization_mode",
-            FindingCode::BadAuthorizationMode,
-            "one of `platform_owned`, `user_delegated`, `human_approved`",
-            AuthorizationMode::parse,
-        );
-        let delegated_principal_id = f.delegated_text("delegated_principal_id");
-        let delegated_scope = f.delegated_text("delegated_scope");
-        let policy_version = f.text("policy_version");
-        let capability_name = f.text("capability_name");
-        let capability_version = f.text("capability_version");
+        // A struct expression evaluates its fields in the order written: the documented one.
         Self {
-            tenant_id,
-            principal_id,
-            authorization_mode,
-            delegated_principal_id,
-            delegated_scope,
-            policy_version,
-            capability_name,
-            capability_version,
+            tenant_id: f.parsed(
+                "tenant_id",
+                FindingCode::BadIdentifier,
+                "an identifier of `[A-Za-z0-9._:@-]`, 1 to 128 characters",
+                |t| t.parse::<TenantId>().ok(),
+            ),
+            principal_id: f.text("principal_id"),
+            authorization_mode: f.parsed(
+                "authorization_mode",
+                FindingCode::BadAuthorizationMode,
+                "one of `platform_owned`, `user_delegated`, `human_approved`",
+                AuthorizationMode::parse,
+            ),
+            delegated_principal_id: f.delegated_text("delegated_principal_id"),
+            delegated_scope: f.delegated_text("delegated_scope"),
+            policy_version: f.text("policy_version"),
+            capability_name: f.text("capability_name"),
+            capability_version: f.text("capability_version"),
         }
     }
 }

@@ -33,33 +33,13 @@ use cairn_ledger::record::{
 };
 use cairn_ledger::store::StoredRow;
 use cairn_ledger::{CheckpointPolicy, verify_run};
+use cairn_test_support::workload::{RULES, TOOLS};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand_core::{CryptoRng, RngCore};
 use sha2::{Digest as _, Sha256};
 
 /// Records in the benchmarked run: 9,999 steps and the terminal record.
 const RECORDS: usize = 10_000;
-
-/// The tools a realistic agent run calls, as `(name, version)`.
-const TOOLS: [(&str, &str); 6] = [
-    ("github.create_issue", "3"),
-    ("fs.read_file", "1.2.0"),
-    ("fs.write_file", "1.2.0"),
-    ("shell.exec", "2"),
-    ("http.get", "1"),
-    ("slack.post_message", "4.1"),
-];
-
-/// Policy rule ids; each step is admitted (or denied) by one to three of them.
-const RULES: [&str; 7] = [
-    "repo.read",
-    "repo.write.issues",
-    "fs.workspace.read",
-    "fs.workspace.write",
-    "net.allowlist.github",
-    "shell.readonly",
-    "support.notify",
-];
 
 /// A deterministic stand-in for a random generator, so the checkpoint key (and with it the
 /// note's bytes) is the same in every run. Never use this outside a benchmark.

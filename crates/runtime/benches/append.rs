@@ -33,6 +33,7 @@ use cairn_ledger::keys::SigningKey;
 use cairn_ledger::record::{Admission, AllowDeny, Label, TerminationReason, ToolRef};
 use cairn_runtime::{Durability, Recorder, RecorderOptions, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
+use cairn_test_support::workload::{RULES, TOOLS};
 use criterion::measurement::WallTime;
 use criterion::{
     BenchmarkGroup, Criterion, SamplingMode, Throughput, criterion_group, criterion_main,
@@ -44,27 +45,6 @@ const BATCH_STEPS: usize = 4_999;
 
 /// Steps per `sync` run; with the terminal record a run has 50 records, so 50 commits.
 const SYNC_STEPS: usize = 49;
-
-/// The tools a realistic agent run calls, as `(name, version)`.
-const TOOLS: [(&str, &str); 6] = [
-    ("github.create_issue", "3"),
-    ("fs.read_file", "1.2.0"),
-    ("fs.write_file", "1.2.0"),
-    ("shell.exec", "2"),
-    ("http.get", "1"),
-    ("slack.post_message", "4.1"),
-];
-
-/// Policy rule ids; each step is admitted (or denied) by one to three of them.
-const RULES: [&str; 7] = [
-    "repo.read",
-    "repo.write.issues",
-    "fs.workspace.read",
-    "fs.workspace.write",
-    "net.allowlist.github",
-    "shell.readonly",
-    "support.notify",
-];
 
 /// What the executor hands the recorder for one step, built before anything is timed.
 struct StepInput {
@@ -173,6 +153,22 @@ impl Bench {
     }
 }
 
+/// [`bench_recorder`] with content retention off, then on.
+fn bench_recorders(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    dir: &Path,
+    durability: Durability,
+    steps: &[StepInput],
+) {
+    for (id, retain) in [
+        ("recorder/retention_off", false),
+        ("recorder/retention_on", true),
+    ] {
+        let bench = Bench::new(dir, id.replace('/', "-").as_str(), durability, retain);
+        bench_recorder(group, id, bench, steps);
+    }
+}
+
 /// Writes the whole recorder path for `steps` as one benchmark.
 fn bench_recorder(
     group: &mut BenchmarkGroup<'_, WallTime>,
@@ -223,18 +219,7 @@ fn batch(c: &mut Criterion) {
             }
         });
     });
-    for (id, retain) in [
-        ("recorder/retention_off", false),
-        ("recorder/retention_on", true),
-    ] {
-        let bench = Bench::new(
-            dir.path(),
-            id.replace('/', "-").as_str(),
-            Durability::DEFAULT_BATCH,
-            retain,
-        );
-        bench_recorder(&mut group, id, bench, &steps);
-    }
+    bench_recorders(&mut group, dir.path(), Durability::DEFAULT_BATCH, &steps);
     group.finish();
 }
 
@@ -289,18 +274,7 @@ fn sync(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(8));
     fsync_per_commit(&mut group, dir.path(), false, commits, record_bytes);
     fsync_per_commit(&mut group, dir.path(), true, commits, record_bytes);
-    for (id, retain) in [
-        ("recorder/retention_off", false),
-        ("recorder/retention_on", true),
-    ] {
-        let bench = Bench::new(
-            dir.path(),
-            id.replace('/', "-").as_str(),
-            Durability::Sync,
-            retain,
-        );
-        bench_recorder(&mut group, id, bench, &steps);
-    }
+    bench_recorders(&mut group, dir.path(), Durability::Sync, &steps);
     group.finish();
 }
 

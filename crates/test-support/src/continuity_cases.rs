@@ -9,14 +9,6 @@
 //! `findings` is given, the decision's findings must be exactly those codes at those paths,
 //! in that order.
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use std::fs;
 use std::path::{Path, PathBuf};
 

@@ -2,14 +2,6 @@
 //! independent of what runs it: the library (`crates/decisions/tests/it/boundaries.rs`) and the CLI both
 //! produce a comparison as JSON and hand it to [`Case::assert_comparison`].
 
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    reason = "test code: a failed expectation is the test failing"
-)]
-
 use std::fs;
 use std::path::{Path, PathBuf};
 

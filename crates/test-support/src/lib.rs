@@ -12,8 +12,17 @@
 //! - `store_conformance` (feature `store`): what every ledger store must do, run against
 //!   each store by its own suite.
 //! - `postgres` (feature `postgres`): the PostgreSQL test server, a schema per store.
+//! - [`workload`]: the tools and rules of a realistic agent run, for the benchmarks.
 //! - [`architecture`]: the checks of the workspace's layout (no module cycles, one test
 //!   binary per crate) that `tests/it/architecture.rs` runs.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    reason = "a crate of test helpers only: a failed expectation is the test failing"
+)]
 
 pub mod architecture;
 #[cfg(feature = "continuity")]
@@ -27,6 +36,7 @@ pub mod postgres;
 pub mod shared;
 #[cfg(feature = "store")]
 pub mod store_conformance;
+pub mod workload;
 
 use std::path::{Path, PathBuf};
 

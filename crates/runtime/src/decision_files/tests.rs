@@ -27,6 +27,11 @@ fn mode_of(path: &Path) -> u32 {
 
 /// A book with scope, target and constraint set at 09:30.
 fn three(files: &DecisionFiles) {
+    set_three(files, Some("ticket:T-1"), "2026-03-02T09:30:00Z");
+}
+
+/// Sets scope, target and constraint (the same values) with `source` at `when`.
+fn set_three(files: &DecisionFiles, source: Option<&str>, when: &str) {
     let key = files.hmac_key().unwrap();
     files
         .update_book(|book| {
@@ -38,14 +43,7 @@ fn three(files: &DecisionFiles) {
                 (DecisionKind::Target, json!("secret-target-branch")),
                 (DecisionKind::Constraint, json!(["secret-no-force-push"])),
             ] {
-                book.set(
-                    kind,
-                    &value,
-                    Some("ticket:T-1"),
-                    Some("test"),
-                    at("2026-03-02T09:30:00Z"),
-                    &key,
-                )?;
+                book.set(kind, &value, source, Some("test"), at(when), &key)?;
             }
             Ok(())
         })
@@ -301,32 +299,11 @@ fn compare_now_observes_the_book() {
     assert_eq!(comparison.state(), ContinuityHealth::Unverified);
     assert_eq!(comparison.reason(), Reason::ObservationNotFresh);
     // Re-asserted: preserved.
-    let key = files.hmac_key().unwrap();
-    files
-        .update_book(|book| {
-            for (kind, value) in [
-                (
-                    DecisionKind::Scope,
-                    json!({"paths": ["secret-scope-path/"]}),
-                ),
-                (DecisionKind::Target, json!("secret-target-branch")),
-                (DecisionKind::Constraint, json!(["secret-no-force-push"])),
-            ] {
-                book.set(
-                    kind,
-                    &value,
-                    None,
-                    Some("test"),
-                    at("2026-03-02T10:01:00Z"),
-                    &key,
-                )?;
-            }
-            Ok(())
-        })
-        .unwrap();
+    set_three(&files, None, "2026-03-02T10:01:00Z");
     let comparison = files.compare_now(None, now, window).unwrap();
     assert_eq!(comparison.state(), ContinuityHealth::Preserved);
     // The book lost a decision (replaced by one without it): dropped, with provenance.
+    let key = files.hmac_key().unwrap();
     let mut smaller = DecisionBook::new();
     smaller
         .set(
