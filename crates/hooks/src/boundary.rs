@@ -40,12 +40,12 @@
 //! compares with the same facts, so only the durable state (policy version, side effects,
 //! checkpoint, summary digest) can make it fail.
 
-use cairn_continuity::ContinuityStatus;
 use cairn_core::{ErrorCode, Timestamp};
-use cairn_decisions::{Comparison, ContinuityHealth, DecisionState};
 use cairn_runtime::Executor;
 use cairn_runtime::boundary::SessionFacts;
+use cairn_runtime::continuity::ContinuityStatus;
 use cairn_runtime::decision_files::DecisionFiles;
+use cairn_runtime::decisions::{Comparison, ContinuityHealth, DecisionState};
 use cairn_runtime::envelopes::load_bound_envelope;
 use cairn_runtime::keyring::Keyring;
 use cairn_runtime::ledger::record::{BoundaryEvent, Label, TerminationReason};
@@ -255,7 +255,9 @@ impl Session<'_> {
         boundary.phase = Phase::Compacted;
         boundary.unbound = summary.is_none();
         // Only the digest is kept until rehydration; the text went to the content store.
-        boundary.summary_sha256 = Some(cairn_continuity::summary_sha256(summary.unwrap_or("")));
+        boundary.summary_sha256 = Some(cairn_runtime::continuity::summary_sha256(
+            summary.unwrap_or(""),
+        ));
         boundary.summary_bound = summary.is_some();
         Ok(())
     }
@@ -381,7 +383,7 @@ impl Session<'_> {
                 .state
                 .boundary
                 .summary_sha256
-                .unwrap_or_else(|| cairn_continuity::summary_sha256(""));
+                .unwrap_or_else(|| cairn_runtime::continuity::summary_sha256(""));
             let decision = executor.rehydrate_with_digest(&facts, &summary, now)?;
             ContinuityNote {
                 status: decision.status().as_str().to_owned(),

@@ -27,8 +27,8 @@
 //! prefixes ending in `*`. The default read-only list is [`DEFAULT_READ_ONLY`]; setting
 //! `read_only_tools` replaces it.
 
-use cairn_continuity::AuthorizationMode;
 use cairn_core::TenantId;
+use cairn_runtime::continuity::AuthorizationMode;
 use jiff::SignedDuration;
 use serde::Deserialize;
 

@@ -387,7 +387,8 @@ impl SessionFiles {
         // any of its entries: keep the digest, and rewrite the journal as this one entry
         // without them.
         if let Some(summary) = state.boundary.summary.take() {
-            state.boundary.summary_sha256 = Some(cairn_continuity::summary_sha256(&summary));
+            state.boundary.summary_sha256 =
+                Some(cairn_runtime::continuity::summary_sha256(&summary));
         }
         if contains(&text, b"\"summary\":\"") {
             let mut line = serde_json::to_vec(&state).map_err(|e| error(e.to_string()))?;

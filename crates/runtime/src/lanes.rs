@@ -9,7 +9,9 @@
 //! the same keys as checkpoints.
 
 use cairn_core::{Digest, LaneId};
-use cairn_lanes::{Handoff, LaneBook, LaneCall, LaneEvent, LaneVerdict, Validity};
+/// The lanes' vocabulary the edges use, from `cairn-lanes`.
+pub use cairn_lanes::{HANDOFF_SCHEMA_VERSION, Handoff, LaneBook, LaneEvent, LaneSpec};
+use cairn_lanes::{LaneCall, LaneVerdict, Validity};
 use cairn_ledger::keys::{SigningKey, TrustedKeys};
 use cairn_ledger::record::{BoundaryEvent, Label};
 use serde_json::Value;

@@ -89,6 +89,11 @@ pub mod ledger {
     }
 }
 
+/// Continuity envelopes and the rehydration decision, as the edges use them.
+pub use cairn_continuity as continuity;
+/// Task decisions across a boundary, as the edges use them.
+pub use cairn_decisions as decisions;
+
 /// The limits every process that decides calls runs within (its decision thread's stack).
 pub use cairn_policy::limits;
 

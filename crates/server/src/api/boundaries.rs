@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use cairn_continuity::AuthorizationMode;
 use cairn_runtime::boundary::SessionFacts;
+use cairn_runtime::continuity::AuthorizationMode;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -146,7 +146,7 @@ pub(super) async fn compact(
     let (caller, run) = caller.on_run(AGENT, "mark boundaries", &path)?;
     let facts = body.facts.unwrap_or_default().facts(&caller, run.as_str());
     let trigger = body.trigger.unwrap_or_else(|| "manual".to_owned());
-    let summary_digest = cairn_continuity::summary_sha256(&body.summary).to_string();
+    let summary_digest = cairn_runtime::continuity::summary_sha256(&body.summary).to_string();
     let done =
         blocking(move || service.compact(&caller, &run, &facts, &body.summary, &trigger)).await?;
     Ok(Json(CompactResponse {

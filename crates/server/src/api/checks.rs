@@ -7,11 +7,11 @@
 use std::sync::LazyLock;
 
 use axum::Json;
-use cairn_continuity::{ContinuityState, decide_text};
 use cairn_core::{CodedFinding, ErrorCode as _, Timestamp};
 use cairn_interop::py_json::{self, PyJson};
 use cairn_interop::request::{RequestShapeError, RlcRequest, VceRequest};
 use cairn_interop::{RlcValidator, VceValidator};
+use cairn_runtime::continuity::{ContinuityState, decide_text};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use utoipa::ToSchema;

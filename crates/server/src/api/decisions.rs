@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use cairn_core::Timestamp;
-use cairn_decisions::CheckOutcome;
+use cairn_runtime::decisions::CheckOutcome;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use utoipa::{IntoParams, ToSchema};

@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 
 use cairn_core::Timestamp;
-use cairn_decisions::{
+use cairn_runtime::decision_files::{DecisionFiles, DecisionFilesError, check_name};
+use cairn_runtime::decisions::{
     ApprovedChange, Comparison, DecisionBook, DecisionKind, SetOutcome, Snapshot,
 };
-use cairn_runtime::decision_files::{DecisionFiles, DecisionFilesError, check_name};
 use jiff::SignedDuration;
 
 use super::Service;

@@ -5,8 +5,8 @@
 
 use std::path::PathBuf;
 
-use cairn_lanes::{Handoff, LaneBook, LaneEvent, LaneSpec};
 use cairn_runtime::Receipt;
+use cairn_runtime::lanes::{Handoff, LaneBook, LaneEvent, LaneSpec};
 
 use super::Service;
 use crate::error::{ApiError, ServerCode};
@@ -170,7 +170,7 @@ impl Service {
             let book = executor.lanes().ok_or_else(no_lane)?;
             let lane = book.lane(lane_id).ok_or_else(no_lane)?;
             let handoff = Handoff {
-                schema_version: cairn_lanes::HANDOFF_SCHEMA_VERSION.to_owned(),
+                schema_version: cairn_runtime::lanes::HANDOFF_SCHEMA_VERSION.to_owned(),
                 lane_id: lane_id.to_owned(),
                 from_owner: book.owner(lane_id).unwrap_or_default().to_owned(),
                 to_owner,

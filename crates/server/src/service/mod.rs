@@ -746,7 +746,7 @@ impl Service {
         run: &RunId,
         facts: &cairn_runtime::boundary::SessionFacts,
         summary: &str,
-    ) -> Result<cairn_continuity::ContinuityDecision, ApiError> {
+    ) -> Result<cairn_runtime::continuity::ContinuityDecision, ApiError> {
         let now = self.config.clock.now();
         self.with_executor(caller, run, |executor, _| {
             Ok(executor.rehydrate(facts, summary, now)?)
