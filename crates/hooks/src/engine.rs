@@ -42,7 +42,7 @@ pub struct Environment {
     pub fault: Option<Fault>,
     /// Where the policy gate is loaded through: kept between calls in a long-lived process
     /// (see [`crate::resident`]), a fresh one in a process that answers one call.
-    pub gates: Arc<cairn_runtime::project::GateCache>,
+    pub gates: Arc<cairn_runtime::config::GateCache>,
     /// How a call's project is found (the one the hook names, the session's, or `cwd`'s).
     pub binding: crate::project::Binding,
     /// For a service answering many agents' hooks: the tenant every run is recorded under
@@ -410,7 +410,7 @@ impl<'a> Session<'a> {
         // The lanes as the records left them (rulings, handoffs), for the boundary's facts
         // and context; a lanes file that does not load leaves them out here (a tool call
         // would be denied for it).
-        let lanes = cairn_runtime::project::load_lanes(&self.project.lanes(), self.guard().root())
+        let lanes = cairn_runtime::config::load_lanes(&self.project.lanes(), self.guard().root())
             .ok()
             .flatten();
         self.executor_with(gate, Replay::Records { lanes })

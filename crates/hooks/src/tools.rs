@@ -87,7 +87,7 @@ impl crate::engine::Session<'_> {
     pub(crate) fn pre_tool_use(&mut self, tool: &ToolUse) -> Result<Answer, HookError> {
         // The lanes judge file paths below the same resolved root as the guard.
         let guard = self.guard();
-        let mut lanes = cairn_runtime::project::load_lanes(&self.project.lanes(), guard.root())?;
+        let mut lanes = cairn_runtime::config::load_lanes(&self.project.lanes(), guard.root())?;
         if let Some(book) = lanes.as_mut()
             && !self.config.tools.is_consequential(&tool.name)
         {

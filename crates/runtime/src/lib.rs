@@ -51,6 +51,7 @@
 //! ```
 
 pub mod boundary;
+pub mod config;
 pub mod decision_files;
 pub mod duration;
 pub mod effects;
@@ -62,7 +63,6 @@ pub mod keyring;
 pub mod lanes;
 pub mod layout;
 pub mod lifecycle;
-pub mod project;
 pub mod protect;
 pub mod reconcile;
 pub mod recorder;

@@ -191,7 +191,7 @@ fn scaffold_project(project: &Project) -> Result<Scaffold, Failure> {
         Err(e) => return Err(e.into()),
     };
     // The gate must load what we just wrote; a broken starter set would be a Cairn bug.
-    let gate = cairn_runtime::project::load_gate(&project.policies(), Some(&tools_file))?;
+    let gate = cairn_runtime::config::load_gate(&project.policies(), Some(&tools_file))?;
     Ok(Scaffold {
         project: project.dir().to_path_buf(),
         state: project.state().to_path_buf(),

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use cairn_policy::{Arguments, GateRequest, PolicyGate};
+use cairn_runtime::config::load_gate;
 use cairn_runtime::layout::{POLICIES_DIR, TOOLS_FILE};
-use cairn_runtime::project::load_gate;
 
 use crate::args::{PolicyCommand, PolicyLocation};
 use crate::context::Context;

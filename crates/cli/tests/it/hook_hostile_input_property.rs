@@ -47,7 +47,7 @@ static FIXTURE: LazyLock<Fixture> = LazyLock::new(|| {
     let dir = project();
     let policies = dir.path().join(".cairn/policies");
     let tools = dir.path().join(".cairn/tools.json");
-    let gate = cairn_runtime::project::load_gate(&policies, Some(&tools)).unwrap();
+    let gate = cairn_runtime::config::load_gate(&policies, Some(&tools)).unwrap();
     let opener = Arc::new(KeptStores::new(cairn_store_sqlite::SqliteFiles));
     let store = opener
         .open(&StoreLocation::File(

@@ -192,7 +192,7 @@ fn issue_15_a_lane_path_is_judged_by_where_it_resolves() {
     });
     let lanes_file = dir.path().join("lanes.json");
     std::fs::write(&lanes_file, config.to_string()).unwrap();
-    let book = cairn_runtime::project::load_lanes(&lanes_file, &root)
+    let book = cairn_runtime::config::load_lanes(&lanes_file, &root)
         .unwrap()
         .unwrap();
     let mut executor = guarded(dir.path(), &root).with_lanes(book);

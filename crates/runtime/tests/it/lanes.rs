@@ -225,7 +225,7 @@ fn a_project_lane_file_loads_is_optional_and_never_ignored_when_broken() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(cairn_runtime::layout::LANES_FILE);
     assert!(
-        cairn_runtime::project::load_lanes(&path, dir.path())
+        cairn_runtime::config::load_lanes(&path, dir.path())
             .unwrap()
             .is_none(),
         "no file, no lanes"
@@ -238,13 +238,13 @@ fn a_project_lane_file_loads_is_optional_and_never_ignored_when_broken() {
         .to_string(),
     )
     .unwrap();
-    let err = cairn_runtime::project::load_lanes(&path, dir.path()).unwrap_err();
+    let err = cairn_runtime::config::load_lanes(&path, dir.path()).unwrap_err();
     assert!(
         err.to_string().contains("bad_ref_pattern") && err.to_string().contains("lanes.json"),
         "{err}"
     );
     std::fs::write(&path, "{").unwrap();
-    assert!(cairn_runtime::project::load_lanes(&path, dir.path()).is_err());
+    assert!(cairn_runtime::config::load_lanes(&path, dir.path()).is_err());
 }
 
 #[test]
@@ -278,7 +278,7 @@ fn a_project_lane_file_judges_absolute_paths_below_the_root_as_project_relative(
         (dir.path().to_path_buf(), dir.path().join("src/lib.rs")),
         (std::path::PathBuf::from("."), cwd.join("src/lib.rs")),
     ] {
-        let book = cairn_runtime::project::load_lanes(&path, &root)
+        let book = cairn_runtime::config::load_lanes(&path, &root)
             .unwrap()
             .unwrap();
         let verdict = edit(&book, &file);

@@ -51,7 +51,7 @@ impl Service {
         let Some(lanes) = &self.config.lanes else {
             return Ok(None);
         };
-        cairn_runtime::project::load_lanes(&lanes.path, &lanes.root).map_err(|e| {
+        cairn_runtime::config::load_lanes(&lanes.path, &lanes.root).map_err(|e| {
             ApiError::new(
                 ServerCode::SERVICE_CONFIG,
                 format!("the service's lanes do not load: {e}"),

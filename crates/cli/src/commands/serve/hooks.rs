@@ -18,7 +18,7 @@ pub struct ServiceHooks {
     project: Project,
     keys: PathBuf,
     store: Arc<dyn Store>,
-    gates: Arc<cairn_runtime::project::GateCache>,
+    gates: Arc<cairn_runtime::config::GateCache>,
     /// The tenants' policy sets: a tenant with files of its own is judged by its set.
     sets: super::policies::PolicySets,
 }

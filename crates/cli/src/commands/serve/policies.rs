@@ -204,12 +204,12 @@ impl Inner {
 
 impl Folder {
     fn catalog(&self) -> Result<ToolCatalog, RuntimeError> {
-        cairn_runtime::project::read_tool_catalog(self.tools.exists().then_some(&*self.tools))
+        cairn_runtime::config::read_tool_catalog(self.tools.exists().then_some(&*self.tools))
     }
 
     /// The service's files, named `service/<file>` (a tenant is shown no path of the host).
     fn service_sources(&self) -> Result<Vec<PolicySource>, RuntimeError> {
-        Ok(cairn_runtime::project::read_policy_sources(&self.policies)?
+        Ok(cairn_runtime::config::read_policy_sources(&self.policies)?
             .into_iter()
             .map(|source| PolicySource {
                 name: format!("{SERVICE_PREFIX}{}", file_name(&source.name)),
@@ -239,7 +239,7 @@ impl Folder {
             let name = file_name(&path.to_string_lossy()).to_owned();
             if check_name(&name).is_ok() && path.is_file() {
                 files.push(PolicyFile {
-                    text: cairn_runtime::project::read_text(&path)?,
+                    text: cairn_runtime::config::read_text(&path)?,
                     name,
                 });
             }
