@@ -276,16 +276,7 @@ fn read_envelope(
     let objective = f.text_limited("objective", MAX_TEXT_BYTES, true);
     let exact_constraint_refs = f.text_list("exact_constraint_refs");
     let pending_obligations = f.text_list("pending_obligations");
-    let Authority {
-        tenant_id,
-        principal_id,
-        authorization_mode,
-        delegated_principal_id,
-        delegated_scope,
-        policy_version,
-        capability_name,
-        capability_version,
-    } = Authority::read(&mut f);
+    let authority = Authority::read(&mut f);
     let approval_id = f.nullable_text("approval_id");
     let action_digest = f.nullable_digest("action_digest");
     let approval_expires_at = f.nullable_timestamp("approval_expires_at");
@@ -306,13 +297,13 @@ fn read_envelope(
 
     check_delegation(
         &mut f,
-        authorization_mode,
-        &delegated_principal_id,
-        &delegated_scope,
+        authority.authorization_mode,
+        &authority.delegated_principal_id,
+        &authority.delegated_scope,
     );
     check_approval(
         &mut f,
-        authorization_mode,
+        authority.authorization_mode,
         &approval_id,
         &action_digest,
         &approval_expires_at,
@@ -329,14 +320,14 @@ fn read_envelope(
         objective: objective?,
         exact_constraint_refs: exact_constraint_refs?,
         pending_obligations: pending_obligations?,
-        tenant_id: tenant_id?,
-        principal_id: principal_id?,
-        authorization_mode: authorization_mode?,
-        delegated_principal_id: delegated_principal_id?,
-        delegated_scope: delegated_scope?,
-        policy_version: policy_version?,
-        capability_name: capability_name?,
-        capability_version: capability_version?,
+        tenant_id: authority.tenant_id?,
+        principal_id: authority.principal_id?,
+        authorization_mode: authority.authorization_mode?,
+        delegated_principal_id: authority.delegated_principal_id?,
+        delegated_scope: authority.delegated_scope?,
+        policy_version: authority.policy_version?,
+        capability_name: authority.capability_name?,
+        capability_version: authority.capability_version?,
         approval_id: approval_id?,
         action_digest: action_digest?,
         approval_expires_at: approval_expires_at?,

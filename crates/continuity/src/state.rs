@@ -171,16 +171,7 @@ fn read_state(value: &Value, findings: &mut Vec<Finding>) -> Option<ContinuitySt
             |t| (t == STATE_SCHEMA_VERSION).then_some(StateSchemaVersion::V1),
         )
     };
-    let Authority {
-        tenant_id,
-        principal_id,
-        authorization_mode,
-        delegated_principal_id,
-        delegated_scope,
-        policy_version,
-        capability_name,
-        capability_version,
-    } = Authority::read(&mut f);
+    let authority = Authority::read(&mut f);
     let approval = if flat {
         read_flat_approval(&mut f)
     } else {
@@ -199,10 +190,10 @@ fn read_state(value: &Value, findings: &mut Vec<Finding>) -> Option<ContinuitySt
     );
     let checkpoint_ref = f.text("checkpoint_ref");
 
-    if authorization_mode == Some(AuthorizationMode::UserDelegated) {
+    if authority.authorization_mode == Some(AuthorizationMode::UserDelegated) {
         for (key, value) in [
-            ("delegated_principal_id", &delegated_principal_id),
-            ("delegated_scope", &delegated_scope),
+            ("delegated_principal_id", &authority.delegated_principal_id),
+            ("delegated_scope", &authority.delegated_scope),
         ] {
             if matches!(value, Some(None)) {
                 let path = f.path(key);
@@ -212,7 +203,7 @@ fn read_state(value: &Value, findings: &mut Vec<Finding>) -> Option<ContinuitySt
             }
         }
     }
-    if authorization_mode == Some(AuthorizationMode::HumanApproved)
+    if authority.authorization_mode == Some(AuthorizationMode::HumanApproved)
         && matches!(approval, Some(None))
     {
         let path = f.path("approval");
@@ -230,14 +221,14 @@ fn read_state(value: &Value, findings: &mut Vec<Finding>) -> Option<ContinuitySt
 
     Some(ContinuityState {
         schema_version: schema_version?,
-        tenant_id: tenant_id?,
-        principal_id: principal_id?,
-        authorization_mode: authorization_mode?,
-        delegated_principal_id: delegated_principal_id?,
-        delegated_scope: delegated_scope?,
-        policy_version: policy_version?,
-        capability_name: capability_name?,
-        capability_version: capability_version?,
+        tenant_id: authority.tenant_id?,
+        principal_id: authority.principal_id?,
+        authorization_mode: authority.authorization_mode?,
+        delegated_principal_id: authority.delegated_principal_id?,
+        delegated_scope: authority.delegated_scope?,
+        policy_version: authority.policy_version?,
+        capability_name: authority.capability_name?,
+        capability_version: authority.capability_version?,
         approval: approval?,
         idempotency_key: idempotency_key?,
         side_effect_status: side_effect_status?,

@@ -112,12 +112,6 @@ impl Runs {
         }
     }
 
-    /// The store the runs are written to.
-    #[must_use]
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
-    }
-
     /// The run `name` names now, its generation, and whether it exists yet — without opening
     /// it (a closed run moves a session on to its next generation).
     ///
