@@ -86,6 +86,11 @@ pub enum Command {
     /// Record the observed outcome of a side effect whose outcome was unknown, unblocking its
     /// capability (SPEC E-5).
     Reconcile(ReconcileArgs),
+    /// Decide the calls a policy holds for a person (`@approval`): list what waits, show a
+    /// request, approve exactly that call, refuse it, or revoke an approval (SPEC T-4). A
+    /// person's command: the agent's hooks refuse it.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
     /// Keep the task's decisions (scope, approval boundary, target, acceptance test,
     /// constraint) as keyed digests, snapshot them before a boundary and compare after it
     /// (SPEC §8; compare exits 0 preserved/approved_change, 3 unverified/evidence missing,
@@ -431,6 +436,68 @@ pub struct ReconcileArgs {
     /// A reference to the evidence (for example the lookup by idempotency key).
     #[arg(long, value_name = "REF")]
     pub evidence: String,
+}
+
+/// `cairn approvals …`.
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// The requests waiting for a person, oldest first (`--all`: every request, decided ones
+    /// and closed runs' too).
+    List {
+        /// Every request, not only those waiting.
+        #[arg(long)]
+        all: bool,
+        /// Only this tenant's runs.
+        #[arg(long, value_name = "TENANT")]
+        tenant: Option<String>,
+    },
+    /// One request: the held call, its binding and what became of it.
+    Show(ApprovalRef),
+    /// Approve exactly the held call: it admits the identical call (same tool, version and
+    /// arguments) of the same run, under the same policies, `--uses` times until it expires.
+    Approve {
+        /// The request.
+        #[command(flatten)]
+        request: ApprovalRef,
+        /// How long the approval admits the call (`90s`, `15m`, `2h`).
+        #[arg(long, value_name = "DURATION", default_value = "15m")]
+        expires_in: String,
+        /// How many calls it admits (1: single use).
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        uses: u64,
+        /// Why (kept in the content store; the record binds its digest).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+    },
+    /// Refuse the held call.
+    Deny {
+        /// The request.
+        #[command(flatten)]
+        request: ApprovalRef,
+        /// Why (kept in the content store; the record binds its digest).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+    },
+    /// Revoke an approval: it admits nothing more.
+    Revoke {
+        /// The request.
+        #[command(flatten)]
+        request: ApprovalRef,
+        /// Why (kept in the content store; the record binds its digest).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
+    },
+}
+
+/// A request named by a person.
+#[derive(Debug, Args)]
+pub struct ApprovalRef {
+    /// The request's id (`apr-…`, as `cairn approvals list` shows it).
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Only this tenant's runs.
+    #[arg(long, value_name = "TENANT")]
+    pub tenant: Option<String>,
 }
 
 /// `cairn inspect-continuity`.

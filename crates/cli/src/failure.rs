@@ -157,6 +157,10 @@ mod tests {
             ("RuntimeError", cairn_runtime::RuntimeError::CODES),
             ("KeyringError", cairn_runtime::keyring::KeyringError::CODES),
             (
+                "ApprovalError",
+                cairn_runtime::approvals::ApprovalError::CODES,
+            ),
+            (
                 "DecisionFilesError",
                 cairn_runtime::decision_files::DecisionFilesError::CODES,
             ),

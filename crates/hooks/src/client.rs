@@ -23,6 +23,18 @@ use crate::project::Binding;
 /// The deadline of a call when neither `--deadline` nor `CAIRN_HOOK_DEADLINE` sets one.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(10);
 
+/// How much longer than its deadline a tool call (`blocks`) of `project` may take: the hold
+/// its hook configuration sets for calls waiting for a person's approval
+/// (`approvals.while_waiting: "hold"`), zero otherwise — and zero when the configuration
+/// does not read (the call then fails on it, within the plain deadline).
+#[must_use]
+pub fn hold_allowance(project: &crate::project::Project, blocks: bool) -> Duration {
+    if !blocks {
+        return Duration::ZERO;
+    }
+    crate::config::HookConfig::load(project).map_or(Duration::ZERO, |c| c.approvals.hold())
+}
+
 /// Why stdin could not be read.
 #[derive(Debug)]
 pub enum StdinFailure {

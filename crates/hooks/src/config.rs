@@ -12,8 +12,19 @@
 //!  "explicit_allow": false,
 //!  "content_retention_hours": 168,
 //!  "decision_window_minutes": 10,
-//!  "resident_server": true}
+//!  "resident_server": true,
+//!  "approvals": {"while_waiting": "hold", "hold_seconds": 30, "request_minutes": 60}}
 //! ```
+//!
+//! **Approvals** (a call a policy permits only with a person's approval, `@approval`): with
+//! `while_waiting: "deny_and_retry"` (the default) a held call is denied at once with the
+//! request's id, and the agent's identical retry runs once a person approved; with `"hold"`
+//! the hook waits up to `hold_seconds` (default 30, at most 45) for a person's decision and
+//! then answers — the held call itself runs when approved. The hook's deadline grows by the
+//! hold for a tool call, and stays under the 60 s timeout `cairn hooks install` gives the
+//! host (a host lets a call through on its own timeout). A request nobody decided within the
+//! hold stays open: the identical retry runs once a person approves it. `request_minutes`
+//! (default 60) is how long a request waits for a person before it lapses.
 //!
 //! Every field but `schema_version` is optional; unknown fields are refused (a misspelt
 //! setting must not be silently ignored). Without the file every default applies.
@@ -103,6 +114,91 @@ struct RawConfig {
     decision_window_minutes: Option<u32>,
     #[serde(default)]
     resident_server: Option<bool>,
+    #[serde(default)]
+    approvals: Option<RawApprovals>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawApprovals {
+    #[serde(default)]
+    while_waiting: Option<String>,
+    #[serde(default)]
+    hold_seconds: Option<u32>,
+    #[serde(default)]
+    request_minutes: Option<u32>,
+}
+
+/// The longest a hook holds a call for a person's decision: with the hook's own 10 s
+/// deadline it stays under the 60 s timeout `hooks install` gives the hosts.
+pub const MAX_HOLD_SECONDS: u32 = 45;
+
+/// The hold when `hold_seconds` is not set.
+pub const DEFAULT_HOLD_SECONDS: u32 = 30;
+
+/// What a held call does while a person has not decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhileWaiting {
+    /// Deny at once; the identical retry runs once a person approved.
+    DenyAndRetry,
+    /// Wait up to this long for the decision, then answer.
+    Hold(std::time::Duration),
+}
+
+/// How the project's held calls wait for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApprovalConfig {
+    /// While nobody has decided.
+    pub while_waiting: WhileWaiting,
+    /// How long a request waits for a person.
+    pub request_ttl: SignedDuration,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        Self {
+            while_waiting: WhileWaiting::DenyAndRetry,
+            request_ttl: SignedDuration::from_hours(1),
+        }
+    }
+}
+
+impl ApprovalConfig {
+    /// How long a hook may hold a call (zero when it does not hold).
+    #[must_use]
+    pub const fn hold(&self) -> std::time::Duration {
+        match self.while_waiting {
+            WhileWaiting::Hold(hold) => hold,
+            WhileWaiting::DenyAndRetry => std::time::Duration::ZERO,
+        }
+    }
+}
+
+fn approvals_of(raw: RawApprovals, problems: &mut Vec<String>) -> ApprovalConfig {
+    let mut config = ApprovalConfig::default();
+    let hold = raw.hold_seconds.unwrap_or(DEFAULT_HOLD_SECONDS);
+    if !(1..=MAX_HOLD_SECONDS).contains(&hold) {
+        problems.push(format!(
+            "`approvals.hold_seconds` must be 1 to {MAX_HOLD_SECONDS}, got {hold}"
+        ));
+    }
+    match raw.while_waiting.as_deref() {
+        None | Some("deny_and_retry") => {}
+        Some("hold") => {
+            config.while_waiting =
+                WhileWaiting::Hold(std::time::Duration::from_secs(u64::from(hold)));
+        }
+        Some(other) => problems.push(format!(
+            "`approvals.while_waiting` must be `deny_and_retry` or `hold`, got `{other}`"
+        )),
+    }
+    if let Some(minutes) = raw.request_minutes {
+        if minutes == 0 {
+            problems.push("`approvals.request_minutes` must be at least 1".to_owned());
+        }
+        config.request_ttl = SignedDuration::from_mins(i64::from(minutes));
+    }
+    config
 }
 
 /// Tool name patterns: exact, or a prefix ending in `*`.
@@ -167,6 +263,8 @@ pub struct HookConfig {
     /// and starts it, the next calls cost a process start and a socket exchange instead of
     /// two process starts, a policy parse and a store open; `false` turns it off).
     pub resident_server: bool,
+    /// How held calls wait for people.
+    pub approvals: ApprovalConfig,
 }
 
 impl Default for HookConfig {
@@ -183,6 +281,7 @@ impl Default for HookConfig {
             content_retention: Some(SignedDuration::from_hours(24 * 7)),
             decision_window: SignedDuration::from_mins(10),
             resident_server: true,
+            approvals: ApprovalConfig::default(),
         }
     }
 }
@@ -293,9 +392,11 @@ impl HookConfig {
                 ));
             }
         }
+        let approvals = raw.approvals.map(|raw| approvals_of(raw, &mut problems));
         if !problems.is_empty() {
             return Err(problems.join("; "));
         }
+        config.approvals = approvals.unwrap_or_default();
         config.principal = raw.principal_id;
         config.delegated_principal_id = raw.delegated_principal_id;
         config.delegated_scope = raw.delegated_scope;

@@ -248,6 +248,9 @@ pub(crate) struct Session<'a> {
     pub(crate) base: String,
     runs: Option<Runs>,
     run: Option<(RunId, bool)>,
+    /// Whether a held call is being admitted again after a person approved it (it is not
+    /// held twice).
+    pub(crate) holding: bool,
 }
 
 impl<'a> Session<'a> {
@@ -281,6 +284,7 @@ impl<'a> Session<'a> {
             base,
             runs: None,
             run: None,
+            holding: false,
         })
     }
 

@@ -24,6 +24,7 @@ pub const PROTECTED: Protected = Protected {
     // set-up and the hooks' own settings.
     person_commands: &[
         &["reconcile"],
+        &["approvals"],
         &["keys"],
         &["init"],
         &["decisions", "set"],
@@ -60,6 +61,8 @@ mod tests {
             "cairn --store x.db keys rotate",
             "cairn hooks uninstall --claude-code",
             "true; cairn init --dir .",
+            "cairn approvals approve apr-0123456789abcdef01234567",
+            "cairn --store .cairn/ledger.db approvals list",
         ] {
             assert!(
                 guard.refusal(&json!({"command": refused})).is_some(),

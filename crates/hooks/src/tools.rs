@@ -24,10 +24,14 @@
 
 use std::sync::Arc;
 
+use cairn_runtime::approvals::{ApprovalId, ApprovalOptions, ApprovalState, Waited};
 use cairn_runtime::effects::{idempotency_key, unknown_event};
 use cairn_runtime::ledger::record::{Label, ToolRef};
 use cairn_runtime::reconcile::{ObservedOutcome, reconcile_with};
-use cairn_runtime::{Admitted, Denial, DenyCause, Executor, Replay, RuntimeError, ToolCall};
+use cairn_runtime::{
+    Admitted, ApprovalDenial, CallContext, Denial, DenyCause, Executor, Replay, RuntimeError,
+    ToolCall,
+};
 use serde_json::{Value, json};
 
 use crate::answer::Answer;
@@ -130,8 +134,17 @@ impl crate::engine::Session<'_> {
             args: tool.input.get().as_bytes(),
             lane: None,
         };
-        let admitted = executor.admit_by(&call, tool.actor())?;
+        let mut executor = executor.with_approval_options(ApprovalOptions {
+            request_ttl: self.config.approvals.request_ttl,
+        });
+        let context = CallContext {
+            agent: tool.actor(),
+            call_id: tool.id.clone(),
+            approval: None,
+        };
+        let admitted = executor.admit_with(&call, &context)?;
         self.state.observation = executor.recorder().current_observation();
+        drop(executor);
         match admitted {
             Admitted::Permitted(permit) => {
                 let step = permit.step_index();
@@ -154,12 +167,65 @@ impl crate::engine::Session<'_> {
                 ))
             }
             Admitted::Denied(denial) => {
+                if let DenyCause::Approval(ApprovalDenial {
+                    waiting: Some(waiting),
+                    ..
+                }) = &denial.cause
+                    && !self.holding
+                    && !self.config.approvals.hold().is_zero()
+                {
+                    return self.hold(tool, &run, &waiting.id);
+                }
                 let reason = denial_reason(&run, tool, &denial);
                 Ok(Answer::deny(&format!(
                     "{reason} (Cairn recorded this refusal as step {} of run `{run}`.)",
                     denial.receipt.step_index
                 )))
             }
+        }
+    }
+
+    /// Holds a call in flight (`approvals.while_waiting: "hold"`) until a person decides its
+    /// request `id` or the hold ends; an approved call is admitted again — now by the
+    /// approval, whose use is recorded with its step — and runs without a retry.
+    fn hold(&mut self, tool: &ToolUse, run: &str, id: &str) -> Result<Answer, HookError> {
+        let hold = self.config.approvals.hold();
+        let approval = ApprovalId::parse(id).map_err(cairn_runtime::RuntimeError::from)?;
+        let tenant = self.tenant()?;
+        let run_id = cairn_core::RunId::new(run)?;
+        let waited = self
+            .runs()?
+            .approvals()
+            .wait(&tenant, &run_id, &approval, hold)?;
+        let name = &tool.name;
+        let secs = hold.as_secs();
+        match waited {
+            Waited::Decided(ApprovalState::Active) => {
+                self.holding = true;
+                let answer = self.pre_tool_use(tool);
+                self.holding = false;
+                answer
+            }
+            Waited::Decided(state @ (ApprovalState::Refused | ApprovalState::Revoked)) => {
+                Ok(Answer::deny(&format!(
+                    "Cairn held `{name}` for a person's approval (request {id}) and a person {} it. It did not run. Do not retry it: ask the user how to go on.",
+                    if state == ApprovalState::Refused {
+                        "refused"
+                    } else {
+                        "revoked"
+                    }
+                )))
+            }
+            Waited::Decided(state) => Ok(Answer::deny(&format!(
+                "Cairn held `{name}` for a person's approval (request {id}); the request is {} now. It did not run. Make the same call again to raise a new request.",
+                state.as_str()
+            ))),
+            Waited::TimedOut => Ok(Answer::deny(&format!(
+                "Cairn held `{name}` for {secs} s waiting for a person's approval (request {id}) and nobody decided yet (still pending). It did not run. The request stays open: once a person approves it (`cairn approvals approve {id}`), make exactly the same call again and it runs; a changed call needs its own approval."
+            ))),
+            Waited::RunClosed => Ok(Answer::deny(&format!(
+                "Cairn held `{name}` for a person's approval (request {id}), and the run `{run}` was closed meanwhile. It did not run."
+            ))),
         }
     }
 
@@ -497,6 +563,9 @@ fn denial_reason(run: &str, tool: &ToolUse, denial: &Denial) -> String {
             "Cairn denied `{name}` (rule {rules}): {detail}. The policies judge exactly the arguments that are recorded, so arguments Cairn cannot read exactly are refused; send them as plain JSON (valid escapes, no repeated keys, at most {} levels of nesting).",
             cairn_core::strict_json::MAX_DEPTH
         ),
+        DenyCause::Approval(denial) => {
+            format!("Cairn held `{name}` (rule {rules}): {}", denial.message)
+        }
         DenyCause::Restricted { message, .. } => {
             format!("Cairn denied `{name}` (rule {rules}): {message}")
         }

@@ -236,6 +236,10 @@ pub struct EventRange {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BoundaryEvent {
+    /// What an approval event binds (`approval_requested`, `approval_granted`,
+    /// `approval_refused`, `approval_revoked`, `approval_used`, `approval_expired`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<ApprovalEvent>>,
     /// The digest of the saved envelope's RFC 8785 form, binding the stored envelope to this
     /// record so that an altered envelope is detected when it is loaded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -284,6 +288,7 @@ impl BoundaryEvent {
     #[must_use]
     pub fn new(event: Label) -> Self {
         Self {
+            approval: None,
             event,
             trigger: None,
             envelope_id: None,
@@ -299,6 +304,48 @@ impl BoundaryEvent {
             evidence_ref: None,
         }
     }
+}
+
+/// An approval's part of a boundary record (SPEC T-4): the request a held call raised, a
+/// person's decision on it, its use by the call it admitted, its revocation or expiry. Ids,
+/// digests, counts and instants only (I-7): the arguments are bound by digest.
+///
+/// INVARIANT: fields are declared in code-point order (the record's fast canonical path).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalEvent {
+    /// The digest of the exact action: the tool, its version and the RFC 8785 form of the
+    /// arguments (`sha256` over `{"args":…,"tool":…,"version":…}` in canonical form).
+    pub action_digest: Digest,
+    /// Who decided or revoked (`os:<user>` locally, `token:<name>` over the service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<Label>,
+    /// The host's id of the held call (`tool_use_id`, `call_id`), when it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<Label>,
+    /// Until when the request may be decided (`approval_requested`), or the approval used
+    /// (`approval_granted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+    /// The request's id, `apr-` and 24 hex digits.
+    pub id: Label,
+    /// The request's random nonce (`approval_requested`): the id is derived from it, the run
+    /// and the held step, so an id names one request of one run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<Label>,
+    /// The policy-set version the call was held under (`approval_requested`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_set_version: Option<Digest>,
+    /// The held step (`approval_requested`), or the step the approval admitted
+    /// (`approval_used`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// The tool held (`approval_requested`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolRef>,
+    /// How many calls the approval admits (`approval_granted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uses: Option<u64>,
 }
 
 /// One record of the ledger, exactly as stored and exported.
@@ -526,12 +573,21 @@ impl IntentRecord {
             .as_ref()
             .and_then(|b| b.source_event_range)
             .is_none_or(|r| r.first <= MAX_SAFE_INTEGER && r.last <= MAX_SAFE_INTEGER);
+        let approval_ok = self
+            .boundary
+            .as_ref()
+            .and_then(|b| b.approval.as_ref())
+            .is_none_or(|a| {
+                a.step.is_none_or(|s| s <= MAX_SAFE_INTEGER)
+                    && a.uses.is_none_or(|u| u <= MAX_SAFE_INTEGER)
+            });
         self.step_index <= MAX_SAFE_INTEGER
             && self
                 .args
                 .as_ref()
                 .is_none_or(|a| a.size <= MAX_SAFE_INTEGER)
             && range_ok
+            && approval_ok
     }
 
     /// Recomputes the digest from the record's content.

@@ -31,9 +31,16 @@ pub struct GateRequest<'a> {
     pub args: &'a crate::Arguments<'a>,
 }
 
+/// The annotation by which a `permit` asks for a person's approval of each call it would
+/// admit: `@approval("why a person must look")`.
+pub const APPROVAL_ANNOTATION: &str = "approval";
+
+/// What the agent and the approver are told when an `@approval` annotation has no text.
+pub const DEFAULT_APPROVAL_REASON: &str = "a policy asks for a person's approval of this call";
+
 /// Why the gate decided as it did. Precedence, highest first: `ArgsUnreadable`,
-/// `InvalidRequest`, `InvalidArguments`, `Forbidden`, `EvaluationError`, `Permitted`,
-/// `DefaultDeny`.
+/// `InvalidRequest`, `InvalidArguments`, `Forbidden`, `EvaluationError`, `ApprovalRequired`,
+/// `Permitted`, `DefaultDeny`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum DecisionReason {
@@ -43,6 +50,15 @@ pub enum DecisionReason {
     Forbidden,
     /// No policy was satisfied: the explicit default deny.
     DefaultDeny,
+    /// The call is permitted only with a person's approval: a satisfied `permit` carries
+    /// `@approval` (and no forbid was satisfied or failed). The decision is a deny — anything
+    /// that does not know approvals refuses the call — and its rule ids are the permits that
+    /// ask; the runtime holds the call until a person decides.
+    ApprovalRequired {
+        /// What the agent and the approver are told: the asking permits' `@approval` texts,
+        /// in id order, joined with `; `.
+        reason: String,
+    },
     /// A declared argument field is present with a value of the wrong JSON type (or the
     /// arguments of a tool that declares fields are not a JSON object): the call is denied
     /// without evaluating policies, since a forbid on that field could not be evaluated.
@@ -84,6 +100,7 @@ impl DecisionReason {
             Self::Permitted => "permitted",
             Self::Forbidden => "forbidden",
             Self::DefaultDeny => "default_deny",
+            Self::ApprovalRequired { .. } => "approval_required",
             Self::InvalidArguments { .. } => "invalid_arguments",
             Self::EvaluationError { .. } => "evaluation_error",
             Self::InvalidRequest { .. } => "invalid_request",
@@ -98,6 +115,9 @@ impl fmt::Display for DecisionReason {
             Self::Permitted => f.write_str("permitted by policy"),
             Self::Forbidden => f.write_str("forbidden by policy"),
             Self::DefaultDeny => f.write_str("no policy permits this call (default deny)"),
+            Self::ApprovalRequired { reason } => {
+                write!(f, "permitted only with a person's approval: {reason}")
+            }
             Self::InvalidArguments { field } => write!(
                 f,
                 "argument `{field}` does not have its declared type (fail closed)"
@@ -179,6 +199,9 @@ pub struct PolicyInfo {
     pub at: Location,
     /// Permit or forbid.
     pub effect: Effect,
+    /// For a `permit` annotated `@approval`: what a person is asked to approve, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
 }
 
 /// Something Cedar's validator noticed that does not refuse the policy (a mixed-script or

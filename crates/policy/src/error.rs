@@ -129,6 +129,17 @@ pub enum PolicyLoadError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A policy's `@approval` is on a `forbid`, too long or has control characters
+    /// (`policy_invalid_approval`).
+    #[error("{at}: policy `{policy_id}`: `@approval` {reason}")]
+    InvalidApproval {
+        /// Where the policy starts.
+        at: Location,
+        /// The policy's `@id`.
+        policy_id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// Two policies carry the same `@id` (`policy_duplicate_id`).
     #[error("{at}: duplicate policy id `{id}`, first used at {first}")]
     DuplicateId {
@@ -204,6 +215,7 @@ impl PolicyLoadError {
             Self::Parse { at, .. }
             | Self::MissingId { at }
             | Self::InvalidId { at, .. }
+            | Self::InvalidApproval { at, .. }
             | Self::DuplicateId { at, .. }
             | Self::Invalid { at, .. }
             | Self::OverLimit { at, .. }
@@ -221,6 +233,8 @@ cairn_core::error_codes! {
         MISSING_ID = Invalid("policy_missing_id");
         /// An `@id` outside the allowed form.
         INVALID_ID = Invalid("policy_invalid_id");
+        /// An `@approval` on a `forbid`, or one that cannot be shown.
+        INVALID_APPROVAL = Invalid("policy_invalid_approval");
         /// Two policies with one `@id`.
         DUPLICATE_ID = Invalid("policy_duplicate_id");
         /// A policy set that fails validation or a limit.
@@ -240,6 +254,7 @@ impl ErrorCode for PolicyLoadError {
             Self::Parse { .. } => Self::PARSE,
             Self::MissingId { .. } => Self::MISSING_ID,
             Self::InvalidId { .. } => Self::INVALID_ID,
+            Self::InvalidApproval { .. } => Self::INVALID_APPROVAL,
             Self::DuplicateId { .. } => Self::DUPLICATE_ID,
             Self::Invalid { .. } | Self::OverLimit { .. } => Self::INVALID,
             Self::Template { .. } => Self::TEMPLATE,

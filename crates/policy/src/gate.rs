@@ -59,6 +59,9 @@ pub struct PolicyGate {
     /// In source order (file by file, then position).
     policies: Vec<PolicyInfo>,
     by_id: HashMap<String, usize>,
+    /// Whether some permit carries `@approval` (only then is a permit's decision looked at
+    /// again).
+    asks_approval: bool,
     warnings: Vec<PolicyWarning>,
     /// Every policy, with the resource entity always built: the unoptimised gate the tests
     /// compare the per-tool subsets against.
@@ -169,6 +172,7 @@ impl PolicyGate {
             catalog: catalog.clone(),
             authorizer: Authorizer::new(),
             version: loaded.version,
+            asks_approval: policies.iter().any(|p| p.approval.is_some()),
             policies,
             by_id,
             warnings: loaded.warnings,
@@ -386,6 +390,9 @@ impl PolicyGate {
                     policy_ids: failed_forbids,
                 },
             ),
+            cedar_policy::Decision::Allow if self.asks_approval => {
+                self.approval_or_permit(determining)
+            }
             cedar_policy::Decision::Allow => {
                 (AllowDeny::Allow, determining, DecisionReason::Permitted)
             }
@@ -402,6 +409,36 @@ impl PolicyGate {
             },
             failures,
         }
+    }
+
+    /// A permitted call's decision when some policy of the set carries `@approval`: a deny
+    /// for approval by the determining permits that ask, when any does; else the allow.
+    fn approval_or_permit(
+        &self,
+        determining: Vec<String>,
+    ) -> (AllowDeny, Vec<String>, DecisionReason) {
+        let asking: Vec<(&String, &str)> = determining
+            .iter()
+            .filter_map(|id| {
+                self.info(id)
+                    .and_then(|policy| policy.approval.as_deref())
+                    .map(|reason| (id, reason))
+            })
+            .collect();
+        if asking.is_empty() {
+            return (AllowDeny::Allow, determining, DecisionReason::Permitted);
+        }
+        let reason = asking
+            .iter()
+            .map(|(_, reason)| *reason)
+            .collect::<Vec<_>>()
+            .join("; ");
+        let rule_ids = asking.into_iter().map(|(id, _)| id.clone()).collect();
+        (
+            AllowDeny::Deny,
+            rule_ids,
+            DecisionReason::ApprovalRequired { reason },
+        )
     }
 
     /// The Cedar request: principal `Agent::"<principal>"`, action `Action::"<tool>"`,

@@ -65,8 +65,8 @@ mod source;
 pub use args::{ARGS_UNREADABLE_RULE, Arguments, UnreadableArguments};
 pub use catalog::{ArgType, ToolCatalog, ToolDecl, UNDECLARED_TOOL_ACTION};
 pub use decision::{
-    DecisionReason, Effect, Explanation, GateDecision, GateRequest, PolicyFailure, PolicyInfo,
-    PolicyWarning,
+    APPROVAL_ANNOTATION, DEFAULT_APPROVAL_REASON, DecisionReason, Effect, Explanation,
+    GateDecision, GateRequest, PolicyFailure, PolicyInfo, PolicyWarning,
 };
 pub use error::{Location, PolicyLoadError};
 pub use gate::PolicyGate;

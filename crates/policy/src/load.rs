@@ -16,7 +16,9 @@ use miette::Diagnostic;
 use serde_json::{Value, json};
 
 use crate::catalog::{ToolCatalog, UNDECLARED_TOOL_ACTION};
-use crate::decision::{Effect, PolicyInfo, PolicyWarning};
+use crate::decision::{
+    APPROVAL_ANNOTATION, DEFAULT_APPROVAL_REASON, Effect, PolicyInfo, PolicyWarning,
+};
 use crate::error::{Location, Locator, PolicyLoadError, excerpt};
 use crate::source::PolicySource;
 
@@ -148,8 +150,10 @@ fn parse_source(
         if let Some(policy) = set.policy(&generated) {
             let offset = locate(&source.text, policy.to_cedar().as_deref(), &mut cursor);
             let at = locator.at(offset);
-            match policy_id(policy, &at) {
-                Ok(id) => match est_of(ests.as_ref(), &generated, policy) {
+            match policy_id(policy, &at)
+                .and_then(|id| approval(policy, &id, &at).map(|approval| (id, approval)))
+            {
+                Ok((id, approval)) => match est_of(ests.as_ref(), &generated, policy) {
                     Ok(est) => out.push(LoadedPolicy {
                         policy: policy.new_id(PolicyId::new(&id)),
                         est,
@@ -157,6 +161,7 @@ fn parse_source(
                             id,
                             at,
                             effect: effect(policy),
+                            approval,
                         },
                         source: index,
                         offset,
@@ -229,6 +234,31 @@ fn policy_id(policy: &Policy, at: &Location) -> Result<String, PolicyLoadError> 
     Err(PolicyLoadError::InvalidId {
         at: at.clone(),
         id: excerpt(id),
+        reason,
+    })
+}
+
+/// The `@approval("why")` annotation: a `permit` that asks for a person's approval of each
+/// call it would admit, and the words the agent and the approver are shown (the default when
+/// the annotation has no text). Only a `permit` can ask: a `forbid` is never lifted.
+fn approval(policy: &Policy, id: &str, at: &Location) -> Result<Option<String>, PolicyLoadError> {
+    let Some(text) = policy.annotation(APPROVAL_ANNOTATION) else {
+        return Ok(None);
+    };
+    let reason = if policy.effect() == cedar_policy::Effect::Forbid {
+        "is on a `forbid`; only a `permit` can ask for a person (a `forbid` is never lifted)"
+    } else if text.len() > MAX_ID_LEN {
+        "must be at most 256 bytes"
+    } else if text.chars().any(char::is_control) {
+        "must not contain control characters"
+    } else if text.trim().is_empty() {
+        return Ok(Some(DEFAULT_APPROVAL_REASON.to_owned()));
+    } else {
+        return Ok(Some(text.trim().to_owned()));
+    };
+    Err(PolicyLoadError::InvalidApproval {
+        at: at.clone(),
+        policy_id: id.to_owned(),
         reason,
     })
 }

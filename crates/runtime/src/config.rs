@@ -212,13 +212,17 @@ fn verdict(decision: cairn_policy::GateDecision) -> GateVerdict {
     let rule_ids: Result<Vec<Label>, _> = decision.rule_ids.iter().map(Label::new).collect();
     match (rule_ids, decision.decision) {
         (Ok(rule_ids), AllowDeny::Allow) => GateVerdict::allow(version, rule_ids),
-        (Ok(rule_ids), AllowDeny::Deny) => GateVerdict::deny(
-            version,
-            rule_ids,
-            DenyCause::Policy {
-                reason: decision.reason.code(),
-            },
-        ),
+        (Ok(rule_ids), AllowDeny::Deny) => {
+            let cause = match decision.reason {
+                cairn_policy::DecisionReason::ApprovalRequired { reason } => {
+                    DenyCause::ApprovalRequired { reason }
+                }
+                other => DenyCause::Policy {
+                    reason: other.code(),
+                },
+            };
+            GateVerdict::deny(version, rule_ids, cause)
+        }
         // A rule id that cannot be recorded: fail closed.
         (Err(_), _) => GateVerdict::deny(
             version,

@@ -33,6 +33,9 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+    /// An approval could not be found or decided.
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
     /// A value given to the runtime is not acceptable.
     #[error("invalid `{field}`: {reason}")]
     InvalidInput {
@@ -60,8 +63,74 @@ impl ErrorCode for RuntimeError {
             Self::Checkpoint(e) => e.error_code(),
             Self::Keyring(e) => e.error_code(),
             Self::Policy(e) => e.error_code(),
+            Self::Approval(e) => e.error_code(),
             Self::Io { .. } => Self::UNREADABLE_INPUT,
             Self::InvalidInput { .. } => Self::INVALID_INPUT,
+        }
+    }
+}
+
+/// Why approvals refused something a person asked (stable codes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApprovalError {
+    /// Not an approval id: `apr-` and 24 lowercase hex digits.
+    #[error(
+        "`{id}` is not an approval id (`apr-` and 24 lowercase hex digits, as `cairn approvals list` shows them)"
+    )]
+    InvalidId {
+        /// The text given (shortened).
+        id: String,
+    },
+    /// No run of the store (of the tenant) holds this request.
+    #[error("no approval request `{id}` in this store{}", tenant.as_ref().map(|t| format!(" for tenant `{t}`")).unwrap_or_default())]
+    NotFound {
+        /// The id.
+        id: String,
+        /// The tenant searched, when the search was bound to one.
+        tenant: Option<String>,
+    },
+    /// The request's run is closed: nothing waits for a decision any more.
+    #[error("approval `{id}` belongs to run `{run}`, which is closed; nothing waits for it")]
+    RunClosed {
+        /// The id.
+        id: String,
+        /// Its run.
+        run: String,
+    },
+    /// The request was decided already (or its approval is not in the state the action needs).
+    #[error("approval `{id}` is {state}{}; {action}", by.as_ref().map(|b| format!(" (by {b})")).unwrap_or_default())]
+    Decided {
+        /// The id.
+        id: String,
+        /// Its state now.
+        state: &'static str,
+        /// Who decided.
+        by: Option<String>,
+        /// What the person can do instead.
+        action: &'static str,
+    },
+}
+
+cairn_core::error_codes! {
+    ApprovalError {
+        /// Not an approval id.
+        INVALID_ID = Invalid("approval_id_invalid");
+        /// No such request.
+        NOT_FOUND = NotFound("approval_not_found");
+        /// Its run is closed.
+        RUN_CLOSED = Conflict("approval_run_closed");
+        /// Decided already, or not in a state the action applies to.
+        DECIDED = Conflict("approval_state_conflict");
+    }
+}
+
+impl cairn_core::ErrorCode for ApprovalError {
+    fn error_code(&self) -> cairn_core::Code {
+        match self {
+            Self::InvalidId { .. } => Self::INVALID_ID,
+            Self::NotFound { .. } => Self::NOT_FOUND,
+            Self::RunClosed { .. } => Self::RUN_CLOSED,
+            Self::Decided { .. } => Self::DECIDED,
         }
     }
 }

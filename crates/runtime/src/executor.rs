@@ -32,6 +32,21 @@ pub struct Executor {
     /// The project whose configuration no call may touch, and against which file paths are
     /// resolved (see [`crate::protect`]).
     pub(crate) guard: Option<crate::protect::ProjectGuard>,
+    /// How held calls raise approval requests.
+    approvals: crate::approvals::ApprovalOptions,
+}
+
+/// Who made a call and what it carries beside its arguments.
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    /// The agent that made the call, when it is not the run's main agent (a host's subagent,
+    /// `<agent type>:<agent id>`), which its intent record names.
+    pub agent: Option<Label>,
+    /// The host's id of the call (`tool_use_id`, `call_id`), which an approval request of a
+    /// held call records.
+    pub call_id: Option<String>,
+    /// An approval the caller cites (`apr-…`): it must be one of this run's.
+    pub approval: Option<String>,
 }
 
 /// How a dispatched call failed, as far as the caller can tell.
@@ -80,6 +95,7 @@ impl Executor {
             lanes: None,
             validity: None,
             guard: None,
+            approvals: crate::approvals::ApprovalOptions::default(),
         }
     }
 
@@ -100,6 +116,7 @@ impl Executor {
             lanes: None,
             validity: None,
             guard: None,
+            approvals: crate::approvals::ApprovalOptions::default(),
         }
     }
 
@@ -110,6 +127,22 @@ impl Executor {
     pub fn with_guard(mut self, guard: crate::protect::ProjectGuard) -> Self {
         self.guard = Some(guard);
         self
+    }
+
+    /// Raises approval requests with `options` (how long a request waits for a person).
+    #[must_use]
+    pub const fn with_approval_options(
+        mut self,
+        options: crate::approvals::ApprovalOptions,
+    ) -> Self {
+        self.approvals = options;
+        self
+    }
+
+    /// How held calls raise approval requests.
+    #[must_use]
+    pub const fn approval_options(&self) -> crate::approvals::ApprovalOptions {
+        self.approvals
     }
 
     /// Who the run acts for.
@@ -147,18 +180,24 @@ impl Executor {
     /// # Errors
     /// Store failures. The caller must treat an error as a deny: nothing was admitted.
     pub fn admit(&mut self, call: &ToolCall<'_>) -> Result<Admitted, RuntimeError> {
-        self.admit_by(call, None)
+        self.admit_with(call, &CallContext::default())
     }
 
-    /// [`Executor::admit`] for a call `agent` made — a host's subagent, not the run's main
-    /// agent — which its intent record names.
+    /// [`Executor::admit`] for a call with its `context`: the subagent that made it, the
+    /// host's call id, an approval it cites.
+    ///
+    /// A call the policies permit only with a person's approval (`@approval`) is admitted
+    /// when this run holds an approval of exactly this action (tool, version, canonical
+    /// arguments) under the same policies, in force and with uses left — its use recorded
+    /// with the step in one commit — and is otherwise held: a refused step, with a request a
+    /// person decides ([`crate::approvals`]), and a [`DenyCause::Approval`].
     ///
     /// # Errors
     /// As [`Executor::admit`].
-    pub fn admit_by(
+    pub fn admit_with(
         &mut self,
         call: &ToolCall<'_>,
-        agent: Option<Label>,
+        context: &CallContext,
     ) -> Result<Admitted, RuntimeError> {
         // INVARIANT: the gate judges exactly the bytes the record digests, or the call is
         // denied: arguments that are not strict JSON never reach it as "no arguments".
@@ -199,6 +238,13 @@ impl Executor {
             ),
         };
         let verdict = self.checked_after_gate(verdict, call, read.as_ref().ok(), lane.as_ref())?;
+        // A person's approval is looked for only when the policies ask for one.
+        let (verdict, plan) = match (&read, verdict.cause()) {
+            (Ok(args), Some(DenyCause::ApprovalRequired { .. })) => {
+                self.decide_approval(&verdict, call, args, context)?
+            }
+            _ => (verdict, crate::approvals::ApprovalPlan::default()),
+        };
         // The record names the resolved lane; the call is copied only when that differs from
         // the lane it named (with lanes configured and none named), keeping the common path
         // free of allocations.
@@ -215,7 +261,13 @@ impl Executor {
         };
         let (admission, cause) = verdict.into_parts();
         let rule_ids: Vec<String> = admission.rule_ids.iter().map(ToString::to_string).collect();
-        let receipt = self.recorder.record_step_by(call, admission, agent)?;
+        let agent = context.agent.clone();
+        let receipt = if plan.is_empty() {
+            self.recorder.record_step_by(call, admission, agent)?
+        } else {
+            self.recorder
+                .record_step_with(call, admission, agent, plan.before, plan.after)?
+        };
         let Some(cause) = cause else {
             return Ok(Admitted::Permitted(Permit {
                 step_index: receipt.step_index,
@@ -242,6 +294,16 @@ impl Executor {
                             self.recorder.run_id()
                         )),
                     );
+                }
+                DenyCause::Approval(denial) => {
+                    if let Some(waiting) = &denial.waiting {
+                        object.insert("approval_id".to_owned(), json!(waiting.id));
+                        object.insert(
+                            "approval_expires_at".to_owned(),
+                            json!(waiting.expires_at.to_string()),
+                        );
+                    }
+                    object.insert("detail".to_owned(), json!(denial.message));
                 }
                 DenyCause::Lane { detail, .. } => {
                     object.insert(
@@ -289,7 +351,10 @@ impl Executor {
                 },
             ));
         }
-        if !verdict.allows() {
+        // What the policies permit only with a person's approval must lie within the lane
+        // too: an approval never lifts a lane.
+        if !verdict.allows() && !matches!(verdict.cause(), Some(DenyCause::ApprovalRequired { .. }))
+        {
             return Ok(verdict);
         }
         Ok(

@@ -50,6 +50,7 @@
 //! # }
 //! ```
 
+pub mod approvals;
 pub mod boundary;
 pub mod config;
 pub mod decision_files;
@@ -99,11 +100,13 @@ pub use cairn_policy::limits;
 
 pub use error::RuntimeError;
 pub use executor::{
-    Arguments, CallError, EffectOutcome, Executor, GateRequest, UnreadableArguments,
+    Arguments, CallContext, CallError, EffectOutcome, Executor, GateRequest, UnreadableArguments,
 };
 pub use lifecycle::{IfMissing, Opened, Replay, RunName, Runs};
 pub use recorder::{
     ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall, WaitingCopy,
 };
 pub use stores::{KeptStores, StoreLocation, StoreOpener};
-pub use verdict::{Admitted, Denial, DenyCause, Gate, GateVerdict, Permit};
+pub use verdict::{
+    Admitted, ApprovalDenial, Denial, DenyCause, Gate, GateVerdict, Permit, WaitingRequest,
+};

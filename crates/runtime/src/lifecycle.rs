@@ -264,6 +264,12 @@ impl Runs {
         Ok(executor)
     }
 
+    /// The approvals of this store's runs, as people and waiting edges reach them.
+    #[must_use]
+    pub fn approvals(&self) -> crate::approvals::Approvals {
+        crate::approvals::Approvals::new(Arc::clone(&self.store), Arc::clone(&self.clock))
+    }
+
     /// The side effects of `run` awaiting reconciliation, read from its records.
     ///
     /// # Errors

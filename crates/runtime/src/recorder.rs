@@ -333,6 +333,103 @@ impl Recorder {
         admission: Admission,
         agent: Option<Label>,
     ) -> Result<Receipt, RuntimeError> {
+        let (event, digest) = self.step_draft(call, admission, agent);
+        let receipt = self.append(event, call.lane.clone())?;
+        tracing::debug!(
+            run = %self.run,
+            step = receipt.step_index,
+            tool = %call.tool.name,
+            args_digest = %digest,
+            "step recorded"
+        );
+        Ok(receipt)
+    }
+
+    /// Records a step together with the boundary records that belong to it — `before` it
+    /// (an approval's use, which names the step it admits) and `after` it (the request a
+    /// held step raised, which names the held step) — in one atomic commit with everything
+    /// waiting: none of them is durable without the others. Each event's `approval.step` is
+    /// set to the step's index. Another writer's step taken first is the caller's conflict
+    /// (nothing is rebased: the decision was taken on the run as it was).
+    ///
+    /// # Errors
+    /// Store failures (nothing of it is then written).
+    pub fn record_step_with(
+        &mut self,
+        call: &ToolCall<'_>,
+        admission: Admission,
+        agent: Option<Label>,
+        before: Option<BoundaryEvent>,
+        after: Option<BoundaryEvent>,
+    ) -> Result<Receipt, RuntimeError> {
+        let (step, _) = self.step_draft(call, admission, agent);
+        let saved = (
+            self.next_index,
+            self.head,
+            self.tree.clone(),
+            self.pending.len(),
+        );
+        let step_index = self.next_index + u64::from(before.is_some());
+        let with_step = |mut event: BoundaryEvent| {
+            if let Some(approval) = event.approval.as_mut() {
+                approval.step = Some(step_index);
+            }
+            DraftEvent::Boundary(event)
+        };
+        let drafts = before
+            .map(with_step)
+            .into_iter()
+            .chain(std::iter::once(step))
+            .chain(after.map(with_step));
+        let mut receipt = None;
+        for draft in drafts {
+            let is_step = matches!(draft, DraftEvent::Step { .. });
+            let record = match self.seal(draft, call.lane.clone()) {
+                Ok(record) => record,
+                Err(e) => {
+                    self.restore(saved);
+                    return Err(e);
+                }
+            };
+            let sealed = Receipt {
+                step_index: record.record().step_index,
+                digest: record.record().digest,
+            };
+            self.pending.push(record);
+            self.advance(sealed);
+            if is_step {
+                receipt = Some(sealed);
+            }
+        }
+        let committed = self.store.append(&Commit {
+            records: &self.pending,
+            content: &self.pending_content,
+            checkpoint_note: None,
+            envelope: None,
+        });
+        match (committed, receipt) {
+            (Ok(()), Some(receipt)) => {
+                self.waiting_committed();
+                Ok(receipt)
+            }
+            (Err(e), _) => {
+                self.restore(saved);
+                Err(e.into())
+            }
+            (Ok(()), None) => Err(RuntimeError::InvalidInput {
+                field: "step",
+                reason: "no step was sealed".to_owned(),
+            }),
+        }
+    }
+
+    /// A step's draft, its arguments' digest, and their bytes kept under the retention.
+    fn step_draft(
+        &mut self,
+        call: &ToolCall<'_>,
+        admission: Admission,
+        agent: Option<Label>,
+    ) -> (DraftEvent, Digest) {
         let digest = Digest::of(call.args);
         if self.options.content_retention.is_some() {
             self.keep_content(digest, call.args.to_vec());
@@ -346,15 +443,22 @@ impl Recorder {
             admission,
             agent,
         };
-        let receipt = self.append(event, call.lane.clone())?;
-        tracing::debug!(
-            run = %self.run,
-            step = receipt.step_index,
-            tool = %call.tool.name,
-            args_digest = %digest,
-            "step recorded"
-        );
-        Ok(receipt)
+        (event, digest)
+    }
+
+    /// Takes back what [`Recorder::record_step_with`] sealed but could not commit.
+    fn restore(&mut self, saved: (u64, Option<Digest>, RootBuilder, usize)) {
+        let (next_index, head, tree, pending) = saved;
+        self.next_index = next_index;
+        self.head = head;
+        self.tree = tree;
+        self.pending.truncate(pending);
+    }
+
+    /// The recorder's clock's reading now.
+    #[must_use]
+    pub fn now(&self) -> cairn_core::Timestamp {
+        self.clock.now()
     }
 
     /// Records a boundary event. Everything waiting is committed first and the boundary

@@ -54,6 +54,16 @@ pub enum DenyCause {
         /// What the model and the user are told, with the command that lifts it.
         message: String,
     },
+    /// The policies permit the call only with a person's approval (`@approval`): the gate's
+    /// verdict, which the executor turns into a held call ([`DenyCause::Approval`]) or, with
+    /// an approval of exactly this action in force, into an allow.
+    ApprovalRequired {
+        /// What the asking policies say (their `@approval` text).
+        reason: String,
+    },
+    /// The call waits for (or was refused by) a person's approval: held, with the request a
+    /// person decides.
+    Approval(ApprovalDenial),
     /// Deciding failed — an internal error, a rule id that cannot be recorded, a check that
     /// never ran — so the call is refused rather than let through.
     Fault {
@@ -72,6 +82,8 @@ impl DenyCause {
             Self::Policy { reason } | Self::Restricted { reason, .. } | Self::Fault { reason } => {
                 reason
             }
+            Self::ApprovalRequired { .. } => "approval_required",
+            Self::Approval(denial) => denial.code,
             Self::UnreadableArguments { .. } => "args_unreadable",
             Self::SelfProtection { .. } => "self_protection",
             Self::Lane { .. } => "outside_lane",
@@ -88,10 +100,43 @@ impl DenyCause {
             | Self::Lane { detail, .. }
             | Self::Restricted {
                 message: detail, ..
-            } => Some(detail),
+            }
+            | Self::ApprovalRequired { reason: detail }
+            | Self::Approval(ApprovalDenial {
+                message: detail, ..
+            }) => Some(detail),
             Self::Policy { .. } | Self::Reconciliation { .. } | Self::Fault { .. } => None,
         }
     }
+}
+
+/// A call held for a person, or refused because of what a person decided (or did not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalDenial {
+    /// The stable code: `approval_pending`, `approval_refused`, `approval_expired`,
+    /// `approval_revoked`, `approval_used_up`, `approval_other_action`,
+    /// `approval_other_run`, `approval_policy_changed`.
+    pub code: &'static str,
+    /// The request a person decides now (`None` when nothing waits: refused, revoked, or an
+    /// approval of another run cited).
+    pub waiting: Option<WaitingRequest>,
+    /// The earlier approval that does not admit this call, when one does not.
+    pub earlier: Option<String>,
+    /// What the asking policies say.
+    pub reason: String,
+    /// What the agent is told: what it waits for, the request id, what happens next.
+    pub message: String,
+}
+
+/// A request waiting for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingRequest {
+    /// Its id (`apr-…`).
+    pub id: String,
+    /// Until when a person may decide it.
+    pub expires_at: cairn_core::Timestamp,
+    /// Whether this call raised it (else an identical earlier call did).
+    pub new: bool,
 }
 
 /// Anything that decides calls. The Cedar policy gate is the one Cairn ships.

@@ -103,6 +103,11 @@ fn run(args: &[OsString], started: Instant) -> u8 {
     };
     let blocks = cairn_hooks::input::blocks_on_failure(&stdin);
     let project = client::binding(plain.host, plain.project).project_of(plain.host, &stdin);
+    // A tool call may be held for a person's approval: the deadline grows by the hold.
+    let hold = project
+        .as_ref()
+        .map_or(Duration::ZERO, |p| client::hold_allowance(p, blocks));
+    let (limit, deadline) = (limit + hold, deadline + hold);
     #[cfg(unix)]
     if let Some(project) = &project
         && let Some(result) = cairn_hooks::resident::ask(plain.host, &stdin, project, deadline)

@@ -155,6 +155,11 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
     // The project is found once, here: the resident server is asked for it and the worker is
     // told it, so that both answer for the same project.
     let project = binding(args).project_of(host, &stdin);
+    // A tool call may be held for a person's approval: the deadline grows by the hold.
+    let hold = project
+        .as_ref()
+        .map_or(Duration::ZERO, |p| client::hold_allowance(p, blocks));
+    let (limit, deadline) = (limit + hold, deadline + hold);
     #[cfg(unix)]
     let resident = ctx.explicit_store.is_none()
         && ctx.explicit_keys.is_none()

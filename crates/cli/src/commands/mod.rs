@@ -1,5 +1,6 @@
 //! One module per command; `run` dispatches.
 
+mod approvals;
 mod continuity;
 mod cost;
 mod decisions;
@@ -39,6 +40,7 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::InspectContinuity(args) => inspect::run(&args),
         Command::Eval(args) => eval::run(&args),
         Command::Reconcile(args) => reconcile::run(ctx, &args),
+        Command::Approvals(cmd) => approvals::run(ctx, cmd),
         Command::Decisions(cmd) => decisions::run(ctx, cmd),
         Command::Status(args) => status::run(ctx, &args),
         Command::Hook(args) => Ok(hook::run_as_outcome(ctx, &args)),

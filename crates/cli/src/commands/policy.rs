@@ -100,10 +100,15 @@ fn check(ctx: &Context, location: &PolicyLocation) -> Result<Outcome, Failure> {
     for policy in gate.policies() {
         let _ = writeln!(
             human,
-            "  {:<7} {:<40} {}",
+            "  {:<7} {:<40} {}{}",
             policy.effect.as_str(),
             policy.id,
-            policy.at
+            policy.at,
+            policy
+                .approval
+                .as_deref()
+                .map(|why| format!("  asks a person: {why}"))
+                .unwrap_or_default()
         );
     }
     for warning in gate.warnings() {

@@ -13,6 +13,7 @@
 
 mod common;
 
+mod approvals;
 mod bundle;
 mod canary;
 mod continuity;

@@ -5,8 +5,8 @@
 use cairn_core::canonical::jcs;
 use cairn_core::{Digest, Timestamp};
 use cairn_ledger::record::{
-    Admission, AllowDeny, ArgsRef, BoundaryEvent, DraftEvent, EventRange, IntentRecord, Label,
-    RecordDraft, Termination, TerminationReason, ToolRef,
+    Admission, AllowDeny, ApprovalEvent, ArgsRef, BoundaryEvent, DraftEvent, EventRange,
+    IntentRecord, Label, RecordDraft, Termination, TerminationReason, ToolRef,
 };
 use proptest::prelude::*;
 
@@ -22,6 +22,38 @@ fn opt<T: std::fmt::Debug + Clone>(
 
 fn digest() -> impl Strategy<Value = Digest> {
     any::<[u8; 32]>().prop_map(Digest::from_bytes)
+}
+
+/// An approval's part of a boundary, every optional field present or not, integers past
+/// 2^53 included.
+fn approval() -> impl Strategy<Value = ApprovalEvent> {
+    (
+        digest(),
+        (opt(label()), opt(label()), opt(label()), label()),
+        opt(digest()),
+        opt(any::<u64>()),
+        opt((label(), label())),
+        opt(any::<u64>()),
+        opt(any::<i64>()),
+    )
+        .prop_map(
+            |(action_digest, (approver, call_id, nonce, id), policy, step, tool, uses, at)| {
+                ApprovalEvent {
+                    action_digest,
+                    approver,
+                    call_id,
+                    expires_at: at.and_then(|micros| {
+                        Timestamp::from_unix_micros(micros.rem_euclid(4_000_000_000_000_000)).ok()
+                    }),
+                    id,
+                    nonce,
+                    policy_set_version: policy,
+                    step: step.map(|s| s >> (s % 20)),
+                    tool: tool.map(|(name, version)| ToolRef { name, version }),
+                    uses,
+                }
+            },
+        )
 }
 
 fn event() -> impl Strategy<Value = DraftEvent> {
@@ -70,6 +102,7 @@ fn event() -> impl Strategy<Value = DraftEvent> {
         opt(digest()),
         prop::collection::vec(label(), 0..3),
         opt(digest()),
+        opt(approval().prop_map(Box::new)),
     )
         .prop_map(
             |(
@@ -79,8 +112,10 @@ fn event() -> impl Strategy<Value = DraftEvent> {
                 summary,
                 preserved,
                 envelope_digest,
+                approval,
             )| {
                 DraftEvent::Boundary(BoundaryEvent {
+                    approval,
                     envelope_id: envelope,
                     envelope_digest,
                     event,

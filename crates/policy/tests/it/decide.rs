@@ -500,3 +500,71 @@ fn action_lists_and_unconstrained_policies_combine_per_tool() {
         );
     }
 }
+
+const APPROVALS: &str = r#"
+@id("support")
+permit(principal, action in [Action::"tickets.read", Action::"payments.refund"], resource);
+
+@id("refund-approval")
+@approval("refunds over 100 are approved by a person")
+permit(principal, action == Action::"payments.refund", resource)
+when { context.args has amount && context.args.amount > 100 };
+
+@id("refund-cap")
+forbid(principal, action == Action::"payments.refund", resource)
+when { context.args has amount && context.args.amount > 10000 };
+"#;
+
+#[test]
+fn a_permit_marked_approval_asks_for_a_person_and_a_forbid_still_wins() {
+    let gate = gate(APPROVALS);
+    let info = gate
+        .policies()
+        .iter()
+        .find(|p| p.id == "refund-approval")
+        .unwrap();
+    assert_eq!(
+        info.approval.as_deref(),
+        Some("refunds over 100 are approved by a person")
+    );
+    // Below the threshold only the plain permit applies: allowed.
+    let small = gate.decide(&call("payments.refund", Some(&json!({"amount": 50}))));
+    assert_decision(
+        &small,
+        AllowDeny::Allow,
+        &["support"],
+        &DecisionReason::Permitted,
+    );
+    // Above it, the asking permit is satisfied too: a deny for approval, by that rule only.
+    let large = gate.decide(&call("payments.refund", Some(&json!({"amount": 500}))));
+    assert_decision(
+        &large,
+        AllowDeny::Deny,
+        &["refund-approval"],
+        &DecisionReason::ApprovalRequired {
+            reason: "refunds over 100 are approved by a person".to_owned(),
+        },
+    );
+    assert_eq!(large.reason.code(), "approval_required");
+    let explained = gate.explain(&call("payments.refund", Some(&json!({"amount": 500}))));
+    assert!(
+        explained
+            .to_string()
+            .contains("permitted only with a person's approval"),
+        "{explained}"
+    );
+    // Past the cap the forbid decides: no person can lift it.
+    let huge = gate.decide(&call("payments.refund", Some(&json!({"amount": 50000}))));
+    assert_decision(
+        &huge,
+        AllowDeny::Deny,
+        &["refund-cap"],
+        &DecisionReason::Forbidden,
+    );
+    // The annotation is part of the policy set's version.
+    let plain = common::gate(&APPROVALS.replace(
+        "@approval(\"refunds over 100 are approved by a person\")\n",
+        "",
+    ));
+    assert_ne!(plain.version(), gate.version());
+}

@@ -332,3 +332,43 @@ fn mixed_script_strings_are_warnings_not_errors() {
     assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert_eq!(warnings.first().unwrap().policy_id, "p");
 }
+
+#[test]
+fn an_approval_on_a_forbid_or_one_that_cannot_be_shown_is_refused() {
+    for (text, reason) in [
+        (
+            "@id(\"f\") @approval(\"ask\") forbid(principal, action, resource);",
+            "only a `permit` can ask",
+        ),
+        (
+            "@id(\"p\") @approval(\"a\\nb\") permit(principal, action, resource);",
+            "control",
+        ),
+    ] {
+        let err = load_error(&[("p.cedar", text)]);
+        assert_eq!(err.code(), "policy_invalid_approval", "{text}");
+        assert!(err.to_string().contains(reason), "{err}");
+        assert_eq!(err.location(), Some(&at("p.cedar", 1, 1)));
+    }
+    let long = format!(
+        "@id(\"p\") @approval(\"{}\") permit(principal, action, resource);",
+        "x".repeat(257)
+    );
+    assert_eq!(
+        load_error(&[("p.cedar", &long)]).code(),
+        "policy_invalid_approval"
+    );
+    // Without text, the annotation asks with the default words.
+    let gate = PolicyGate::load(
+        &sources(&[(
+            "p.cedar",
+            "@id(\"p\") @approval permit(principal, action, resource);",
+        )]),
+        &catalog(),
+    )
+    .unwrap();
+    assert_eq!(
+        gate.policies()[0].approval.as_deref(),
+        Some(cairn_policy::DEFAULT_APPROVAL_REASON)
+    );
+}

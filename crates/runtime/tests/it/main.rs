@@ -13,6 +13,7 @@
 
 mod common;
 
+mod approvals;
 mod boundary;
 mod crash;
 mod effects;

@@ -101,6 +101,7 @@ pub fn write_run(
             recorder
                 .record_boundary(
                     BoundaryEvent {
+                        approval: None,
                         event: label("context_compaction"),
                         trigger: Some(label("auto")),
                         envelope_id: Some(label(&format!("env-{run}"))),
