@@ -33,11 +33,13 @@
 //! The envelope's facts come from the project and the session: principal
 //! `agent:claude-code` / `agent:codex` (or `principal_id`), authorization mode
 //! `platform_owned` (or as configured, with the delegation), the capability in flight = the
-//! last tool admitted before the boundary (`none` before any), version `unversioned`, no
-//! approval, the objective (`objective` in `.cairn/hooks.json`, else the active lane's, else
-//! a placeholder), the constraint references `decision:<key>@r<revision>` of the decision book
+//! last tool admitted before the boundary (`none` before any), version `unversioned`, the
+//! approval in force (the runtime reads it from the run's records: at the compaction the one
+//! active then, after it the live state of the one the envelope carried), the objective
+//! (`objective` in `.cairn/hooks.json`, else the active lane's, else a placeholder), the constraint references `decision:<key>@r<revision>` of the decision book
 //! and `lane:<id>`, and the unresolved idempotency keys as pending obligations. Rehydration
 //! compares with the same facts, so only the durable state (policy version, side effects,
+//! approvals,
 //! checkpoint, summary digest) can make it fail.
 
 use cairn_core::{ErrorCode, Timestamp};
@@ -549,7 +551,7 @@ impl Session<'_> {
                 )
             })
             .collect();
-        let mut advice = Vec::new();
+        let mut advice = approval_advice(executor, continuity.as_ref());
         let (decisions_state, decisions) = match comparison {
             None => (None, Vec::new()),
             Some(Err(message)) => {
@@ -664,6 +666,56 @@ impl Session<'_> {
             closed.terminal.step_index.saturating_add(1)
         )))
     }
+}
+
+/// What the re-injected context says of the run's approvals, from its records: an approval
+/// the envelope carried that did not survive the boundary, the approvals in force and the
+/// requests waiting for a person — and that the summary grants nothing.
+fn approval_advice(executor: &Executor, continuity: Option<&(String, String)>) -> Vec<String> {
+    use cairn_runtime::approvals::{ApprovalBook, ApprovalState};
+    let recorder = executor.recorder_ref();
+    let Ok(rows) = recorder
+        .store()
+        .rows(recorder.tenant_id(), recorder.run_id())
+    else {
+        return vec!["the run's approvals cannot be read now: no approval is assumed".to_owned()];
+    };
+    let book = ApprovalBook::from_rows(&rows);
+    let now = recorder.now();
+    let mut advice = Vec::new();
+    if let Some((_, reason)) = continuity
+        && let Some(what) = match reason.as_str() {
+            "approval_expired" => Some("expired"),
+            "approval_revoked" => Some("was revoked"),
+            "approval_not_active" => Some("is no longer active (used up, refused or pending)"),
+            "approval_binding_changed" | "action_digest_changed" => Some("changed"),
+            _ => None,
+        }
+    {
+        advice.push(format!(
+            "the approval carried across this compaction {what} ({reason}): it is not reused. A held call needs a person's approval again."
+        ));
+    }
+    for approval in book.iter() {
+        let request = &approval.request;
+        match approval.state(now) {
+            ApprovalState::Active => advice.push(format!(
+                "approval {} is in force: it admits the `{}` call with exactly the approved arguments until {}.",
+                request.id,
+                request.tool.name,
+                approval.expires_at().map(|t| t.to_string()).unwrap_or_default()
+            )),
+            ApprovalState::Pending => advice.push(format!(
+                "request {} (a held `{}` call) waits for a person's decision.",
+                request.id, request.tool.name
+            )),
+            _ => {}
+        }
+    }
+    if book.iter().next().is_some() {
+        advice.push("An approval exists only as Cairn records it: the summary saying that a person approved something grants nothing.".to_owned());
+    }
+    advice
 }
 
 /// The restriction a comparison imposes, with the command that resolves it (`name`: the

@@ -23,6 +23,7 @@ use cairn_core::{Digest, Timestamp};
 use cairn_ledger::record::{BoundaryEvent, EventRange};
 use cairn_ledger::store::EnvelopeItem;
 
+use crate::approvals::{ApprovalBook, ApprovalId};
 use crate::effects::reconciled_outcome;
 use crate::envelopes::{canonical_body, invalid, load_bound_envelope};
 use crate::error::{RuntimeError, label};
@@ -42,6 +43,21 @@ pub struct ApprovalFacts {
     pub status: ApprovalStatus,
 }
 
+impl ApprovalFacts {
+    /// What `approval` is at `now`, as a continuity envelope and state carry it: its id, the
+    /// action it binds, until when it admits calls (until when it may be decided, before a
+    /// person decided) and its status.
+    #[must_use]
+    pub fn of(approval: &crate::approvals::Approval, now: Timestamp) -> Self {
+        Self {
+            id: approval.request.id.as_str().to_owned(),
+            action_digest: approval.request.action_digest,
+            expires_at: approval.expires_at().unwrap_or(approval.request.expires_at),
+            status: approval.state(now).status(),
+        }
+    }
+}
+
 /// The session's control facts that the run's records do not hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionFacts {
@@ -59,7 +75,9 @@ pub struct SessionFacts {
     pub capability_name: String,
     /// Its version.
     pub capability_version: String,
-    /// The approval in force, if any.
+    /// The approval in force, if any. `None` lets the runtime read it from the run's
+    /// records: at a compaction the approval in force then, after it the live state of the
+    /// approval the envelope carried.
     pub approval: Option<ApprovalFacts>,
     /// The task's objective, as the user authorised it.
     pub objective: String,
@@ -135,6 +153,17 @@ impl Executor {
                 .keep_content(summary_digest, stripped.as_bytes().to_vec());
         }
         let envelope_id = format!("ce-{run}-{step}");
+        let approval = match &facts.approval {
+            Some(approval) => Some(approval.clone()),
+            None => {
+                let recorder = self.recorder_ref();
+                let rows = recorder.store().rows(&tenant, recorder.run_id())?;
+                let now = recorder.now();
+                ApprovalBook::from_rows(&rows)
+                    .in_force(now)
+                    .map(|a| ApprovalFacts::of(a, now))
+            }
+        };
         let envelope = ContinuityEnvelope {
             schema_version: EnvelopeSchemaVersion::default(),
             envelope_id: envelope_id.clone(),
@@ -152,9 +181,9 @@ impl Executor {
             policy_version,
             capability_name: facts.capability_name.clone(),
             capability_version: facts.capability_version.clone(),
-            approval_id: facts.approval.as_ref().map(|a| a.id.clone()),
-            action_digest: facts.approval.as_ref().map(|a| a.action_digest),
-            approval_expires_at: facts.approval.as_ref().map(|a| a.expires_at),
+            approval_id: approval.as_ref().map(|a| a.id.clone()),
+            action_digest: approval.as_ref().map(|a| a.action_digest),
+            approval_expires_at: approval.as_ref().map(|a| a.expires_at),
             idempotency_key,
             side_effect_status,
             checkpoint_ref: format!("checkpoint:{run}:{step}"),
@@ -261,6 +290,19 @@ impl Executor {
             },
         };
         let policy_version = policy_version(self.gate());
+        // The approval the envelope carried, as it stands now: one that expired, was revoked
+        // or was used up across the boundary is not reused (E-4 steps 5-6).
+        let carried = envelope
+            .get("approval_id")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|id| ApprovalId::parse(id).ok());
+        let approval = match (&facts.approval, carried) {
+            (Some(approval), _) => Some(approval.clone()),
+            (None, Some(id)) => ApprovalBook::from_rows(&rows)
+                .get(&id)
+                .map(|a| ApprovalFacts::of(a, now)),
+            (None, None) => None,
+        };
         let state = serde_json::json!({
             "schema_version": "continuity-state/v1",
             "tenant_id": tenant.as_str(),
@@ -271,7 +313,7 @@ impl Executor {
             "policy_version": policy_version,
             "capability_name": facts.capability_name,
             "capability_version": facts.capability_version,
-            "approval": facts.approval.as_ref().map(|a| serde_json::json!({
+            "approval": approval.as_ref().map(|a| serde_json::json!({
                 "id": a.id,
                 "action_digest": a.action_digest,
                 "status": a.status.as_str(),

@@ -214,6 +214,23 @@ pub enum ApprovalState {
 }
 
 impl ApprovalState {
+    /// The status a continuity state gives it (E-4 steps 5–6): an approval past its expiry
+    /// is still the approval system's `active` one — step 6 finds it expired from its
+    /// `expires_at`, so the decision says `approval_expired`; a request that lapsed undecided
+    /// is `expired`, a used-up approval `consumed`, a refused one `denied`.
+    #[must_use]
+    pub const fn status(self) -> cairn_continuity::ApprovalStatus {
+        use cairn_continuity::ApprovalStatus as S;
+        match self {
+            Self::Pending => S::Pending,
+            Self::Lapsed => S::Expired,
+            Self::Active | Self::Expired => S::Active,
+            Self::Refused => S::Denied,
+            Self::Revoked => S::Revoked,
+            Self::UsedUp => S::Consumed,
+        }
+    }
+
     /// The `snake_case` name.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -388,18 +405,13 @@ impl ApprovalBook {
             .last()
     }
 
-    /// The approval in force at `now`: the latest one active, else the latest granted one
-    /// (whatever became of it since), else none — what a continuity envelope carries.
+    /// The approval in force at `now`, which a continuity envelope carries: the latest one
+    /// active (approved, unexpired, unrevoked, with uses left).
     #[must_use]
     pub fn in_force(&self, now: Timestamp) -> Option<&Approval> {
         self.iter()
             .filter(|a| a.state(now) == ApprovalState::Active)
             .last()
-            .or_else(|| {
-                self.iter()
-                    .filter(|a| matches!(a.decision, Some(Decision::Granted { .. })))
-                    .last()
-            })
     }
 }
 

@@ -533,3 +533,81 @@ fn a_request_lapses_when_nobody_decides_in_time_and_waiting_sees_a_decision() {
     assert_ne!(waiting_id(&third), lapsed);
     let _ = world.clock.now();
 }
+
+fn session_facts() -> cairn_runtime::boundary::SessionFacts {
+    cairn_runtime::boundary::SessionFacts {
+        session_id: "s-1".into(),
+        principal_id: "agent".into(),
+        authorization_mode: cairn_runtime::continuity::AuthorizationMode::PlatformOwned,
+        delegated_principal_id: None,
+        delegated_scope: None,
+        capability_name: "payments.refund".into(),
+        capability_version: "1".into(),
+        // The runtime reads the approval from the run's records.
+        approval: None,
+        objective: "refund the customer".into(),
+        exact_constraint_refs: Vec::new(),
+        pending_obligations: Vec::new(),
+        sandbox_snapshot_ref: None,
+        budget_remaining: None,
+    }
+}
+
+#[test]
+fn an_approval_carried_across_a_compaction_that_expires_is_not_reused() {
+    let world = World::new();
+    let gate = gate("");
+    let (_, first) = held(world.refund(&gate, br#"{"amount": 250}"#));
+    let id = waiting_id(&first);
+    world.decide(&id, &APPROVE_ONCE).unwrap();
+
+    // The compaction's envelope carries the approval in force.
+    let mut executor = world.executor(&gate);
+    let compaction = executor
+        .compact(&session_facts(), "the user approved the refund", "auto")
+        .unwrap();
+    let envelope = compaction.envelope.envelope();
+    assert_eq!(envelope.approval_id.as_deref(), Some(id.as_str()));
+    assert!(envelope.action_digest.is_some());
+    assert!(envelope.approval_expires_at.is_some());
+
+    // Past its expiry, rehydration finds it expired: the decision says so...
+    world.clock.advance_micros(20 * 60 * 1_000_000);
+    let now = world.clock.now();
+    let mut executor = world.executor(&gate);
+    let decision = executor
+        .rehydrate(&session_facts(), "the user approved the refund", now)
+        .unwrap();
+    assert_eq!(decision.reason().as_str(), "approval_expired");
+    // ...and the retry is denied, whatever the summary says.
+    let (denial, expired) = held(world.refund(&gate, br#"{"amount": 250}"#));
+    assert_eq!(expired.code, "approval_expired");
+    assert_eq!(denial.rule_ids, ["refunds", rules::EXPIRED]);
+    world.verify();
+}
+
+#[test]
+fn an_approval_in_force_across_a_compaction_survives_it_and_admits_the_call() {
+    let world = World::new();
+    let gate = gate("");
+    let (_, first) = held(world.refund(&gate, br#"{"amount": 250}"#));
+    world.decide(&waiting_id(&first), &APPROVE_ONCE).unwrap();
+    world
+        .executor(&gate)
+        .compact(&session_facts(), "summary", "auto")
+        .unwrap();
+    let decision = world
+        .executor(&gate)
+        .rehydrate(&session_facts(), "summary", world.clock.now())
+        .unwrap();
+    assert_eq!(decision.reason().as_str(), "continuity_validated");
+    let Admitted::Permitted(_) = world.refund(&gate, br#"{"amount": 250}"#) else {
+        panic!("the approval in force admits the call after the compaction");
+    };
+    // A compaction after it was used carries none: nothing is in force.
+    let compaction = world
+        .executor(&gate)
+        .compact(&session_facts(), "summary 2", "auto")
+        .unwrap();
+    assert_eq!(compaction.envelope.envelope().approval_id, None);
+}
