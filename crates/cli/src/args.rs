@@ -207,6 +207,21 @@ pub struct ServeArgs {
     /// Print the address(es) listened on to this file once ready (for scripts and tests).
     #[arg(long, value_name = "FILE")]
     pub ready_file: Option<PathBuf>,
+    /// The longest a step's admission may hold a call for a person's approval
+    /// (`hold_seconds` in the request is capped by it; `0s`: never holds).
+    #[arg(long, value_name = "DURATION", default_value = "120s")]
+    pub approval_hold_max: String,
+    /// How long an approval request waits for a person before it lapses.
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub approval_request_ttl: String,
+    /// Push every new approval request to this URL: a JSON `POST` whose
+    /// `X-Cairn-Signature` is `hmac-sha256:webhook:<hex>`, the HMAC-SHA256 of the body
+    /// under the secret of `--approval-webhook-secret-file`.
+    #[arg(long, value_name = "URL", requires = "approval_webhook_secret_file")]
+    pub approval_webhook: Option<String>,
+    /// The webhook's secret (at least 16 bytes; keep the file readable by the service only).
+    #[arg(long, value_name = "FILE", requires = "approval_webhook")]
+    pub approval_webhook_secret_file: Option<PathBuf>,
 }
 
 /// `cairn doctor`.
@@ -228,7 +243,7 @@ pub enum TokensCommand {
         /// The one tenant it acts in.
         #[arg(long, value_name = "TENANT")]
         tenant: String,
-        /// `agent`, `investigator` or `admin`.
+        /// `agent`, `investigator`, `approver` or `admin`.
         #[arg(long, value_name = "ROLE")]
         role: String,
         /// Who or what holds it.

@@ -84,6 +84,8 @@ cairn_core::error_codes! {
         IO = Internal("io");
         /// A fault in Cairn itself.
         INTERNAL = Internal("internal");
+        /// The service refused a request with a code this CLI does not know.
+        SERVICE_REFUSED = Invalid("service_refused");
     }
 }
 

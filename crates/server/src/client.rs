@@ -151,9 +151,28 @@ pub async fn send(
     body: Option<Vec<u8>>,
     deadline: Duration,
 ) -> Result<Answer, ClientError> {
-    tokio::time::timeout(deadline, exchange(endpoint, method, path, token, body))
-        .await
-        .map_err(|_| ClientError::Timeout(endpoint.to_string()))?
+    send_with_headers(endpoint, method, path, token, &[], body, deadline).await
+}
+
+/// [`send`] with more request headers (a webhook's signature).
+///
+/// # Errors
+/// [`ClientError`].
+pub async fn send_with_headers(
+    endpoint: &Endpoint,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    headers: &[(&str, String)],
+    body: Option<Vec<u8>>,
+    deadline: Duration,
+) -> Result<Answer, ClientError> {
+    tokio::time::timeout(
+        deadline,
+        exchange(endpoint, method, path, token, headers, body),
+    )
+    .await
+    .map_err(|_| ClientError::Timeout(endpoint.to_string()))?
 }
 
 async fn exchange(
@@ -161,6 +180,7 @@ async fn exchange(
     method: &str,
     path: &str,
     token: Option<&str>,
+    headers: &[(&str, String)],
     body: Option<Vec<u8>>,
 ) -> Result<Answer, ClientError> {
     let transport = |reason: &dyn std::fmt::Display| transport(endpoint, reason);
@@ -177,6 +197,9 @@ async fn exchange(
     }
     if body.is_some() {
         request = request.header(hyper::header::CONTENT_TYPE, "application/json");
+    }
+    for (name, value) in headers {
+        request = request.header(*name, value.as_str());
     }
     let request = request
         .body(Full::new(Bytes::from(body.unwrap_or_default())))

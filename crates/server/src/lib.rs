@@ -42,6 +42,7 @@
 //!     decisions: None,
 //!     lanes: None,
 //!     policies: None,
+//!     approvals: cairn_server::ApprovalSettings::default(),
 //! });
 //!
 //! let runtime = tokio::runtime::Runtime::new()?;
@@ -83,6 +84,6 @@ pub use api::{ApiDoc, openapi_document, router};
 pub use error::{ApiError, ServerCode, status_of};
 pub use listen::{Listen, Server, termination_signal};
 pub use service::{
-    Commit, DecisionHome, HookAnswerer, LanesFile, PolicyAdmin, PolicyFile, PolicySetView, Service,
-    ServiceConfig,
+    ApprovalSettings, Commit, DecisionHome, HookAnswerer, LanesFile, PolicyAdmin, PolicyFile,
+    PolicySetView, Service, ServiceConfig, Webhook,
 };

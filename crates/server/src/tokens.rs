@@ -35,7 +35,10 @@ pub enum Role {
     /// Reads, verifies and exports every run of its tenant, and reconciles unknown side
     /// effects (a person who looked at the external system).
     Investigator,
-    /// Everything an investigator does, and manages the tenant's tokens.
+    /// Decides the tenant's approval requests (calls a policy holds for a person), reads
+    /// them and the tenant's run summaries; verifies, exports and changes nothing else.
+    Approver,
+    /// Everything an investigator does, decides approvals, and manages the tenant's tokens.
     Admin,
 }
 
@@ -46,6 +49,7 @@ impl Role {
         match self {
             Self::Agent => "agent",
             Self::Investigator => "investigator",
+            Self::Approver => "approver",
             Self::Admin => "admin",
         }
     }
@@ -54,6 +58,12 @@ impl Role {
     #[must_use]
     pub const fn investigates(self) -> bool {
         matches!(self, Self::Investigator | Self::Admin)
+    }
+
+    /// Whether this role decides the tenant's approval requests.
+    #[must_use]
+    pub const fn approves(self) -> bool {
+        matches!(self, Self::Approver | Self::Admin)
     }
 }
 
@@ -64,6 +74,7 @@ impl std::str::FromStr for Role {
         match text {
             "agent" => Ok(Self::Agent),
             "investigator" => Ok(Self::Investigator),
+            "approver" => Ok(Self::Approver),
             "admin" => Ok(Self::Admin),
             other => Err(TokenError::InvalidRole(other.to_owned())),
         }
@@ -129,7 +140,7 @@ pub enum TokenError {
         reason: String,
     },
     /// A role name that is not `agent`, `investigator` or `admin`.
-    #[error("unknown role `{0}` (expected agent, investigator or admin)")]
+    #[error("unknown role `{0}` (expected agent, investigator, approver or admin)")]
     InvalidRole(String),
     /// No token with that id.
     #[error("no token `{0}`")]

@@ -4,6 +4,10 @@
 //! policies it was held under — and approves exactly that call, refuses it, or revokes an
 //! approval. Each decision is a record in the request's run, naming the approver (the OS
 //! user running this command).
+//!
+//! With `CAIRN_SERVER` set (and no `--store`), the same commands ask the service, with the
+//! token of `CAIRN_TOKEN` (an approver's to decide; an investigator's reads): the approver
+//! recorded is then the token.
 
 use std::sync::Arc;
 
@@ -18,6 +22,11 @@ use crate::output::Outcome;
 
 /// Runs `cairn approvals …`.
 pub fn run(ctx: &Context, command: ApprovalsCommand) -> Result<Outcome, Failure> {
+    if ctx.explicit_store.is_none()
+        && let Some(server) = std::env::var_os("CAIRN_SERVER")
+    {
+        return remote::run(&server, command);
+    }
     let store = ctx.open_existing_store()?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let approvals = Approvals::new(store, clock);
@@ -205,4 +214,163 @@ fn os_approver() -> String {
             })
         });
     name.map_or_else(|| format!("os:uid-{uid}"), |name| format!("os:{name}"))
+}
+
+/// `cairn approvals` against a service (`CAIRN_SERVER`, `CAIRN_TOKEN`).
+mod remote {
+    use std::time::Duration;
+
+    use cairn_core::Code;
+    use cairn_server::client::{Endpoint, send_blocking};
+    use serde_json::{Value, json};
+
+    use crate::args::ApprovalsCommand;
+    use crate::failure::{CliCode, Failure};
+    use crate::output::Outcome;
+
+    /// How long the service has to answer.
+    const DEADLINE: Duration = Duration::from_secs(30);
+
+    pub fn run(server: &std::ffi::OsStr, command: ApprovalsCommand) -> Result<Outcome, Failure> {
+        let endpoint: Endpoint = server
+            .to_str()
+            .unwrap_or_default()
+            .parse()
+            .map_err(|e: cairn_server::client::ClientError| Failure::from_error(&e))?;
+        let token = std::env::var("CAIRN_TOKEN").map_err(|_| {
+            Failure::new(
+                CliCode::USAGE,
+                "`CAIRN_SERVER` is set: give the token in `CAIRN_TOKEN` (an approver's to decide)",
+            )
+        })?;
+        let call = |method: &str, path: &str, body: Option<Value>| -> Result<Value, Failure> {
+            let answer = send_blocking(
+                &endpoint,
+                method,
+                path,
+                Some(token.trim()),
+                body.map(|b| b.to_string().into_bytes()),
+                DEADLINE,
+            )
+            .map_err(|e| Failure::from_error(&e))?;
+            let value = answer.json();
+            if (200..300).contains(&answer.status) {
+                Ok(value)
+            } else {
+                Err(refusal(&value, answer.status))
+            }
+        };
+        let id_path = |id: &str| {
+            cairn_runtime::approvals::ApprovalId::parse(id.trim())
+                .map(|id| format!("/v1/approvals/{id}"))
+                .map_err(|e| Failure::from_error(&e))
+        };
+        match command {
+            ApprovalsCommand::List { all, tenant: _ } => {
+                let listed = call("GET", &format!("/v1/approvals?all={all}"), None)?;
+                let lines: Vec<String> = listed
+                    .as_array()
+                    .map(|a| a.iter().map(line).collect())
+                    .unwrap_or_default();
+                let human = if lines.is_empty() {
+                    "no request waits for a person".to_owned()
+                } else {
+                    lines.join("\n")
+                };
+                Ok(Outcome::ok(json!({ "approvals": listed }), human))
+            }
+            ApprovalsCommand::Show(request) => {
+                let shown = call("GET", &id_path(&request.id)?, None)?;
+                let human = line(&shown);
+                Ok(Outcome::ok(shown, human))
+            }
+            ApprovalsCommand::Approve {
+                request,
+                expires_in,
+                uses,
+                note,
+            } => {
+                let body = json!({"expires_in": expires_in, "uses": uses, "note": note});
+                decide(&call, &id_path(&request.id)?, ("approve", "approved"), body)
+            }
+            ApprovalsCommand::Deny { request, note } => decide(
+                &call,
+                &id_path(&request.id)?,
+                ("deny", "refused"),
+                json!({"note": note}),
+            ),
+            ApprovalsCommand::Revoke { request, note } => decide(
+                &call,
+                &id_path(&request.id)?,
+                ("revoke", "revoked"),
+                json!({"note": note}),
+            ),
+        }
+    }
+
+    /// One request to the service: method, path, body; its JSON answer or its refusal.
+    type Call<'a> = dyn Fn(&str, &str, Option<Value>) -> Result<Value, Failure> + 'a;
+
+    /// `POST {path}/{action}` with `body`, said as `done`.
+    fn decide(
+        call: &Call<'_>,
+        path: &str,
+        (action, done): (&str, &str),
+        body: Value,
+    ) -> Result<Outcome, Failure> {
+        let decided = call("POST", &format!("{path}/{action}"), Some(body))?;
+        let human = format!("{done}: {}", line(&decided));
+        Ok(Outcome::ok(decided, human))
+    }
+
+    /// One request as the service shows it.
+    fn line(view: &Value) -> String {
+        let text = |key: &str| {
+            view.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned()
+        };
+        format!(
+            "{}  {:<8}  {}/{} step {}  {}  requested {}{}",
+            text("id"),
+            text("state"),
+            text("tenant_id"),
+            text("run_id"),
+            view.get("step").unwrap_or(&Value::Null),
+            text("tool"),
+            text("requested_at"),
+            view.get("decided_by")
+                .and_then(Value::as_str)
+                .map(|by| format!("  decided by {by}"))
+                .unwrap_or_default()
+        )
+    }
+
+    /// The service's refusal as the CLI's: its code when the CLI knows it (and so its exit
+    /// code), else `service_refused`.
+    fn refusal(body: &Value, status: u16) -> Failure {
+        let name = body
+            .pointer("/error/code")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let message = body
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("the service answered {status}"), str::to_owned);
+        let known: Option<Code> = [
+            cairn_runtime::approvals::ApprovalError::CODES,
+            cairn_server::ServerCode::CODES,
+            cairn_runtime::RuntimeError::CODES,
+            cairn_runtime::ledger::StoreError::CODES,
+        ]
+        .iter()
+        .flat_map(|codes| codes.iter())
+        .find(|code| code.name() == name)
+        .copied();
+        match known {
+            Some(code) => Failure::new(code, message),
+            None => Failure::new(CliCode::SERVICE_REFUSED, format!("{name}: {message}")),
+        }
+    }
 }

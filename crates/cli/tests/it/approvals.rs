@@ -200,3 +200,87 @@ fn a_held_call_runs_when_a_person_approves_while_the_hook_holds_it() {
     assert!(refused.stderr.contains("refused"), "{}", refused.stderr);
     Output::of(command_in(dir).args(["ledger", "verify", "--all"])).expect(0);
 }
+
+/// A token of `role` for tenant `acme` of the service at `data`.
+fn service_token(dir: &Path, data: &Path, role: &str) -> String {
+    let made = Output::of(
+        command_in(dir)
+            .args([
+                "--json", "tokens", "create", "--tenant", "acme", "--role", role, "--data",
+            ])
+            .arg(data),
+    );
+    made.expect(0).json()["token"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn cairn_approvals_decides_through_the_service_with_an_approvers_token() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
+    let data = common::service_folder(dir);
+    std::fs::write(data.join("policies/deploys.cedar"), POLICY).unwrap();
+    let agent = service_token(dir, &data, "agent");
+    let approver = service_token(dir, &data, "approver");
+    let investigator = service_token(dir, &data, "investigator");
+    let socket = dir.join("api.sock");
+    let mut command = command_in(dir);
+    command
+        .args(["serve", "--data"])
+        .arg(&data)
+        .arg("--listen")
+        .arg(format!("unix:{}", socket.display()));
+    let _serving = common::Serving::start(command, &dir.join("ready"));
+    let server = format!("unix:{}", socket.display());
+    let send = |path: &str, body: &str| {
+        cairn_server::client::send_blocking(
+            &cairn_server::client::Endpoint::Unix(socket.clone()),
+            "POST",
+            path,
+            Some(&agent),
+            Some(body.as_bytes().to_vec()),
+            Duration::from_secs(20),
+        )
+        .unwrap()
+        .json()
+    };
+    let run = send("/v1/runs", r#"{"name": "deploys"}"#)["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let step = r#"{"tool": "Bash", "arguments": {"command": "./deploy.sh prod"}}"#;
+    let held = send(&format!("/v1/runs/{run}/steps"), step);
+    assert_eq!(held["reason"], "approval_pending", "{held}");
+    let id = held["approval"]["id"].as_str().unwrap().to_owned();
+
+    let through = |token: &str, args: &[&str]| {
+        let mut command = command_in(dir);
+        command
+            .env("CAIRN_SERVER", &server)
+            .env("CAIRN_TOKEN", token)
+            .arg("--json")
+            .arg("approvals")
+            .args(args);
+        Output::of(&mut command)
+    };
+    let listed = through(&investigator, &["list"]).expect(0).json();
+    assert_eq!(listed["approvals"][0]["id"], id.as_str());
+    // An investigator sees but cannot decide; the agent does neither.
+    assert_eq!(
+        through(&investigator, &["approve", &id])
+            .expect(2)
+            .error_code(),
+        "role_forbidden"
+    );
+    assert_eq!(
+        through(&agent, &["list"]).expect(2).error_code(),
+        "role_forbidden"
+    );
+    let approved = through(&approver, &["approve", &id, "--note", "release window"]);
+    assert_eq!(approved.expect(0).json()["state"], "active");
+    assert_eq!(
+        through(&approver, &["deny", &id]).expect(2).error_code(),
+        "approval_state_conflict"
+    );
+    let ran = send(&format!("/v1/runs/{run}/steps"), step);
+    assert_eq!(ran["decision"], "allow", "{ran}");
+}

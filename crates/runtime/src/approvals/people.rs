@@ -169,7 +169,8 @@ impl Approvals {
 
     /// Records `decision` on the request `id` by `approver` (`os:<user>`, `token:<name>`),
     /// with an optional note (kept in the content store; the record binds its digest), and
-    /// returns the request as it stands after it.
+    /// returns the request as it stands after it. The decision is appended by a writer of its
+    /// own; [`Approvals::decide_on`] appends it with the run's writer a caller holds.
     ///
     /// # Errors
     /// [`ApprovalError`] when the request is unknown, its run closed, or it is not in a state
@@ -184,6 +185,74 @@ impl Approvals {
         approver: &str,
         note: Option<&str>,
     ) -> Result<Listed, RuntimeError> {
+        // Another writer's boundary between reading the request and appending the decision
+        // makes the append fail; the request is then read again (at most a few times: only
+        // people and held calls append boundaries).
+        let mut last = None;
+        for _ in 0..8 {
+            let found = self.open_request(tenant, id)?;
+            let request = &found.approval.request;
+            let mut recorder = Recorder::resume(
+                Arc::clone(&self.store),
+                Arc::clone(&self.clock),
+                &request.tenant,
+                &request.run,
+                RecorderOptions {
+                    durability: Durability::Sync,
+                    content_retention: Some(jiff::SignedDuration::from_hours(NOTE_RETENTION_HOURS)),
+                },
+            )?;
+            match self.decide_on(&mut recorder, id, decision, approver, note) {
+                Ok(()) => return self.find(tenant, id),
+                Err(
+                    e @ RuntimeError::Store(
+                        StoreError::Conflict { .. } | StoreError::NonContiguous { .. },
+                    ),
+                ) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| RuntimeError::InvalidInput {
+            field: "approval",
+            reason: "the run kept changing while the decision was recorded".to_owned(),
+        }))
+    }
+
+    /// The request `id`, when its run is open.
+    ///
+    /// # Errors
+    /// As [`Approvals::find`]; [`ApprovalError::RunClosed`].
+    pub fn open_request(
+        &self,
+        tenant: Option<&TenantId>,
+        id: &ApprovalId,
+    ) -> Result<Listed, RuntimeError> {
+        let found = self.find(tenant, id)?;
+        if found.run_closed {
+            return Err(ApprovalError::RunClosed {
+                id: id.to_string(),
+                run: found.approval.request.run.to_string(),
+            }
+            .into());
+        }
+        Ok(found)
+    }
+
+    /// Records `decision` on the request `id` of `recorder`'s run with that writer — the
+    /// run's live writer a service holds, so that it never meets a record it did not write —
+    /// after reading the request again from where the writer stands. One attempt: a conflict
+    /// with another writer is the caller's.
+    ///
+    /// # Errors
+    /// As [`Approvals::decide`].
+    pub fn decide_on(
+        &self,
+        recorder: &mut Recorder,
+        id: &ApprovalId,
+        decision: &PersonDecision,
+        approver: &str,
+        note: Option<&str>,
+    ) -> Result<(), RuntimeError> {
         let approver = label(approver).map_err(|e| RuntimeError::InvalidInput {
             field: "approver",
             reason: e.to_string(),
@@ -204,81 +273,42 @@ impl Approvals {
                 reason: format!("at most {MAX_NOTE_BYTES} bytes, got {}", note.len()),
             });
         }
-        // Another writer's boundary between reading the request and appending the decision
-        // makes the append fail; the request is then read again (at most a few times: only
-        // people and held calls append boundaries).
-        let mut last = None;
-        for _ in 0..8 {
-            let found = self.find(tenant, id)?;
-            if found.run_closed {
-                return Err(ApprovalError::RunClosed {
-                    id: id.to_string(),
-                    run: found.approval.request.run.to_string(),
-                }
-                .into());
-            }
-            let request = &found.approval.request;
-            let mut recorder = Recorder::resume(
-                Arc::clone(&self.store),
-                Arc::clone(&self.clock),
-                &request.tenant,
-                &request.run,
-                RecorderOptions {
-                    durability: Durability::Sync,
-                    content_retention: Some(jiff::SignedDuration::from_hours(NOTE_RETENTION_HOURS)),
-                },
-            )?;
-            // Read again from where this writer starts: what it appends is decided on that.
-            let book = self.of_run(&request.tenant, &request.run)?;
-            let approval = book.get(id).ok_or_else(|| ApprovalError::NotFound {
-                id: id.to_string(),
-                tenant: tenant.map(ToString::to_string),
-            })?;
-            let now = recorder.now();
-            check_applies(approval, approval.state(now), decision, id)?;
-            let (event, expires_at, uses) = match decision {
-                PersonDecision::Approve { expires_in, uses } => (
-                    APPROVAL_GRANTED,
-                    Some(now.saturating_add(*expires_in)),
-                    Some(*uses),
-                ),
-                PersonDecision::Deny => (APPROVAL_REFUSED, None, None),
-                PersonDecision::Revoke => (APPROVAL_REVOKED, None, None),
-            };
-            let mut boundary = BoundaryEvent::new(label(event)?);
-            boundary.approval = Some(Box::new(ApprovalEvent {
-                action_digest: approval.request.action_digest,
-                approver: Some(approver.clone()),
-                call_id: None,
-                expires_at,
-                id: label(id.as_str())?,
-                nonce: None,
-                policy_set_version: None,
-                step: None,
-                tool: None,
-                uses,
-            }));
-            if let Some(note) = note.filter(|n| !n.trim().is_empty()) {
-                let digest = Digest::of(note.as_bytes());
-                recorder.keep_content(digest, note.as_bytes().to_vec());
-                boundary.evidence_ref = Some(label(&format!("note:{digest}"))?);
-            }
-            match recorder.record_boundary(boundary, None) {
-                Ok(_) => return self.find(tenant, id),
-                Err(
-                    e @ RuntimeError::Store(
-                        StoreError::Conflict { .. } | StoreError::NonContiguous { .. },
-                    ),
-                ) => {
-                    last = Some(e);
-                }
-                Err(e) => return Err(e),
-            }
+        let book = self.of_run(recorder.tenant_id(), recorder.run_id())?;
+        let approval = book.get(id).ok_or_else(|| ApprovalError::NotFound {
+            id: id.to_string(),
+            tenant: Some(recorder.tenant_id().to_string()),
+        })?;
+        let now = recorder.now();
+        check_applies(approval, approval.state(now), decision, id)?;
+        let (event, expires_at, uses) = match decision {
+            PersonDecision::Approve { expires_in, uses } => (
+                APPROVAL_GRANTED,
+                Some(now.saturating_add(*expires_in)),
+                Some(*uses),
+            ),
+            PersonDecision::Deny => (APPROVAL_REFUSED, None, None),
+            PersonDecision::Revoke => (APPROVAL_REVOKED, None, None),
+        };
+        let mut boundary = BoundaryEvent::new(label(event)?);
+        boundary.approval = Some(Box::new(ApprovalEvent {
+            action_digest: approval.request.action_digest,
+            approver: Some(approver),
+            call_id: None,
+            expires_at,
+            id: label(id.as_str())?,
+            nonce: None,
+            policy_set_version: None,
+            step: None,
+            tool: None,
+            uses,
+        }));
+        if let Some(note) = note.filter(|n| !n.trim().is_empty()) {
+            let digest = Digest::of(note.as_bytes());
+            recorder.keep_content(digest, note.as_bytes().to_vec());
+            boundary.evidence_ref = Some(label(&format!("note:{digest}"))?);
         }
-        Err(last.unwrap_or_else(|| RuntimeError::InvalidInput {
-            field: "approval",
-            reason: "the run kept changing while the decision was recorded".to_owned(),
-        }))
+        recorder.record_boundary(boundary, None)?;
+        Ok(())
     }
 
     /// Waits up to `timeout` for a person to decide the request `id` of `run`, looking at

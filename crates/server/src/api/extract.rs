@@ -57,8 +57,12 @@ pub(super) mod roles {
     pub const PEOPLE: &[Role] = &[Role::Investigator, Role::Admin];
     /// An admin only.
     pub const ADMIN: &[Role] = &[Role::Admin];
+    /// Who reads the tenant's approval requests: a person, never the agent.
+    pub const APPROVAL_READERS: &[Role] = &[Role::Investigator, Role::Approver, Role::Admin];
+    /// Who decides them: an approver or an admin (an investigator sees, never decides).
+    pub const APPROVERS: &[Role] = &[Role::Approver, Role::Admin];
     /// Any token.
-    pub const ANYONE: &[Role] = &[Role::Agent, Role::Investigator, Role::Admin];
+    pub const ANYONE: &[Role] = &[Role::Agent, Role::Investigator, Role::Approver, Role::Admin];
 }
 
 impl Authenticated {
@@ -240,4 +244,27 @@ pub async fn blocking<T: Send + 'static>(
             },
         )
     })?
+}
+
+/// A count as JSON may write it (`3` or `3.0`: JSON Schema's `integer` admits both), or
+/// `body_invalid` naming `field`.
+///
+/// # Errors
+/// `body_invalid` for a negative, fractional or huge number.
+pub fn whole_number(number: &serde_json::Number, field: &str) -> Result<u64, ApiError> {
+    number
+        .as_u64()
+        .or_else(|| {
+            number
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && (0.0..=1e15).contains(f))
+                .map(|f| f as u64)
+        })
+        .ok_or_else(|| {
+            ApiError::new(
+                ServerCode::BODY_INVALID,
+                format!("`{number}` is not a whole number"),
+            )
+            .at(field)
+        })
 }

@@ -4,6 +4,7 @@
 //! the offending field), and runs the service's synchronous operation on the blocking pool.
 //! A run another tenant or another agent holds answers exactly as a run that does not exist.
 
+mod approvals;
 mod boundaries;
 mod checks;
 mod cost;
@@ -47,6 +48,8 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         health, ready, openapi_json,
         runs::open_run, runs::list_runs, runs::get_run, runs::admit_step, runs::report_outcome,
         runs::observe, runs::terminate, runs::reconcile, boundaries::compact, boundaries::rehydrate,
+        approvals::list_approvals, approvals::get_approval, approvals::approve, approvals::deny,
+        approvals::revoke,
         evidence::verify_run, evidence::export_bundle, evidence::prove_step,
         evidence::verify_bundle, cost::cost_rollup,
         decisions::list_decisions, decisions::set_decision, decisions::approve_change,
@@ -61,6 +64,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
     modifiers(&BearerAuth),
     tags(
         (name = "runs", description = "Open runs, admit and record their steps, close them"),
+        (name = "approvals", description = "Calls a policy holds for a person: people read the tenant's requests, approvers decide them"),
         (name = "evidence", description = "Verify runs and posted bundles, export bundles, prove records, roll up costs"),
         (name = "decisions", description = "The task decisions of the caller's tenant: set, approve changes, snapshot before a boundary, compare after it (people only)"),
         (name = "lanes", description = "A run's responsibility lanes: the book as its records left it; rulings, evidence and handoffs recorded by people"),
@@ -118,6 +122,11 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/v1/runs/{run}/terminate", post(runs::terminate))
         .route("/v1/runs/{run}/reconcile", post(runs::reconcile))
         .route("/v1/runs/{run}/compact", post(boundaries::compact))
+        .route("/v1/approvals", get(approvals::list_approvals))
+        .route("/v1/approvals/{id}", get(approvals::get_approval))
+        .route("/v1/approvals/{id}/approve", post(approvals::approve))
+        .route("/v1/approvals/{id}/deny", post(approvals::deny))
+        .route("/v1/approvals/{id}/revoke", post(approvals::revoke))
         .route("/v1/runs/{run}/rehydrate", post(boundaries::rehydrate))
         .route("/v1/runs/{run}/lanes", get(lanes::run_lanes))
         .route("/v1/runs/{run}/lanes/rulings", post(lanes::record_ruling))

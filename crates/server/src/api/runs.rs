@@ -8,15 +8,17 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use cairn_core::{LaneId, TaskId};
 use cairn_runtime::ToolCall;
+use cairn_runtime::approvals::{ApprovalState, Waited};
 use cairn_runtime::ledger::record::{Label, TerminationReason, ToolRef};
 use cairn_runtime::ledger::store::RunInfo;
 use cairn_runtime::reconcile::ObservedOutcome;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use std::time::Duration;
 use utoipa::{IntoParams, ToSchema};
 
 use super::extract::roles::{AGENT, ANYONE, PEOPLE};
-use super::extract::{Authenticated, JsonBody, PathParams, QueryParams, blocking};
+use super::extract::{Authenticated, JsonBody, PathParams, QueryParams, blocking, whole_number};
 use crate::error::{ApiError, ErrorBody, ServerCode};
 use crate::service::{ReportedOutcome, Service, StepRequest};
 
@@ -196,6 +198,37 @@ pub struct StepRequestBody {
     /// durability (in the default `group` durability the answer waits for its commit anyway).
     #[serde(default)]
     pub durability: Option<DurabilityAsk>,
+    /// The host's id of the call (`tool_use_id`, `call_id`), which a held call's approval
+    /// request records.
+    #[serde(default)]
+    #[schema(
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+        min_length = 1,
+        max_length = 256
+    )]
+    pub call_id: Option<String>,
+    /// An approval the call cites (`apr-…`): it must be a request of this run.
+    #[serde(default)]
+    #[schema(pattern = "^apr-[0-9a-f]{24}$")]
+    pub approval_id: Option<String>,
+    /// For a call a policy holds for a person: wait up to this many seconds for the
+    /// decision (at most the service's `--approval-hold-max`) and answer with it — the held
+    /// call is then admitted without a retry. Default 0: answer at once.
+    #[serde(default)]
+    #[schema(value_type = Option<u32>, maximum = 600)]
+    pub hold_seconds: Option<serde_json::Number>,
+}
+
+/// The request a held call waits for.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HeldView {
+    /// The request's id: a person decides it (`POST /v1/approvals/{id}/approve`).
+    #[schema(example = "apr-0123456789abcdef01234567")]
+    pub id: String,
+    /// Until when a person may decide it (RFC 3339).
+    pub expires_at: String,
+    /// Whether this call raised it (else an identical earlier call did).
+    pub new: bool,
 }
 
 /// A durability a request may ask for.
@@ -229,6 +262,9 @@ pub struct StepResponse {
     /// What exactly was wrong, when the reason alone does not say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// For a held call, the request a person decides.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<HeldView>,
 }
 
 fn label(text: &str, field: &str) -> Result<Label, ApiError> {
@@ -269,25 +305,53 @@ pub(super) async fn admit_step(
         .map(|l| LaneId::new(l).map_err(|e| ApiError::from(e).at("body.lane")))
         .transpose()?;
     let sync = matches!(body.durability, Some(DurabilityAsk::Sync));
-    let request = step_request(&body, tool, lane, sync);
-    // A batched step of a run this replica holds touches no store: deciding and sealing it is
-    // a few microseconds of computation, done here rather than handed to a blocking thread
-    // (the two thread switches cost more than the work). Anything that may wait goes to the
-    // blocking pool.
-    let decision = match service.try_admit_now(&caller, &run, &request) {
-        Some(decided) => decided?,
-        None => {
-            let StepRequest {
-                call: ToolCall { tool, lane, .. },
-                ..
-            } = request;
-            let admitting = Arc::clone(&service);
-            blocking(move || admitting.admit(&caller, &run, &step_request(&body, tool, lane, sync)))
-                .await?
+    // Read before anything is recorded: a bad request records nothing.
+    let hold = body
+        .hold_seconds
+        .as_ref()
+        .map_or(Ok(0), |n| whole_number(n, "body.hold_seconds"))?;
+    let hold = Duration::from_secs(hold).min(service.max_approval_hold());
+    let body = Arc::new(body);
+    let decision = admit_now_or_blocking(
+        &service,
+        &caller,
+        &run,
+        &body,
+        (tool.clone(), lane.clone()),
+        sync,
+    )
+    .await?;
+    if let Some(held) = decision.approval.as_ref().filter(|held| held.new) {
+        service.notify_approval(&caller.tenant, &run, &held.id);
+    }
+    // Held for a person, with time to wait: the decision is awaited and the call admitted
+    // again — the approved call is the call that runs, without a retry.
+    let decision = match decision.approval.clone() {
+        Some(held) if !hold.is_zero() => {
+            let waiting = Arc::clone(&service);
+            let (tenant, waited_run) = (caller.tenant.clone(), run.clone());
+            let waited =
+                blocking(move || waiting.wait_for_approval(&tenant, &waited_run, &held.id, hold))
+                    .await?;
+            if waited == Waited::Decided(ApprovalState::Active) {
+                admit_now_or_blocking(&service, &caller, &run, &body, (tool, lane), sync).await?
+            } else {
+                let mut decision = decision;
+                let what = match waited {
+                    Waited::TimedOut => "nobody decided yet (still pending)".to_owned(),
+                    Waited::RunClosed => "the run was closed meanwhile".to_owned(),
+                    Waited::Decided(state) => format!("the request is {} now", state.as_str()),
+                };
+                decision.detail = Some(format!(
+                    "{} Cairn held the call {} s for a person's decision: {what}.",
+                    decision.detail.unwrap_or_default(),
+                    hold.as_secs()
+                ));
+                decision
+            }
         }
+        _ => decision,
     };
-    // In group durability the answer waits for the round that commits the record.
-    service.durable(decision.commit.as_ref()).await?;
     Ok(Json(StepResponse {
         decision: if decision.allowed { "allow" } else { "deny" }.to_owned(),
         step: decision.step,
@@ -296,7 +360,48 @@ pub(super) async fn admit_step(
         policy_set_version: decision.policy_set_version.map(|d| d.to_string()),
         reason: decision.reason.map(str::to_owned),
         detail: decision.detail,
+        approval: decision.approval.map(|held| HeldView {
+            id: held.id,
+            expires_at: held.expires_at.to_string(),
+            new: held.new,
+        }),
     }))
+}
+
+/// Decides and records the step `body` asks for, and waits for its record's commit: at once
+/// when the run's batch allows it (a batched step of a run this replica holds touches no
+/// store: deciding and sealing it is a few microseconds of computation, done here rather
+/// than handed to a blocking thread, whose two thread switches cost more than the work),
+/// else on the blocking pool.
+async fn admit_now_or_blocking(
+    service: &Arc<Service>,
+    caller: &crate::tokens::Caller,
+    run: &cairn_core::RunId,
+    body: &Arc<StepRequestBody>,
+    (tool, lane): (ToolRef, Option<LaneId>),
+    sync: bool,
+) -> Result<crate::service::StepDecision, ApiError> {
+    let decided = service.try_admit_now(
+        caller,
+        run,
+        &step_request(body, tool.clone(), lane.clone(), sync),
+    );
+    let decision = match decided {
+        Some(decided) => decided?,
+        None => {
+            let (admitting, caller, run, body) = (
+                Arc::clone(service),
+                caller.clone(),
+                run.clone(),
+                Arc::clone(body),
+            );
+            blocking(move || admitting.admit(&caller, &run, &step_request(&body, tool, lane, sync)))
+                .await?
+        }
+    };
+    // In group durability the answer waits for the round that commits the record.
+    service.durable(decision.commit.as_ref()).await?;
+    Ok(decision)
 }
 
 /// The step `body` asks for, with its tool and lane read.
@@ -314,6 +419,11 @@ fn step_request(
         },
         observation: body.observation.as_ref(),
         sync,
+        context: cairn_runtime::CallContext {
+            agent: None,
+            call_id: body.call_id.clone(),
+            approval: body.approval_id.clone(),
+        },
     }
 }
 

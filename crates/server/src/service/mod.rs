@@ -4,6 +4,7 @@
 //! investigator reads is in `evidence`, the tenant's tokens in `tokens`, its task decisions in
 //! `decisions`, its policy set in `policies`; a run's lanes and their events are in `lanes`.
 
+mod approvals;
 mod commit;
 mod decisions;
 mod evidence;
@@ -66,6 +67,8 @@ pub struct ServiceConfig {
     /// Each tenant's policy set (`/v1/policies`), if the service manages them; else `gate`
     /// decides every tenant's calls.
     pub policies: Option<Arc<dyn PolicyAdmin>>,
+    /// How held calls wait for people and where new requests are pushed.
+    pub approvals: ApprovalSettings,
 }
 
 /// Answers a host's hook event for an agent, as `cairn hook` would locally. The service hands
@@ -150,6 +153,8 @@ impl std::fmt::Debug for Service {
     }
 }
 
+pub use approvals::{ApprovalSettings, Webhook};
+
 /// What the admission of a step answered.
 #[derive(Debug, Clone)]
 pub struct StepDecision {
@@ -167,6 +172,8 @@ pub struct StepDecision {
     pub detail: Option<String>,
     /// The policy-set version that decided.
     pub policy_set_version: Option<Digest>,
+    /// For a held call, the request a person decides.
+    pub approval: Option<cairn_runtime::WaitingRequest>,
     /// What the answer waits for: the group commit of its record ([`Service::durable`]).
     pub commit: Option<Ticket>,
 }
@@ -180,6 +187,8 @@ pub struct StepRequest<'a> {
     pub observation: Option<&'a serde_json::Value>,
     /// Commit before answering, whatever the service's durability.
     pub sync: bool,
+    /// The host's call id and an approval the call cites.
+    pub context: cairn_runtime::CallContext,
 }
 
 /// How an admitted call ended, as the client reports it.
@@ -318,7 +327,7 @@ impl Service {
                 .as_str()
                 .strip_prefix(caller.token_id.as_str())
                 .is_some_and(|rest| rest.starts_with('.')),
-            Role::Investigator | Role::Admin => true,
+            Role::Investigator | Role::Approver | Role::Admin => true,
         }
     }
 
@@ -483,7 +492,7 @@ impl Service {
                 }
                 other => other.into(),
             })?;
-        let executor = runs.executor(
+        let mut executor = runs.executor(
             opened.recorder,
             self.gate_of(&caller.tenant),
             caller.principal(),
@@ -491,6 +500,10 @@ impl Service {
                 lanes: self.lane_book()?,
             },
         )?;
+        if let Some(request_ttl) = self.config.approvals.request_ttl {
+            executor = executor
+                .with_approval_options(cairn_runtime::approvals::ApprovalOptions { request_ttl });
+        }
         let live = Live::new(executor);
         // Another request may have resumed it meanwhile: keep the first.
         Ok(Arc::clone(self.lock_live().entry(key).or_insert(live)))
@@ -973,7 +986,7 @@ fn admit_with(
         executor.observe(observation)?;
     }
     let policy_set_version = executor.gate().policy_set_version();
-    let admitted = executor.admit(&request.call)?;
+    let admitted = executor.admit_with(&request.call, &request.context)?;
     if request.sync {
         executor.recorder().flush()?;
     }
@@ -987,6 +1000,7 @@ fn admit_with(
                 reason: None,
                 detail: None,
                 policy_set_version,
+                approval: None,
                 commit: None,
             };
             let span = traces.tool_span(
@@ -1008,6 +1022,10 @@ fn admit_with(
             allowed: false,
             reason: Some(denial.reason()),
             detail: denial.detail().map(str::to_owned),
+            approval: match &denial.cause {
+                cairn_runtime::DenyCause::Approval(held) => held.waiting.clone(),
+                _ => None,
+            },
             rule_ids: denial.rule_ids,
             policy_set_version,
             commit: None,

@@ -11,6 +11,7 @@
 )]
 
 mod api;
+mod approvals;
 mod checks;
 mod decisions;
 mod durability;
@@ -41,12 +42,14 @@ pub const POLICY: &str = r#"
 @id("read-ok") permit(principal, action == Action::"files.read", resource);
 @id("tickets-ok") permit(principal, action == Action::"tickets.create", resource);
 @id("no-p0") forbid(principal, action == Action::"tickets.create", resource) when { context.args has priority && context.args.priority == "p0" };
+@id("refunds-ask") @approval("refunds are approved by a person") permit(principal, action == Action::"payments.refund", resource);
 "#;
 
 /// The tools the policy speaks of.
 pub const TOOLS: &str = r#"{"tools": {
   "files.read": {"args": {"path": "String"}},
-  "tickets.create": {"args": {"title": "String", "priority": "String"}}
+  "tickets.create": {"args": {"title": "String", "priority": "String"}},
+  "payments.refund": {"args": {"amount": "Long"}}
 }}"#;
 
 /// A step reading `a`: allowed.
@@ -83,7 +86,18 @@ impl Harness {
     }
 
     pub fn start_traced(durability: Commit, traces: cairn_server::traces::Traces) -> Self {
-        Self::start_full(durability, traces, None, None)
+        Self::start_full(durability, traces, None, None, None)
+    }
+
+    /// A service that holds calls and pushes new approval requests as `approvals` says.
+    pub fn start_with_approvals(approvals: cairn_server::ApprovalSettings) -> Self {
+        Self::start_full(
+            Commit::Group,
+            cairn_server::traces::Traces::none(),
+            None,
+            None,
+            Some(approvals),
+        )
     }
 
     /// A service that puts every run in the lanes `lanes_json` declares (`cairn.lanes/v1`).
@@ -93,6 +107,7 @@ impl Harness {
             cairn_server::traces::Traces::none(),
             None,
             Some(lanes_json),
+            None,
         )
     }
 
@@ -104,6 +119,7 @@ impl Harness {
             Commit::Group,
             cairn_server::traces::Traces::none(),
             Some(config),
+            None,
             None,
         );
         let Endpoint::Tcp(addr) = &harness.tcp else {
@@ -122,6 +138,7 @@ impl Harness {
         traces: cairn_server::traces::Traces,
         tls: Option<std::sync::Arc<rustls::ServerConfig>>,
         lanes: Option<&str>,
+        approvals: Option<cairn_server::ApprovalSettings>,
     ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let lanes_file = dir.path().join("lanes.json");
@@ -160,6 +177,10 @@ impl Harness {
                 root: dir.path().to_path_buf(),
             }),
             policies: None,
+            approvals: approvals.unwrap_or_else(|| cairn_server::ApprovalSettings {
+                max_hold: std::time::Duration::from_secs(30),
+                ..cairn_server::ApprovalSettings::default()
+            }),
         };
         let socket = dir.path().join("cairn.sock");
         let listens = [

@@ -37,6 +37,7 @@ fn schemathesis_finds_no_server_error_and_no_answer_off_the_document() {
     // Likewise any text is a string, but only an exported bundle is a bundle: 422. And a
     // decision's kind, value and revisions are the decisions' rules, and what the book holds
     // then: an unknown kind, a revision the book lacks, too few decisions to snapshot — 400.
+    // An approval request may not exist (404) or be decided already (409).
     std::fs::write(
         service.dir.path().join("schemathesis.toml"),
         r#"[[operations]]
@@ -50,11 +51,15 @@ checks.positive_data_acceptance.expected-statuses = ["2XX", 401, 403, 422]
 [[operations]]
 include-path-regex = "^/v1/decisions/"
 checks.positive_data_acceptance.expected-statuses = ["2XX", 400, 401, 403]
+
+[[operations]]
+include-path-regex = "^/v1/approvals/"
+checks.positive_data_acceptance.expected-statuses = ["2XX", 401, 403, 404, 409]
 "#,
     )
     .expect("schemathesis.toml");
     let mut generated = 0_u64;
-    for role in [Role::Agent, Role::Investigator, Role::Admin] {
+    for role in [Role::Agent, Role::Investigator, Role::Approver, Role::Admin] {
         let token = match role {
             Role::Agent => agent.clone(),
             other => service.token("acme", other),

@@ -181,6 +181,7 @@ fn a_lower_role_is_refused_every_endpoint_above_it() {
     let service = Harness::start();
     let agent = service.token("acme", Role::Agent);
     let investigator = service.token("acme", Role::Investigator);
+    let approver = service.token("acme", Role::Approver);
     let admin = service.token("acme", Role::Admin);
     let run = service.open(&agent, "r");
     let before = service.records("acme", &run);
@@ -189,6 +190,7 @@ fn a_lower_role_is_refused_every_endpoint_above_it() {
         for (token, role) in [
             (&agent, Role::Agent),
             (&investigator, Role::Investigator),
+            (&approver, Role::Approver),
             (&admin, Role::Admin),
         ] {
             if !admits(method, template, role) {
@@ -202,17 +204,17 @@ fn a_lower_role_is_refused_every_endpoint_above_it() {
         }
     }
     // People neither open runs nor admit calls in them.
-    for token in [&investigator, &admin] {
+    for token in [&investigator, &approver, &admin] {
         let open = service.call("POST", "/v1/runs", Some(token), Some(r#"{"name": "x"}"#));
         assert_eq!(code(&open), "role_forbidden");
     }
     // Hook events are an agent's: a person's token sends none.
-    for token in [&investigator, &admin] {
+    for token in [&investigator, &approver, &admin] {
         let hook = service.call("POST", "/v1/hooks/claude-code", Some(token), Some("{}"));
         assert_eq!(code(&hook), "role_forbidden");
     }
     // Only an admin manages tokens.
-    for token in [&agent, &investigator] {
+    for token in [&agent, &investigator, &approver] {
         assert_eq!(
             code(&service.call("GET", "/v1/tokens", Some(token), None)),
             "role_forbidden"
@@ -226,7 +228,7 @@ fn a_lower_role_is_refused_every_endpoint_above_it() {
         assert_eq!(code(&made), "role_forbidden");
     }
     // Only an admin reads or changes the tenant's policies.
-    for token in [&agent, &investigator] {
+    for token in [&agent, &investigator, &approver] {
         for (method, path, body) in [
             ("GET", "/v1/policies", None),
             (

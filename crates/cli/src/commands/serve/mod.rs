@@ -215,6 +215,7 @@ fn configure(
             root: root.to_path_buf(),
         }),
         policies: Some(Arc::new(sets.clone())),
+        approvals: approval_settings(args)?,
         traces: match &args.otlp_traces {
             Some(url) => cairn_server::traces::Traces::otlp(url).map_err(|reason| {
                 Failure::new(CliCode::USAGE, format!("`--otlp-traces`: {reason}"))
@@ -223,6 +224,46 @@ fn configure(
         },
     };
     Ok((config, sets))
+}
+
+/// How the service holds calls for people, from `--approval-*`.
+fn approval_settings(args: &ServeArgs) -> Result<cairn_server::ApprovalSettings, Failure> {
+    let duration = |flag: &'static str, text: &str| crate::input::parse_duration(flag, text);
+    let max_hold = duration("--approval-hold-max", &args.approval_hold_max)?;
+    let max_hold = std::time::Duration::try_from(max_hold).unwrap_or_default();
+    if max_hold > std::time::Duration::from_secs(600) {
+        return Err(Failure::new(
+            CliCode::USAGE,
+            "`--approval-hold-max` is at most 10m: a client waits that long for its answer",
+        ));
+    }
+    let request_ttl = duration("--approval-request-ttl", &args.approval_request_ttl)?;
+    if request_ttl.is_zero() {
+        return Err(Failure::new(
+            CliCode::USAGE,
+            "`--approval-request-ttl` must be longer than 0s",
+        ));
+    }
+    let webhook = match (&args.approval_webhook, &args.approval_webhook_secret_file) {
+        (Some(url), Some(file)) => {
+            let secret = std::fs::read(file).map_err(|e| {
+                Failure::new(
+                    CliCode::USAGE,
+                    format!("`--approval-webhook-secret-file` `{}`: {e}", file.display()),
+                )
+            })?;
+            let secret = secret.trim_ascii().to_vec();
+            Some(cairn_server::Webhook::new(url, &secret).map_err(|reason| {
+                Failure::new(CliCode::USAGE, format!("`--approval-webhook`: {reason}"))
+            })?)
+        }
+        _ => None,
+    };
+    Ok(cairn_server::ApprovalSettings {
+        max_hold,
+        request_ttl: Some(request_ttl),
+        webhook,
+    })
 }
 
 /// Raises this process's soft limit of open descriptors to its hard limit: each connection
