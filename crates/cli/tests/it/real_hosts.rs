@@ -11,9 +11,12 @@
 //!   `${PROJECT}` is replaced in it, and `${LONE_SURROGATE}` by the escape `\ud800`, which the
 //!   model then sends as JavaScript reads it);
 //! - `"steps"`, in order, each optionally `"only": "claude-code"|"codex"`:
-//!   - `{"host": {"prompt": "…", "resume": bool, "kill": {"signal": "TERM", "when": "file"}},
-//!     "exit": N}` runs the host (resuming its session), optionally sending it a signal once
-//!     `file` exists in the project; `exit` (optional) is the exit code expected;
+//!   - `{"host": {"prompt": "…", "resume": bool, "kill": {"signal": "TERM", "when": "file"},
+//!     "approve": {"count": N, "expires_in": "15m", "uses": 1}}, "exit": N}` runs the host
+//!     (resuming its session), optionally sending it a signal once `file` exists in the
+//!     project, and optionally approving, as a person in another terminal would
+//!     (`cairn approvals approve`), the first `count` approval requests that wait while it
+//!     runs; `exit` (optional) is the exit code expected;
 //!   - `{"cli": ["decisions", "set", …], "exit": N}` is a person's `cairn` command in the
 //!     project (`exit` 0 by default);
 //!   - `{"write": {"path": "text"}}` writes project files (a person's or an attacker's hand);
@@ -137,6 +140,7 @@ impl Play<'_> {
             let prompt = host["prompt"].as_str().unwrap();
             let resume = host.get("resume").and_then(Value::as_bool).unwrap_or(false);
             let child = self.run.spawn(prompt, resume);
+            let approver = host.get("approve").map(|approve| self.approver(approve));
             if let Some(kill) = host.get("kill") {
                 let when = self.run.project.join(kill["when"].as_str().unwrap());
                 let started = Instant::now();
@@ -152,6 +156,15 @@ impl Play<'_> {
                 harness::signal(&child, kill["signal"].as_str().unwrap());
             }
             let out = self.run.finish(child);
+            if let Some((done, thread)) = approver {
+                done.store(true, std::sync::atomic::Ordering::SeqCst);
+                let approved = thread.join().unwrap();
+                let wanted = host["approve"]["count"].as_u64().unwrap_or(1);
+                assert_eq!(
+                    approved, wanted,
+                    "{at}: requests approved while the host ran"
+                );
+            }
             if let Some(exit) = step.get("exit") {
                 assert_eq!(
                     out.code.map(i64::from),
@@ -203,6 +216,58 @@ impl Play<'_> {
         } else {
             panic!("{at}: unknown step {step}");
         }
+    }
+
+    /// A person approving, from another terminal, the first `approve.count` requests that
+    /// wait while the host runs (polling `cairn approvals list` every 100 ms); stop it by
+    /// setting the flag, and join it for how many it approved.
+    fn approver(
+        &self,
+        approve: &Value,
+    ) -> (
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+        std::thread::JoinHandle<u64>,
+    ) {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = std::sync::Arc::clone(&done);
+        let project = self.run.project.clone();
+        let count = approve["count"].as_u64().unwrap_or(1);
+        let expires_in = approve["expires_in"].as_str().unwrap_or("15m").to_owned();
+        let uses = approve["uses"].as_u64().unwrap_or(1).to_string();
+        let thread = std::thread::spawn(move || {
+            let cairn = |args: &[&str]| {
+                let mut command = command_in(&project);
+                command.env("CAIRN_HOME", project.join("../cairn-home"));
+                Output::of(command.args(args))
+            };
+            let mut approved = 0;
+            while approved < count && !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let listed = cairn(&["--json", "approvals", "list"]);
+                let pending = (listed.code == 0)
+                    .then(|| {
+                        listed.json()["approvals"][0]["request"]["id"]
+                            .as_str()
+                            .map(str::to_owned)
+                    })
+                    .flatten();
+                if let Some(id) = pending {
+                    cairn(&[
+                        "approvals",
+                        "approve",
+                        &id,
+                        "--expires-in",
+                        &expires_in,
+                        "--uses",
+                        &uses,
+                    ])
+                    .expect(0);
+                    approved += 1;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            approved
+        });
+        (done, thread)
     }
 
     /// Checks what `expect` says:
