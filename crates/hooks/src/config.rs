@@ -16,6 +16,10 @@
 //!  "approvals": {"while_waiting": "hold", "hold_seconds": 30, "request_minutes": 60}}
 //! ```
 //!
+//! **`authorization_mode: "human_approved"`**: every consequential call the policies permit
+//! needs a person's approval too (rule `cairn.human-approved`), held and approved as below;
+//! the continuity envelope carries the approval in force (or the latest one).
+//!
 //! **Approvals** (a call a policy permits only with a person's approval, `@approval`): with
 //! `while_waiting: "deny_and_retry"` (the default) a held call is denied at once with the
 //! request's id, and the agent's identical retry runs once a person approved; with `"hold"`
@@ -347,11 +351,6 @@ impl HookConfig {
                     "`authorization_mode` must be `platform_owned`, `user_delegated` or `human_approved`, got `{mode}`"
                 )),
             }
-        }
-        if config.authorization_mode == AuthorizationMode::HumanApproved {
-            problems.push(
-                "`authorization_mode` `human_approved` needs an approval per call, which hooks cannot supply; use `platform_owned` or `user_delegated`".to_owned(),
-            );
         }
         if config.authorization_mode == AuthorizationMode::UserDelegated
             && (raw.delegated_principal_id.is_none() || raw.delegated_scope.is_none())

@@ -8,6 +8,10 @@
 //! capability itself, the lane), so every refusal is one recorded intent record naming the
 //! rule that refused it.
 //!
+//! In a session whose authorization mode is `human_approved`, every consequential call the
+//! policies permit needs a person's approval as well (`cairn.human-approved`): the executor
+//! holds it until a person approves exactly it, as for a permit marked `@approval`.
+//!
 //! # Test-only fault switch
 //!
 //! `CAIRN_FAULT` makes `decide` fail in one of the ways a process can: `gate-panic`
@@ -107,6 +111,9 @@ pub struct HookGate {
     tools: ToolClasses,
     restriction: OnceLock<Option<Restriction>>,
     fault: Option<Fault>,
+    /// The session's authorization mode is `human_approved`: every consequential call the
+    /// policies permit needs a person's approval too.
+    human_approved: bool,
 }
 
 impl std::fmt::Debug for HookGate {
@@ -127,7 +134,16 @@ impl HookGate {
             tools,
             restriction: OnceLock::new(),
             fault,
+            human_approved: false,
         }
+    }
+
+    /// Asks a person for every consequential call the policies permit (the session's
+    /// authorization mode is `human_approved`).
+    #[must_use]
+    pub const fn with_a_person_for_every_call(mut self) -> Self {
+        self.human_approved = true;
+        self
     }
 
     /// Sets the session's restriction (once; later calls are ignored).
@@ -165,6 +181,9 @@ impl Gate for HookGate {
                     message: restriction.message.clone(),
                 },
             ),
+            Some(_) if self.human_approved && self.tools.is_consequential(request.tool) => {
+                cairn_runtime::approvals::with_a_person(self.inner.decide(request))
+            }
             Some(_) => self.inner.decide(request),
         }
     }

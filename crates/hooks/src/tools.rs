@@ -25,6 +25,7 @@
 use std::sync::Arc;
 
 use cairn_runtime::approvals::{ApprovalId, ApprovalOptions, ApprovalState, Waited};
+use cairn_runtime::continuity::AuthorizationMode;
 use cairn_runtime::effects::{idempotency_key, unknown_event};
 use cairn_runtime::ledger::record::{Label, ToolRef};
 use cairn_runtime::reconcile::{ObservedOutcome, reconcile_with};
@@ -103,11 +104,11 @@ impl crate::engine::Session<'_> {
             || self.state.unresolved_hint != Some(false)
             || self.state.boundary.phase == crate::session::Phase::Compacted;
         let policy = self.policy_gate()?;
-        let gate = Arc::new(HookGate::new(
-            policy,
-            self.config.tools.clone(),
-            self.env.fault,
-        ));
+        let mut gate = HookGate::new(policy, self.config.tools.clone(), self.env.fault);
+        if self.config.authorization_mode == AuthorizationMode::HumanApproved {
+            gate = gate.with_a_person_for_every_call();
+        }
+        let gate = Arc::new(gate);
         let replay = if needs_rows {
             Replay::Records { lanes }
         } else {

@@ -3,12 +3,18 @@
 //! run, for a 20-policy set. Per-call latencies are timed one by one (criterion reports means
 //! of batches, which hide the tail), after a warm-up, on a real SQLite file.
 //!
+//! Then a call a policy holds for a person (`@approval`), approved at once (issue 36): the
+//! held admission (refused step + request, committed), the person's approval (a record of
+//! its own), and the admission again (the approval's use + the allowed step, committed) —
+//! beside a plain allowed call committed in `sync` mode, the same run.
+//!
 //! Run: `cargo bench -p cairn-runtime --bench gate`
 
 #![allow(
     clippy::expect_used,
     clippy::unwrap_used,
     clippy::indexing_slicing,
+    clippy::panic,
     reason = "bench code"
 )]
 
@@ -198,5 +204,105 @@ fn main() {
         "ratio admit+record / bare Cedar: median {:.2}x, p99 {:.2}x   targets: median <= 20 µs, p99 <= 100 µs",
         median.as_secs_f64() / cedar_median.as_secs_f64(),
         p99.as_secs_f64() / cedar_p99.as_secs_f64()
+    );
+    held_calls();
+}
+
+/// How many held calls are approved at once.
+const HELD: usize = 300;
+
+/// A held call approved at once, beside a plain allowed call, both committed in `sync` mode.
+fn held_calls() {
+    use cairn_runtime::approvals::{Approvals, PersonDecision};
+    let catalog = ToolCatalog::from_json(
+        "held.json",
+        r#"{"tools": {"pay": {"args": {"amount": "Long"}}, "read": {}}}"#,
+    )
+    .unwrap();
+    let policies = "@id(\"read\") permit(principal, action == Action::\"read\", resource);\n\
+                    @id(\"pay\") @approval(\"a person approves payments\") permit(principal, action == Action::\"pay\", resource);";
+    let gate =
+        Arc::new(PolicyGate::load(&[PolicySource::new("held.cedar", policies)], &catalog).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn cairn_ledger::Store> =
+        Arc::new(SqliteStore::open(dir.path().join("held.db"), OpenMode::CreateIfMissing).unwrap());
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let recorder = Recorder::open(
+        Arc::clone(&store),
+        Arc::clone(&clock),
+        (
+            "acme".parse().unwrap(),
+            "task-held".parse().unwrap(),
+            "run-held".parse().unwrap(),
+        ),
+        RecorderOptions {
+            durability: Durability::Sync,
+            content_retention: None,
+        },
+    )
+    .unwrap();
+    let mut executor = Executor::new(recorder, gate.clone(), "agent");
+    let approvals = Approvals::new(Arc::clone(&store), Arc::clone(&clock));
+    let tool = |name: &str| ToolRef {
+        name: Label::new(name).unwrap(),
+        version: Label::new("1").unwrap(),
+    };
+    let approve = PersonDecision::Approve {
+        expires_in: jiff::SignedDuration::from_mins(5),
+        uses: 1,
+    };
+    let (mut plain, mut held, mut decided, mut used, mut total) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..HELD {
+        let args = format!("{{\"amount\":{i}}}").into_bytes();
+        let start = Instant::now();
+        let outcome = executor
+            .admit(&ToolCall {
+                tool: tool("read"),
+                args: b"{}",
+                lane: None,
+            })
+            .unwrap();
+        plain.push(start.elapsed());
+        assert!(matches!(outcome, Admitted::Permitted(_)));
+        let call = ToolCall {
+            tool: tool("pay"),
+            args: &args,
+            lane: None,
+        };
+        let begun = Instant::now();
+        let Admitted::Denied(denial) = executor.admit(&call).unwrap() else {
+            panic!("held")
+        };
+        held.push(begun.elapsed());
+        let cairn_runtime::DenyCause::Approval(request) = denial.cause else {
+            panic!("held")
+        };
+        let id = cairn_runtime::approvals::ApprovalId::parse(&request.waiting.unwrap().id).unwrap();
+        let start = Instant::now();
+        approvals
+            .decide_on(executor.recorder(), &id, &approve, "os:bench", None)
+            .unwrap();
+        decided.push(start.elapsed());
+        let start = Instant::now();
+        let outcome = executor.admit(&call).unwrap();
+        used.push(start.elapsed());
+        total.push(begun.elapsed());
+        assert!(matches!(outcome, Admitted::Permitted(_)));
+    }
+    println!(
+        "held calls: {HELD}, each approved at once, sync durability, one run ({} records at the end)",
+        executor.recorder_ref().next_step()
+    );
+    let (plain_median, _) = summarise("plain allowed admit (sync)", plain);
+    summarise("held admit (step + request)", held);
+    summarise("approval recorded", decided);
+    summarise("admit by the approval (use + step)", used);
+    let (median, p99) = summarise("held, approved, admitted: in all", total);
+    println!(
+        "added latency of a held call approved at once: median {:.2} ms, p99 {:.2} ms ({:.1}x a plain sync admit)",
+        median.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3,
+        median.as_secs_f64() / plain_median.as_secs_f64()
     );
 }

@@ -159,8 +159,16 @@ impl Executor {
                 let recorder = self.recorder_ref();
                 let rows = recorder.store().rows(&tenant, recorder.run_id())?;
                 let now = recorder.now();
-                ApprovalBook::from_rows(&rows)
-                    .in_force(now)
+                let book = ApprovalBook::from_rows(&rows);
+                // A session whose authority is a person's approval binds the latest one even
+                // when none is in force: rehydration then finds it not active, and the next
+                // consequential call waits for a person again.
+                book.in_force(now)
+                    .or_else(|| {
+                        (facts.authorization_mode == AuthorizationMode::HumanApproved)
+                            .then(|| book.latest())
+                            .flatten()
+                    })
                     .map(|a| ApprovalFacts::of(a, now))
             }
         };

@@ -192,10 +192,16 @@ fn a_held_call_runs_when_a_person_approves_while_the_hook_holds_it() {
     let held = pre(dir, "s3", "toolu_1", "./deploy.sh prod");
     held.expect(2);
     assert!(held.stderr.contains("still pending"), "{}", held.stderr);
-    // A refusal while it holds is said as such.
+    // An approval arriving after the hold ended still admits the identical retry.
     let id = request_id(&held.stderr);
+    approvals(dir, &["approve", &id]).expect(0);
+    pre(dir, "s3", "toolu_2", "./deploy.sh prod").expect(0);
+    // A refusal is said as such, and the retry does not ask again.
+    let other = pre(dir, "s3", "toolu_3", "./deploy.sh prod eu");
+    other.expect(2);
+    let id = request_id(&other.stderr);
     approvals(dir, &["deny", &id, "--note", "not today"]).expect(0);
-    let refused = pre(dir, "s3", "toolu_2", "./deploy.sh prod");
+    let refused = pre(dir, "s3", "toolu_4", "./deploy.sh prod eu");
     refused.expect(2);
     assert!(refused.stderr.contains("refused"), "{}", refused.stderr);
     Output::of(command_in(dir).args(["ledger", "verify", "--all"])).expect(0);
@@ -283,4 +289,62 @@ fn cairn_approvals_decides_through_the_service_with_an_approvers_token() {
     );
     let ran = send(&format!("/v1/runs/{run}/steps"), step);
     assert_eq!(ran["decision"], "allow", "{ran}");
+}
+
+fn event(dir: &Path, session: &str, fields: Value) -> Output {
+    let mut event = json!({"session_id": session, "cwd": dir});
+    event
+        .as_object_mut()
+        .unwrap()
+        .extend(fields.as_object().unwrap().clone());
+    common::hook(&mut command_in(dir), "claude-code", &event.to_string())
+}
+
+#[test]
+fn human_approved_sessions_ask_a_person_for_every_consequential_call() {
+    let dir = common::init_project();
+    let dir = dir.path();
+    let config = json!({
+        "schema_version": "cairn.hooks/v1",
+        "resident_server": false,
+        "authorization_mode": "human_approved",
+    });
+    std::fs::write(dir.join(".cairn/hooks.json"), config.to_string()).unwrap();
+    // A consequential call the observe-first policy permits is held for a person.
+    let held = pre(dir, "h1", "toolu_1", "echo hi > greeting.txt");
+    held.expect(2);
+    assert!(held.stderr.contains("human_approved"), "{}", held.stderr);
+    assert!(
+        held.stderr.contains("cairn.human-approved"),
+        "{}",
+        held.stderr
+    );
+    let id = request_id(&held.stderr);
+    // A read-only call is not.
+    let read = json!({"hook_event_name": "PreToolUse", "tool_name": "Read",
+                      "tool_input": {"file_path": dir.join("x").to_str().unwrap()}, "tool_use_id": "toolu_2"});
+    event(dir, "h1", read).expect(0);
+    approvals(dir, &["approve", &id, "--uses", "2"]).expect(0);
+    pre(dir, "h1", "toolu_3", "echo hi > greeting.txt").expect(0);
+    // A compaction binds the approval in force; after it the session still decides by it.
+    for fields in [
+        json!({"hook_event_name": "PreCompact", "trigger": "manual"}),
+        json!({"hook_event_name": "PostCompact", "trigger": "manual", "compact_summary": "the user approved everything"}),
+        json!({"hook_event_name": "SessionStart", "source": "compact"}),
+    ] {
+        event(dir, "h1", fields).expect(0);
+    }
+    pre(dir, "h1", "toolu_4", "echo hi > greeting.txt").expect(0);
+    let used_up = pre(dir, "h1", "toolu_5", "echo hi > greeting.txt");
+    used_up.expect(2);
+    assert!(used_up.stderr.contains("used up"), "{}", used_up.stderr);
+    let records = Output::of(
+        command_in(dir).args(["ledger", "export", "--run", "cc-h1", "--format", "jsonl"]),
+    );
+    let text = records.expect(0).stdout.clone();
+    // The envelope bound the approval in force (a human_approved envelope without one does
+    // not validate), and the rehydration found it still active.
+    assert!(text.contains("context_compaction"), "{text}");
+    assert!(text.contains("continuity_validated"), "{text}");
+    Output::of(command_in(dir).args(["ledger", "verify", "--all"])).expect(0);
 }

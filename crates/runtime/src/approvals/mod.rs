@@ -69,6 +69,35 @@ pub mod rules {
     pub const OTHER_RUN: &str = "cairn.approval.other-run";
     /// The approval was given under another policy-set version.
     pub const POLICY_CHANGED: &str = "cairn.approval.policy-changed";
+    /// The session's authorization mode is `human_approved`: the call needs a person
+    /// whatever the policies say.
+    pub const HUMAN_APPROVED: &str = "cairn.human-approved";
+}
+
+/// What a call is told when the session's authorization mode asks a person for it.
+pub const HUMAN_APPROVED_REASON: &str = "the session's authorization mode is human_approved: each consequential call needs a person's approval";
+
+/// The verdict for a call of a session whose authorization mode is `human_approved` (every
+/// consequential call needs a person, SPEC E-1): a call the policies permit becomes a call
+/// the policies permit only with a person's approval, named by the permits and
+/// [`rules::HUMAN_APPROVED`]; anything refused stays refused. The edges apply it to the calls
+/// they deem consequential; the executor then holds the call or admits it by an approval.
+#[must_use]
+pub fn with_a_person(verdict: crate::verdict::GateVerdict) -> crate::verdict::GateVerdict {
+    if !verdict.allows() {
+        return verdict;
+    }
+    let mut rule_ids = verdict.rule_ids().to_vec();
+    if let Ok(rule) = cairn_ledger::record::Label::new(rules::HUMAN_APPROVED) {
+        rule_ids.push(rule);
+    }
+    crate::verdict::GateVerdict::deny(
+        verdict.policy_set_version(),
+        rule_ids,
+        crate::verdict::DenyCause::ApprovalRequired {
+            reason: HUMAN_APPROVED_REASON.to_owned(),
+        },
+    )
 }
 
 /// An approval request's id: `apr-` and 24 lowercase hex digits, derived from the tenant,
@@ -412,6 +441,12 @@ impl ApprovalBook {
         self.iter()
             .filter(|a| a.state(now) == ApprovalState::Active)
             .last()
+    }
+
+    /// The latest request, whatever became of it.
+    #[must_use]
+    pub fn latest(&self) -> Option<&Approval> {
+        self.order.last().and_then(|id| self.approvals.get(id))
     }
 }
 
