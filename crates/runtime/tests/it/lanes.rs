@@ -408,3 +408,49 @@ fn after_a_restart_lane_state_is_rebuilt_from_records_and_unruled_changes_are_he
         "event:u-8"
     );
 }
+
+/// Every call needs a person (as in a `human_approved` session).
+struct AsksAPerson;
+
+impl cairn_runtime::Gate for AsksAPerson {
+    fn decide(&self, _: &cairn_runtime::GateRequest<'_>) -> cairn_runtime::GateVerdict {
+        cairn_runtime::approvals::with_a_person(cairn_runtime::GateVerdict::allow(
+            cairn_core::Digest::of(b"policy-v1"),
+            vec![common::label("allow-all")],
+        ))
+    }
+}
+
+#[test]
+fn a_call_outside_the_lane_is_refused_before_any_person_is_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::open(&dir.path().join("lanes.db"));
+    let edit = br#"{"path": "src/lib.rs"}"#;
+    let recorder = common::sync_recorder(store.clone(), "task-l", "run-verify");
+    let mut verifier =
+        Executor::new(recorder, Arc::new(AsksAPerson), VERIFIER).with_lanes(lanes("verification"));
+    let Admitted::Denied(denial) = verifier.admit(&call("fs.edit", edit)).unwrap() else {
+        panic!("outside the lane")
+    };
+    assert_eq!(denial.reason(), "outside_lane");
+    let requested = records(&store, "run-verify")
+        .iter()
+        .filter(|r| {
+            r.boundary
+                .as_ref()
+                .is_some_and(|b| b.event.as_str() == "approval_requested")
+        })
+        .count();
+    assert_eq!(
+        requested, 0,
+        "nobody is asked to approve what the lane refuses"
+    );
+
+    let recorder = common::sync_recorder(store.clone(), "task-l", "run-author");
+    let mut author =
+        Executor::new(recorder, Arc::new(AsksAPerson), AUTHOR).with_lanes(lanes("authoring"));
+    let Admitted::Denied(held) = author.admit(&call("fs.edit", edit)).unwrap() else {
+        panic!("held for a person")
+    };
+    assert_eq!(held.reason(), "approval_pending");
+}

@@ -174,34 +174,38 @@ impl Service {
         let Ok(approval) = ApprovalId::parse(id) else {
             return;
         };
-        let found = match self.approvals().find(Some(tenant), &approval) {
-            Ok(found) => found,
-            Err(error) => {
-                tracing::warn!(approval = id, error = %error, "approval request not pushed: not found");
-                return;
-            }
-        };
-        let request = &found.approval.request;
-        let body = serde_json::json!({
-            "type": "cairn.approval_requested",
-            "approval_id": request.id,
-            "tenant_id": request.tenant,
-            "run_id": request.run,
-            "step": request.step,
-            "tool": request.tool.name,
-            "tool_version": request.tool.version,
-            "action_digest": request.action_digest,
-            "policy_set_version": request.policy_set_version,
-            "call_id": request.call_id,
-            "requested_at": request.requested_at,
-            "expires_at": request.expires_at,
-            "decide_with": format!("cairn approvals approve {id}"),
-        });
-        let bytes = body.to_string().into_bytes();
-        let signature = webhook.key.digest(&bytes).to_string();
-        let id = id.to_owned();
-        let run = run.clone();
+        let (service, tenant, run) = (Arc::clone(self), tenant.clone(), run.clone());
         tokio::spawn(async move {
+            // The request is read from its run on the blocking pool, never on this thread.
+            let reading = Arc::clone(&service);
+            let (t, r) = (tenant.clone(), run.clone());
+            let read =
+                tokio::task::spawn_blocking(move || reading.approvals().of_run(&t, &r)).await;
+            let Some(request) = read
+                .ok()
+                .and_then(Result::ok)
+                .and_then(|book| book.get(&approval).map(|a| a.request.clone()))
+            else {
+                tracing::warn!(approval = %approval, run = %run, "approval request not pushed: not found in its run");
+                return;
+            };
+            let body = serde_json::json!({
+                "type": "cairn.approval_requested",
+                "approval_id": request.id,
+                "tenant_id": request.tenant,
+                "run_id": request.run,
+                "step": request.step,
+                "tool": request.tool.name,
+                "tool_version": request.tool.version,
+                "action_digest": request.action_digest,
+                "policy_set_version": request.policy_set_version,
+                "call_id": request.call_id,
+                "requested_at": request.requested_at,
+                "expires_at": request.expires_at,
+                "decide_with": format!("cairn approvals approve {approval}"),
+            });
+            let bytes = body.to_string().into_bytes();
+            let signature = webhook.key.digest(&bytes).to_string();
             let sent = crate::client::send_with_headers(
                 &webhook.endpoint,
                 "POST",
@@ -214,13 +218,13 @@ impl Service {
             .await;
             match sent {
                 Ok(answer) if (200..300).contains(&answer.status) => {
-                    tracing::info!(approval = %id, run = %run, "approval request pushed to the webhook");
+                    tracing::info!(approval = %approval, run = %run, "approval request pushed to the webhook");
                 }
                 Ok(answer) => {
-                    tracing::warn!(approval = %id, run = %run, status = answer.status, "the approval webhook refused the request");
+                    tracing::warn!(approval = %approval, run = %run, status = answer.status, "the approval webhook refused the request");
                 }
                 Err(error) => {
-                    tracing::warn!(approval = %id, run = %run, error = %error, "the approval webhook did not answer");
+                    tracing::warn!(approval = %approval, run = %run, error = %error, "the approval webhook did not answer");
                 }
             }
         });
