@@ -281,6 +281,15 @@ fn a_service_of_its_own_user_gates_and_records_an_agent_of_another_user() {
     .unwrap();
     chown(&rule, &format!("{service_user}:{service_user}"));
     chmod(&rule, "0600");
+    // And web searches wait for a person (issue 36).
+    let asks = data.join("policies/search-asks.cedar");
+    std::fs::write(
+        &asks,
+        "@id(\"search-asks\") @approval(\"web searches are approved by a person\") permit(principal, action == Action::\"WebSearch\", resource);\n",
+    )
+    .unwrap();
+    chown(&asks, &format!("{service_user}:{service_user}"));
+    chmod(&asks, "0600");
     let made = Output::of(
         as_user(&service_user, &service_home, &cairn)
             .args([
@@ -369,6 +378,59 @@ fn a_service_of_its_own_user_gates_and_records_an_agent_of_another_user() {
     );
     assert_eq!(shut_out.code, 2, "{}", shut_out.stderr);
 
+    // A held call: the agent cannot approve it, neither through the service with its token
+    // nor through the store it cannot read; a person with an approver token can.
+    let search = serde_json::json!({"query": "release notes"});
+    let held = hook(&agent_user, &agent_home, "WebSearch", search.clone());
+    assert_eq!(held.code, 2, "{}", held.stderr);
+    let at = held.stderr.rfind("apr-").expect("a request id");
+    let request = held.stderr[at..at + 28].to_owned();
+    let mut itself = as_user(&agent_user, &agent_home, &cairn);
+    itself
+        .args(["--json", "approvals", "approve", &request])
+        .env("CAIRN_SERVER", format!("unix:{}", socket.display()))
+        .env("CAIRN_TOKEN", &token);
+    assert_eq!(
+        Output::of(&mut itself).expect(2).error_code(),
+        "role_forbidden"
+    );
+    let mut direct = as_user(&agent_user, &agent_home, &cairn);
+    direct
+        .args(["--json", "--store"])
+        .arg(data.join("cairn.db"))
+        .args(["approvals", "approve", &request]);
+    assert_ne!(
+        Output::of(&mut direct).code,
+        0,
+        "the agent decided through the store"
+    );
+    let approver = Output::of(
+        as_user(&service_user, &service_home, &cairn)
+            .args([
+                "--json", "tokens", "create", "--tenant", "acme", "--role", "approver", "--data",
+            ])
+            .arg(&data),
+    );
+    let approver: Value = serde_json::from_str(&approver.stdout).unwrap();
+    let mut person = Command::new(&cairn);
+    person
+        .args(["--json", "approvals", "approve", &request])
+        .env_remove("CAIRN_STORE")
+        .env("CAIRN_SERVER", format!("unix:{}", socket.display()))
+        .env("CAIRN_TOKEN", approver["token"].as_str().unwrap());
+    // The token file is re-read within a second.
+    let started = Instant::now();
+    loop {
+        let decided = Output::of(&mut person);
+        if decided.code == 0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{decided:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let again = hook(&agent_user, &agent_home, "WebSearch", search);
+    assert_eq!(again.code, 0, "the approved call runs: {}", again.stderr);
+
     // The doctor, as the agent, says the service runs as another user.
     let mut doctor = as_user(&agent_user, &agent_home, &cairn);
     doctor
@@ -398,7 +460,9 @@ fn a_service_of_its_own_user_gates_and_records_an_agent_of_another_user() {
     let runs = runs.as_array().unwrap();
     assert_eq!(runs.len(), 1, "{listed:?}");
     assert_eq!(runs[0]["tenant_id"], "acme");
-    assert_eq!(runs[0]["records"], 2);
+    // Read, the refused fetch, the held search and its request, the approval, its use and
+    // the search it admitted.
+    assert_eq!(runs[0]["records"], 7);
     let id = made["entry"]["id"].as_str().unwrap();
     assert!(
         runs[0]["run_id"]
