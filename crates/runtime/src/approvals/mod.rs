@@ -335,6 +335,51 @@ impl Approval {
     }
 }
 
+/// The boundary event by which a run records that its authorization mode is
+/// `human_approved` (its `reason`), written when the run is opened so that every writer that
+/// resumes it knows.
+pub const AUTHORIZATION_EVENT: &str = "authorization_mode";
+
+/// The record that says a run's authorization mode is `human_approved`.
+///
+/// # Errors
+/// Never in practice (fixed labels).
+pub fn human_approved_event() -> Result<cairn_ledger::record::BoundaryEvent, RuntimeError> {
+    let mut event =
+        cairn_ledger::record::BoundaryEvent::new(crate::error::label(AUTHORIZATION_EVENT)?);
+    event.reason = Some(crate::error::label(
+        cairn_continuity::AuthorizationMode::HumanApproved.as_str(),
+    )?);
+    Ok(event)
+}
+
+/// Whether a run's records say its authorization mode is `human_approved`.
+#[must_use]
+pub fn is_human_approved(rows: &[StoredRow]) -> bool {
+    rows.iter().filter_map(|r| r.as_ref().ok()).any(|record| {
+        record.kind == RecordKind::Boundary
+            && record.boundary.as_ref().is_some_and(|b| {
+                b.event.as_str() == AUTHORIZATION_EVENT
+                    && b.reason.as_ref().map(cairn_ledger::record::Label::as_str)
+                        == Some(cairn_continuity::AuthorizationMode::HumanApproved.as_str())
+            })
+    })
+}
+
+/// A gate that asks a person for every call its inner gate permits ([`with_a_person`]): the
+/// gate of a run whose authorization mode is `human_approved`.
+pub struct EveryCallToAPerson(pub std::sync::Arc<dyn crate::verdict::Gate>);
+
+impl crate::verdict::Gate for EveryCallToAPerson {
+    fn decide(&self, request: &cairn_policy::GateRequest<'_>) -> crate::verdict::GateVerdict {
+        with_a_person(self.0.decide(request))
+    }
+
+    fn policy_set_version(&self) -> Option<Digest> {
+        self.0.policy_set_version()
+    }
+}
+
 /// A run's approvals, read from its records in step order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ApprovalBook {

@@ -611,3 +611,49 @@ fn an_approval_in_force_across_a_compaction_survives_it_and_admits_the_call() {
         .unwrap();
     assert_eq!(compaction.envelope.envelope().approval_id, None);
 }
+
+#[test]
+fn a_run_says_in_its_records_that_its_authorization_mode_is_human_approved() {
+    let world = World::new();
+    let rows = |world: &World| world.store.rows(&world.tenant, &world.run).unwrap();
+    assert!(!cairn_runtime::approvals::is_human_approved(&rows(&world)));
+    let mut recorder = Recorder::resume(
+        world.store.clone(),
+        world.clock.clone(),
+        &world.tenant,
+        &world.run,
+        options(),
+    )
+    .unwrap();
+    recorder
+        .record_boundary(
+            cairn_runtime::approvals::human_approved_event().unwrap(),
+            None,
+        )
+        .unwrap();
+    assert!(cairn_runtime::approvals::is_human_approved(&rows(&world)));
+    // A gate that asks a person for every call: what it permits is held, what it refuses
+    // stays refused.
+    let careful: Arc<dyn Gate> = Arc::new(cairn_runtime::approvals::EveryCallToAPerson(gate("")));
+    let mut executor = Executor::resumed(recorder, &rows(&world), careful, "agent");
+    let (denial, _) = held(
+        executor
+            .admit(&common::call("tickets.read", "1", b"{}"))
+            .unwrap(),
+    );
+    assert_eq!(
+        denial.rule_ids,
+        ["reads", rules::HUMAN_APPROVED, rules::PENDING]
+    );
+    let Admitted::Denied(forbidden) = executor
+        .admit(&common::call(
+            "payments.refund",
+            "1",
+            br#"{"amount": 50000}"#,
+        ))
+        .unwrap()
+    else {
+        panic!("forbidden")
+    };
+    assert_eq!(forbidden.reason(), "forbidden");
+}

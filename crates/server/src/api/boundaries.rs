@@ -27,6 +27,9 @@ pub enum Authorization {
     PlatformOwned,
     /// A user's authority, delegated (give `delegated_principal_id` and `delegated_scope`).
     UserDelegated,
+    /// A person's approval of each call: the run was opened so, and every call it makes the
+    /// policies permit waits for a person (`/v1/approvals`).
+    HumanApproved,
 }
 
 /// The session's control facts the run's records do not hold. Who the run acts for is the
@@ -77,6 +80,7 @@ impl FactsBody {
             authorization_mode: match self.authorization {
                 Authorization::PlatformOwned => AuthorizationMode::PlatformOwned,
                 Authorization::UserDelegated => AuthorizationMode::UserDelegated,
+                Authorization::HumanApproved => AuthorizationMode::HumanApproved,
             },
             delegated_principal_id: self.delegated_principal_id,
             delegated_scope: self.delegated_scope,

@@ -74,6 +74,11 @@ pub struct OpenRunRequest {
     #[serde(default)]
     #[schema(pattern = "^[A-Za-z0-9._:@-]+$", min_length = 1, max_length = 128)]
     pub task: Option<String>,
+    /// How the run's authority is granted (default `platform_owned`). `human_approved`: every
+    /// call the policies permit is held until a person approves exactly it (recorded in the
+    /// run, for every replica that resumes it).
+    #[serde(default)]
+    pub authorization: Option<super::boundaries::Authorization>,
 }
 
 /// Opens a run (agent).
@@ -95,7 +100,11 @@ pub(super) async fn open_run(
         .task
         .map(|t| TaskId::new(t).map_err(|e| ApiError::from(e).at("body.task")))
         .transpose()?;
-    let info = blocking(move || service.open_run(&caller, run, task)).await?;
+    let human_approved = matches!(
+        body.authorization,
+        Some(super::boundaries::Authorization::HumanApproved)
+    );
+    let info = blocking(move || service.open_run(&caller, run, task, human_approved)).await?;
     Ok((StatusCode::CREATED, Json(RunView::from(&info))))
 }
 

@@ -352,20 +352,35 @@ impl Service {
         caller: &Caller,
         run: RunId,
         task: Option<TaskId>,
+        human_approved: bool,
     ) -> Result<RunInfo, ApiError> {
         // Read before the run exists: a lanes file that does not load opens nothing.
         let lanes = self.lane_book()?;
         let runs = self.runs();
-        let recorder = runs.open(&caller.tenant, &run, task.as_ref())?;
+        let mut recorder = runs.open(&caller.tenant, &run, task.as_ref())?;
+        if human_approved {
+            recorder.record_boundary(cairn_runtime::approvals::human_approved_event()?, None)?;
+        }
         let executor = runs.executor(
             recorder,
-            self.gate_of(&caller.tenant),
+            self.run_gate(&caller.tenant, human_approved),
             caller.principal(),
             Replay::Records { lanes },
         )?;
         self.lock_live()
             .insert((caller.tenant.clone(), run.clone()), Live::new(executor));
         self.run_info(caller, &run)
+    }
+
+    /// The gate of a run of `tenant`: the tenant's, asking a person for every call it permits
+    /// when the run's authorization mode is `human_approved`.
+    fn run_gate(&self, tenant: &TenantId, human_approved: bool) -> Arc<dyn Gate> {
+        let gate = self.gate_of(tenant);
+        if human_approved {
+            Arc::new(cairn_runtime::approvals::EveryCallToAPerson(gate))
+        } else {
+            gate
+        }
     }
 
     /// A run's lifecycle summary.
@@ -492,9 +507,12 @@ impl Service {
                 }
                 other => other.into(),
             })?;
+        // A run opened `human_approved` says so in its records, for every replica.
+        let rows = self.config.store.rows(&caller.tenant, run)?;
+        let human_approved = cairn_runtime::approvals::is_human_approved(&rows);
         let mut executor = runs.executor(
             opened.recorder,
-            self.gate_of(&caller.tenant),
+            self.run_gate(&caller.tenant, human_approved),
             caller.principal(),
             Replay::Records {
                 lanes: self.lane_book()?,

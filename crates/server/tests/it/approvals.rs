@@ -278,3 +278,61 @@ fn an_admission_holds_the_call_until_a_person_decides_and_the_webhook_is_told() 
     );
     let _ = receive_one(&receiver);
 }
+
+#[test]
+fn a_run_opened_human_approved_holds_every_permitted_call_for_a_person() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let approver = service.token("acme", Role::Approver);
+    let opened = service.call(
+        "POST",
+        "/v1/runs",
+        Some(&agent),
+        Some(r#"{"name": "careful", "authorization": "human_approved"}"#),
+    );
+    assert_eq!(
+        opened.status,
+        201,
+        "{}",
+        String::from_utf8_lossy(&opened.body)
+    );
+    let run = opened.json()["run_id"].as_str().unwrap().to_owned();
+
+    // A read the policies permit waits for a person; a forbidden call stays forbidden.
+    let held = service.step(&agent, &run, crate::READ_A).json();
+    assert_eq!(held["reason"], "approval_pending", "{held}");
+    assert_eq!(
+        held["rule_ids"],
+        serde_json::json!(["read-ok", "cairn.human-approved", "cairn.approval.pending"])
+    );
+    let forbidden = service
+        .step(
+            &agent,
+            &run,
+            r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p0"}}"#,
+        )
+        .json();
+    assert_eq!(forbidden["reason"], "forbidden", "{forbidden}");
+
+    let id = held["approval"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(approve(&service, &approver, &id).status, 200);
+    let ran = service.step(&agent, &run, crate::READ_A).json();
+    assert_eq!(ran["decision"], "allow", "{ran}");
+
+    // The mode is the run's: the compaction binds its latest approval, and rehydration finds
+    // it used up — the next read waits for a person again.
+    let facts = r#"{"summary": "all approved", "facts": {"authorization": "human_approved"}}"#;
+    let compacted = service.on_run("POST", &agent, &run, "compact", Some(facts));
+    assert_eq!(
+        compacted.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&compacted.body)
+    );
+    let rehydrated = service
+        .on_run("POST", &agent, &run, "rehydrate", Some(facts))
+        .json();
+    assert_eq!(rehydrated["reason"], "approval_not_active", "{rehydrated}");
+    let again = service.step(&agent, &run, crate::READ_A).json();
+    assert_eq!(again["reason"], "approval_used_up", "{again}");
+}
