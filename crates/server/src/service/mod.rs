@@ -319,6 +319,18 @@ impl Service {
         RunId::new(format!("{}.{name}", caller.token_id)).map_err(invalid)
     }
 
+    /// Who `run` acts for: the agent whose token opened it — `agent:<token id>`, read off the
+    /// run's id `<token id>.<name>` — whoever resumes it; `caller`'s own principal for a run
+    /// not named so (one copied in from another store).
+    fn run_principal(caller: &Caller, run: &RunId) -> String {
+        match run.as_str().split_once('.') {
+            Some((token, _)) if !token.is_empty() => {
+                format!("{}:{token}", Role::Agent.as_str())
+            }
+            _ => caller.principal(),
+        }
+    }
+
     /// Whether `caller` may see `run` at all: its tenant's runs for an investigator or an
     /// admin, the runs it opened for an agent.
     fn may_see(caller: &Caller, run: &RunId) -> bool {
@@ -510,10 +522,13 @@ impl Service {
         // A run opened `human_approved` says so in its records, for every replica.
         let rows = self.config.store.rows(&caller.tenant, run)?;
         let human_approved = cairn_runtime::approvals::is_human_approved(&rows);
+        // The run acts for the agent that opened it, whoever's request resumes it here (a
+        // person's reconciliation or lane ruling must not become the principal that the
+        // agent's later calls are decided for).
         let mut executor = runs.executor(
             opened.recorder,
             self.run_gate(&caller.tenant, human_approved),
-            caller.principal(),
+            Self::run_principal(caller, run),
             Replay::Records {
                 lanes: self.lane_book()?,
             },
@@ -1049,4 +1064,38 @@ fn admit_with(
             commit: None,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test code")]
+
+    use super::*;
+
+    #[test]
+    fn a_run_acts_for_the_agent_that_opened_it_whoever_resumes_it() {
+        let investigator = Caller {
+            token_id: "0123456789ab".to_owned(),
+            tenant: "acme".parse().unwrap(),
+            role: Role::Investigator,
+        };
+        let agent = Caller {
+            token_id: "abcdef012345".to_owned(),
+            role: Role::Agent,
+            ..investigator.clone()
+        };
+        let run: RunId = "abcdef012345.session-1".parse().unwrap();
+        // A person resuming the agent's run (a reconciliation, a lane ruling) decides nothing
+        // for the agent under the person's own name.
+        assert_eq!(
+            Service::run_principal(&investigator, &run),
+            agent.principal()
+        );
+        assert_eq!(Service::run_principal(&agent, &run), agent.principal());
+        let copied: RunId = "run-1".parse().unwrap();
+        assert_eq!(
+            Service::run_principal(&investigator, &copied),
+            investigator.principal()
+        );
+    }
 }
