@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::effects::{RECONCILIATION_RULE, Unresolved, idempotency_key, unknown_event};
 use crate::error::RuntimeError;
-use crate::recorder::{ClosedRun, Recorder, ToolCall};
+use crate::recorder::{ClosedRun, Receipt, Recorder, ToolCall};
 use crate::verdict::{Admitted, Denial, DenyCause, Gate, GateVerdict, Permit};
 
 /// The façade an agent runtime calls for every tool call.
@@ -34,6 +34,9 @@ pub struct Executor {
     pub(crate) guard: Option<crate::protect::ProjectGuard>,
     /// How held calls raise approval requests.
     approvals: crate::approvals::ApprovalOptions,
+    /// The run's records say its authorization mode is `human_approved`: every call the
+    /// gate permits needs a person's approval too.
+    human_approved: bool,
 }
 
 /// Who made a call and what it carries beside its arguments.
@@ -96,6 +99,7 @@ impl Executor {
             validity: None,
             guard: None,
             approvals: crate::approvals::ApprovalOptions::default(),
+            human_approved: false,
         }
     }
 
@@ -117,7 +121,22 @@ impl Executor {
             validity: None,
             guard: None,
             approvals: crate::approvals::ApprovalOptions::default(),
+            human_approved: crate::approvals::is_human_approved(rows),
         }
+    }
+
+    /// Records that this run's authorization mode is `human_approved`: from now on, and for
+    /// every writer that resumes the run, each call the gate permits needs a person's
+    /// approval too ([`crate::approvals::with_a_person`]).
+    ///
+    /// # Errors
+    /// Store failures (the mode is then not in force).
+    pub fn require_a_person_for_every_call(&mut self) -> Result<Receipt, RuntimeError> {
+        let receipt = self
+            .recorder
+            .record_boundary(crate::approvals::human_approved_event()?, None)?;
+        self.human_approved = true;
+        Ok(receipt)
     }
 
     /// Guards the project: calls that touch its configuration are refused by
@@ -217,16 +236,23 @@ impl Executor {
                 crate::protect::SELF_PROTECTION_RULE,
                 DenyCause::SelfProtection { detail },
             ),
-            (Ok(args), None) => self.gate.decide(&GateRequest {
-                tenant: self.recorder.tenant_id().as_str(),
-                principal: &self.principal,
-                run: self.recorder.run_id().as_str(),
-                task: self.recorder.task_id().as_str(),
-                lane: lane.as_ref().map(|l| l.as_str()),
-                tool: call.tool.name.as_str(),
-                tool_version: call.tool.version.as_str(),
-                args,
-            }),
+            (Ok(args), None) => {
+                let decided = self.gate.decide(&GateRequest {
+                    tenant: self.recorder.tenant_id().as_str(),
+                    principal: &self.principal,
+                    run: self.recorder.run_id().as_str(),
+                    task: self.recorder.task_id().as_str(),
+                    lane: lane.as_ref().map(|l| l.as_str()),
+                    tool: call.tool.name.as_str(),
+                    tool_version: call.tool.version.as_str(),
+                    args,
+                });
+                if self.human_approved {
+                    crate::approvals::with_a_person(decided)
+                } else {
+                    decided
+                }
+            }
             // No policy can override it: the policies cannot be shown exactly the bytes that
             // are recorded.
             (Err(unreadable), None) => GateVerdict::built_in_deny(

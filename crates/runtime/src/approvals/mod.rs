@@ -366,20 +366,6 @@ pub fn is_human_approved(rows: &[StoredRow]) -> bool {
     })
 }
 
-/// A gate that asks a person for every call its inner gate permits ([`with_a_person`]): the
-/// gate of a run whose authorization mode is `human_approved`.
-pub struct EveryCallToAPerson(pub std::sync::Arc<dyn crate::verdict::Gate>);
-
-impl crate::verdict::Gate for EveryCallToAPerson {
-    fn decide(&self, request: &cairn_policy::GateRequest<'_>) -> crate::verdict::GateVerdict {
-        with_a_person(self.0.decide(request))
-    }
-
-    fn policy_set_version(&self) -> Option<Digest> {
-        self.0.policy_set_version()
-    }
-}
-
 /// A run's approvals, read from its records in step order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ApprovalBook {

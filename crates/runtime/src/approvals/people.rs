@@ -185,13 +185,28 @@ impl Approvals {
         approver: &str,
         note: Option<&str>,
     ) -> Result<Listed, RuntimeError> {
+        let found = self.open_request(tenant, id)?;
+        self.decide_found(&found, id, decision, approver, note)
+    }
+
+    /// [`Approvals::decide`] on a request already found ([`Approvals::open_request`]).
+    ///
+    /// # Errors
+    /// As [`Approvals::decide`].
+    pub fn decide_found(
+        &self,
+        found: &Listed,
+        id: &ApprovalId,
+        decision: &PersonDecision,
+        approver: &str,
+        note: Option<&str>,
+    ) -> Result<Listed, RuntimeError> {
+        let request = &found.approval.request;
         // Another writer's boundary between reading the request and appending the decision
         // makes the append fail; the request is then read again (at most a few times: only
         // people and held calls append boundaries).
         let mut last = None;
         for _ in 0..8 {
-            let found = self.open_request(tenant, id)?;
-            let request = &found.approval.request;
             let mut recorder = Recorder::resume(
                 Arc::clone(&self.store),
                 Arc::clone(&self.clock),
@@ -203,7 +218,7 @@ impl Approvals {
                 },
             )?;
             match self.decide_on(&mut recorder, id, decision, approver, note) {
-                Ok(()) => return self.find(tenant, id),
+                Ok(()) => return self.read_again(found, id),
                 Err(
                     e @ RuntimeError::Store(
                         StoreError::Conflict { .. } | StoreError::NonContiguous { .. },
@@ -216,6 +231,24 @@ impl Approvals {
             field: "approval",
             reason: "the run kept changing while the decision was recorded".to_owned(),
         }))
+    }
+
+    /// The request `found` named, as its run holds it now (after a decision).
+    ///
+    /// # Errors
+    /// [`ApprovalError::NotFound`]; store failures.
+    pub fn read_again(&self, found: &Listed, id: &ApprovalId) -> Result<Listed, RuntimeError> {
+        let request = &found.approval.request;
+        let book = self.of_run(&request.tenant, &request.run)?;
+        let approval = book.get(id).ok_or_else(|| ApprovalError::NotFound {
+            id: id.to_string(),
+            tenant: Some(request.tenant.to_string()),
+        })?;
+        Ok(Listed {
+            state: approval.state(self.clock.now()),
+            approval: approval.clone(),
+            run_closed: found.run_closed,
+        })
     }
 
     /// The request `id`, when its run is open.

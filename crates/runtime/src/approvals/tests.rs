@@ -1,3 +1,5 @@
+//! Unit tests of approval ids: their form, and that an id names one run's request.
+
 #![allow(clippy::unwrap_used, reason = "test code")]
 
 use super::*;

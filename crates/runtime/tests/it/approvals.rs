@@ -632,10 +632,9 @@ fn a_run_says_in_its_records_that_its_authorization_mode_is_human_approved() {
         )
         .unwrap();
     assert!(cairn_runtime::approvals::is_human_approved(&rows(&world)));
-    // A gate that asks a person for every call: what it permits is held, what it refuses
-    // stays refused.
-    let careful: Arc<dyn Gate> = Arc::new(cairn_runtime::approvals::EveryCallToAPerson(gate("")));
-    let mut executor = Executor::resumed(recorder, &rows(&world), careful, "agent");
+    // A writer resuming the run asks a person for every call the gate permits; what the gate
+    // refuses stays refused.
+    let mut executor = Executor::resumed(recorder, &rows(&world), gate(""), "agent");
     let (denial, _) = held(
         executor
             .admit(&common::call("tickets.read", "1", b"{}"))

@@ -321,22 +321,18 @@ pub(super) async fn admit_step(
         .map_or(Ok(0), |n| whole_number(n, "body.hold_seconds"))?;
     let hold = Duration::from_secs(hold).min(service.max_approval_hold());
     let body = Arc::new(body);
-    let decision = admit_now_or_blocking(
-        &service,
-        &caller,
-        &run,
-        &body,
-        (tool.clone(), lane.clone()),
-        sync,
-    )
-    .await?;
+    // Kept for admitting the call again after a hold, and only then: the common path copies
+    // nothing.
+    let retry = (!hold.is_zero()).then(|| (tool.clone(), lane.clone()));
+    let decision =
+        admit_now_or_blocking(&service, &caller, &run, &body, (tool, lane), sync).await?;
     if let Some(held) = decision.approval.as_ref().filter(|held| held.new) {
         service.notify_approval(&caller.tenant, &run, &held.id);
     }
     // Held for a person, with time to wait: the decision is awaited and the call admitted
     // again — the approved call is the call that runs, without a retry.
-    let decision = match decision.approval.clone() {
-        Some(held) if !hold.is_zero() => {
+    let decision = match (decision.approval.clone(), retry) {
+        (Some(held), Some((tool, lane))) => {
             let waiting = Arc::clone(&service);
             let (tenant, waited_run) = (caller.tenant.clone(), run.clone());
             let waited =
@@ -359,7 +355,7 @@ pub(super) async fn admit_step(
                 decision
             }
         }
-        _ => decision,
+        (_, _) => decision,
     };
     Ok(Json(StepResponse {
         decision: if decision.allowed { "allow" } else { "deny" }.to_owned(),
@@ -390,14 +386,14 @@ async fn admit_now_or_blocking(
     (tool, lane): (ToolRef, Option<LaneId>),
     sync: bool,
 ) -> Result<crate::service::StepDecision, ApiError> {
-    let decided = service.try_admit_now(
-        caller,
-        run,
-        &step_request(body, tool.clone(), lane.clone(), sync),
-    );
-    let decision = match decided {
+    let request = step_request(body, tool, lane, sync);
+    let decision = match service.try_admit_now(caller, run, &request) {
         Some(decided) => decided?,
         None => {
+            let StepRequest {
+                call: ToolCall { tool, lane, .. },
+                ..
+            } = request;
             let (admitting, caller, run, body) = (
                 Arc::clone(service),
                 caller.clone(),

@@ -137,10 +137,10 @@ impl Service {
             if let Some(executor) = guard.executor.as_mut() {
                 approvals.decide_on(executor.recorder(), &id, decision, &approver, note)?;
                 drop(guard);
-                return Ok(approvals.find(Some(&caller.tenant), &id)?);
+                return Ok(approvals.read_again(&found, &id)?);
             }
         }
-        Ok(approvals.decide(Some(&caller.tenant), &id, decision, &approver, note)?)
+        Ok(approvals.decide_found(&found, &id, decision, &approver, note)?)
     }
 
     /// Waits up to `hold` for a person to decide the request `id` of `run`.

@@ -369,30 +369,19 @@ impl Service {
         // Read before the run exists: a lanes file that does not load opens nothing.
         let lanes = self.lane_book()?;
         let runs = self.runs();
-        let mut recorder = runs.open(&caller.tenant, &run, task.as_ref())?;
-        if human_approved {
-            recorder.record_boundary(cairn_runtime::approvals::human_approved_event()?, None)?;
-        }
-        let executor = runs.executor(
+        let recorder = runs.open(&caller.tenant, &run, task.as_ref())?;
+        let mut executor = runs.executor(
             recorder,
-            self.run_gate(&caller.tenant, human_approved),
+            self.gate_of(&caller.tenant),
             caller.principal(),
             Replay::Records { lanes },
         )?;
+        if human_approved {
+            executor.require_a_person_for_every_call()?;
+        }
         self.lock_live()
             .insert((caller.tenant.clone(), run.clone()), Live::new(executor));
         self.run_info(caller, &run)
-    }
-
-    /// The gate of a run of `tenant`: the tenant's, asking a person for every call it permits
-    /// when the run's authorization mode is `human_approved`.
-    fn run_gate(&self, tenant: &TenantId, human_approved: bool) -> Arc<dyn Gate> {
-        let gate = self.gate_of(tenant);
-        if human_approved {
-            Arc::new(cairn_runtime::approvals::EveryCallToAPerson(gate))
-        } else {
-            gate
-        }
     }
 
     /// A run's lifecycle summary.
@@ -519,15 +508,12 @@ impl Service {
                 }
                 other => other.into(),
             })?;
-        // A run opened `human_approved` says so in its records, for every replica.
-        let rows = self.config.store.rows(&caller.tenant, run)?;
-        let human_approved = cairn_runtime::approvals::is_human_approved(&rows);
         // The run acts for the agent that opened it, whoever's request resumes it here (a
         // person's reconciliation or lane ruling must not become the principal that the
         // agent's later calls are decided for).
         let mut executor = runs.executor(
             opened.recorder,
-            self.run_gate(&caller.tenant, human_approved),
+            self.gate_of(&caller.tenant),
             Self::run_principal(caller, run),
             Replay::Records {
                 lanes: self.lane_book()?,

@@ -87,13 +87,7 @@ fn a_run_is_decided_recorded_closed_and_verified_through_the_api() {
     );
     assert_eq!(after.json()["decision"], "allow");
 
-    let closed = service.on_run(
-        "POST",
-        &agent,
-        &run,
-        "terminate",
-        Some(r#"{"reason": "completed"}"#),
-    );
+    let closed = service.terminate(&agent, &run);
     assert_eq!(closed.status, 200);
     assert!(
         closed.json()["checkpoint"]

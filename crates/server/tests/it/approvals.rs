@@ -161,13 +161,7 @@ fn people_read_requests_approvers_decide_them_and_the_identical_call_runs_once()
     assert_eq!(sorted, [200, 409], "{answers:?}");
 
     // The chain of the closed run verifies, approvals and all.
-    let closed = service.on_run(
-        "POST",
-        &agent,
-        &run,
-        "terminate",
-        Some(r#"{"reason": "completed"}"#),
-    );
+    let closed = service.terminate(&agent, &run);
     assert_eq!(
         closed.status,
         200,

@@ -339,6 +339,17 @@ impl Harness {
         self.on_run("POST", token, run, "reconcile", Some(&body))
     }
 
+    /// Closes `run` with its agent `token` (`completed`).
+    pub fn terminate(&self, token: &str, run: &str) -> Answer {
+        self.on_run(
+            "POST",
+            token,
+            run,
+            "terminate",
+            Some(r#"{"reason": "completed"}"#),
+        )
+    }
+
     /// Opens a run named `name` with an agent `token`; its stored id.
     pub fn open(&self, token: &str, name: &str) -> String {
         let answer = self.call(

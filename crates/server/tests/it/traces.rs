@@ -135,13 +135,7 @@ fn each_admitted_step_is_an_execute_tool_span_that_leads_to_its_record() {
     service.reconcile(&investigator, &run, &key, "ticket:T-1");
     // A denied call is not an executed tool: no span.
     service.step(&agent, &run, DELETE_A);
-    service.on_run(
-        "POST",
-        &agent,
-        &run,
-        "terminate",
-        Some(r#"{"reason": "completed"}"#),
-    );
+    service.terminate(&agent, &run);
     service.stop();
 
     let spans = receiver.spans();
