@@ -38,6 +38,7 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(&lenient, args.value(), "strict and lenient readings differ");
     }
     let call = |tool| GateRequest {
+        mcp: None,
         tenant: "t",
         principal: "p",
         run: "r",

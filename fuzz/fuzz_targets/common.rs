@@ -77,6 +77,7 @@ pub fn allows(root: &Path, tool: &str, raw: &[u8]) -> bool {
         return false;
     }
     GATE.decide(&GateRequest {
+        mcp: None,
         tenant: "local",
         principal: "agent",
         run: "r",

@@ -23,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
         .expect("arguments");
     for tool in ["payments.refund", "kb.search", "shell.exec"] {
         let call = GateRequest {
+            mcp: None,
             tenant: "acme",
             principal: "bot",
             run: "r",

@@ -150,6 +150,45 @@ pub enum Command {
     /// Create, list and revoke the service's tokens (each bound to one tenant and one role).
     #[command(subcommand)]
     Tokens(TokensCommand),
+    /// Put Cairn between an MCP client and its MCP servers: every `tools/call` gated and
+    /// recorded before it is forwarded.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+/// `cairn mcp …`.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Serve MCP on stdin and stdout in front of the upstream servers of `.cairn/mcp.json`
+    /// (or `--server`): each `tools/call` is decided by the project's policies, lanes,
+    /// reconciliation state and approvals and recorded before it is forwarded; a refused
+    /// call is answered `isError` and never forwarded; everything else passes through.
+    /// The session is one run, closed with a signed checkpoint when the client leaves.
+    Proxy(McpProxyArgs),
+}
+
+/// `cairn mcp proxy`.
+#[derive(Debug, Args)]
+pub struct McpProxyArgs {
+    /// The project whose policies, lanes, store and keys the gateway uses (default: the
+    /// nearest enclosing folder with a `.cairn/`).
+    #[arg(long, value_name = "DIR")]
+    pub project: Option<PathBuf>,
+    /// The gateway's configuration (default: `.cairn/mcp.json` of the project).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// An upstream server, `NAME=COMMAND ARG…` (a child process over stdio, split at spaces)
+    /// or `NAME=https://…` (Streamable HTTP); repeatable; replaces the file's servers.
+    #[arg(long = "server", value_name = "NAME=COMMAND|URL")]
+    pub servers: Vec<String>,
+    /// When a call's intent record is durable: `sync` (committed before the call is
+    /// forwarded) or `batch` (before the session's next boundary or its end).
+    #[arg(long, value_name = "MODE", default_value = "sync")]
+    pub durability: String,
+    /// The session's id (its run is `mcp-<id>`; default: a random one). A client that
+    /// reconnects with the same id continues the same run.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
 }
 
 /// `cairn serve`.

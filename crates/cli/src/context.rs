@@ -154,7 +154,8 @@ impl Context {
     }
 }
 
-fn current_dir() -> Result<PathBuf, Failure> {
+/// The current directory, or why it cannot be read.
+pub fn current_dir() -> Result<PathBuf, Failure> {
     std::env::current_dir().map_err(|e| {
         Failure::new(
             CliCode::IO,

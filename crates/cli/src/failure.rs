@@ -138,6 +138,7 @@ mod tests {
                 cairn_core::strict_json::StrictJsonError::CODES,
             ),
             ("StoreError", cairn_ledger::StoreError::CODES),
+            ("GatewayError", cairn_mcp::GatewayError::CODES),
             ("BundleError", cairn_ledger::bundle::BundleError::CODES),
             (
                 "CheckpointError",

@@ -18,21 +18,9 @@ pub const PROTECTED: Protected = Protected {
         ".codex/hooks.json",
         ".codex/config.toml",
     ],
-    program: "cairn",
-    program_options: &["--store", "--keys"],
-    // Approvals and reconciliations are a person's, and so are the keys, the project's
-    // set-up and the hooks' own settings.
-    person_commands: &[
-        &["reconcile"],
-        &["approvals"],
-        &["keys"],
-        &["init"],
-        &["decisions", "set"],
-        &["decisions", "approve-change"],
-        &["decisions", "snapshot"],
-        &["hooks", "install"],
-        &["hooks", "uninstall"],
-    ],
+    program: cairn_runtime::protect::PERSON_PROGRAM,
+    program_options: cairn_runtime::protect::PERSON_PROGRAM_OPTIONS,
+    person_commands: cairn_runtime::protect::PERSON_COMMANDS,
 };
 
 #[cfg(test)]

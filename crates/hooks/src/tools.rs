@@ -30,8 +30,7 @@ use cairn_runtime::effects::{idempotency_key, unknown_event};
 use cairn_runtime::ledger::record::{Label, ToolRef};
 use cairn_runtime::reconcile::{ObservedOutcome, reconcile_with};
 use cairn_runtime::{
-    Admitted, ApprovalDenial, CallContext, Denial, DenyCause, Executor, Replay, RuntimeError,
-    ToolCall,
+    Admitted, ApprovalDenial, CallContext, DenyCause, Executor, Replay, RuntimeError, ToolCall,
 };
 use serde_json::{Value, json};
 
@@ -142,6 +141,7 @@ impl crate::engine::Session<'_> {
             agent: tool.actor(),
             call_id: tool.id.clone(),
             approval: None,
+            mcp: None,
         };
         let admitted = executor.admit_with(&call, &context)?;
         self.state.observation = executor.recorder().current_observation();
@@ -177,7 +177,7 @@ impl crate::engine::Session<'_> {
                 {
                     return self.hold(tool, &run, &waiting.id);
                 }
-                let reason = denial_reason(&run, tool, &denial);
+                let reason = denial.told(&run, &tool.name);
                 Ok(Answer::deny(&format!(
                     "{reason} (Cairn recorded this refusal as step {} of run `{run}`.)",
                     denial.receipt.step_index
@@ -535,48 +535,5 @@ impl Settle<'_> {
             Self::Agent(id) => agent == Some(id),
             Self::All => true,
         }
-    }
-}
-
-/// What the model is told about a refusal, with the command that resolves it.
-fn denial_reason(run: &str, tool: &ToolUse, denial: &Denial) -> String {
-    let name = &tool.name;
-    let rules = denial.rule_ids.join(", ");
-    match &denial.cause {
-        DenyCause::Reconciliation {
-            idempotency_key: key,
-        } => format!(
-            "Cairn denied `{name}`: an earlier `{name}` call's side effect has an unknown outcome (idempotency key `{key}`); it must not be retried blindly (rule {rules}). Once a person has checked the effect: cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF"
-        ),
-        DenyCause::Lane {
-            detail,
-            unbound_tool: true,
-        } => format!(
-            "Cairn denied `{name}` (rule {rules}): {detail}. Ask the user to add the binding; a lane ruling does not help here."
-        ),
-        DenyCause::Lane { detail, .. } => format!(
-            "Cairn denied `{name}`: the call lies outside the active lane (rule {rules}): {detail}. Work within the lane, or ask the user for a lane ruling."
-        ),
-        DenyCause::SelfProtection { detail } => format!(
-            "Cairn denied `{name}` (rule {rules}): {detail}. The agent never changes Cairn's policies, lanes, keys, store or hook settings, nor runs a person's commands (approvals, reconciliations); ask the user to do it outside the session."
-        ),
-        DenyCause::UnreadableArguments { detail } => format!(
-            "Cairn denied `{name}` (rule {rules}): {detail}. The policies judge exactly the arguments that are recorded, so arguments Cairn cannot read exactly are refused; send them as plain JSON (valid escapes, no repeated keys, at most {} levels of nesting).",
-            cairn_core::strict_json::MAX_DEPTH
-        ),
-        DenyCause::Approval(denial) => {
-            format!("Cairn held `{name}` (rule {rules}): {}", denial.message)
-        }
-        DenyCause::Restricted { message, .. } => {
-            format!("Cairn denied `{name}` (rule {rules}): {message}")
-        }
-        cause if rules.is_empty() => format!(
-            "Cairn denied `{name}`: no policy permits it (default deny, reason `{}`). See why: cairn policy explain --tool {name} --args '<the call's arguments>'",
-            cause.code()
-        ),
-        cause => format!(
-            "Cairn denied `{name}`: policy rule {rules} (reason `{}`). See why: cairn policy explain --tool {name} --args '<the call's arguments>'",
-            cause.code()
-        ),
     }
 }

@@ -124,6 +124,22 @@ impl ToolCatalog {
         Ok(catalog)
     }
 
+    /// Declares tool `name` with `args` learned elsewhere (the MCP gateway reads them from
+    /// an upstream tool's input schema), unless the catalog declares the tool already — a
+    /// project's own declaration wins. A tool or argument name the catalog file would refuse
+    /// is left out. Returns whether the tool was declared.
+    pub fn learn(&mut self, name: &str, args: impl IntoIterator<Item = (String, ArgType)>) -> bool {
+        if self.tools.contains_key(name) || check_name(name, "tool").is_err() {
+            return false;
+        }
+        let args = args
+            .into_iter()
+            .filter(|(arg, _)| check_name(arg, "argument").is_ok())
+            .collect();
+        self.tools.insert(name.to_owned(), ToolDecl { args });
+        true
+    }
+
     /// The declaration of tool `name`, if the catalog declares it.
     #[must_use]
     pub fn tool(&self, name: &str) -> Option<&ToolDecl> {
@@ -144,7 +160,7 @@ impl ToolCatalog {
     /// The Cedar schema (Cedar schema syntax, no namespace) policies are validated against:
     /// `entity Agent;` (the principal), `entity Tool = { name: String, version: String };`
     /// (the resource), the reserved [`UNDECLARED_TOOL_ACTION`] and one action per tool whose
-    /// context is `{ tenant, run, task, lane?, args: { <declared fields, all optional> } }`.
+    /// context is `{ tenant, run, task, lane?, mcp?: { server, tool }, args: { <declared fields, all optional> } }`.
     #[must_use]
     pub fn cedar_schema(&self) -> String {
         let mut out = String::from(
@@ -190,6 +206,9 @@ impl ToolCatalog {
                     "context": {"type": "Record", "attributes": {
                         "tenant": string(), "run": string(), "task": string(),
                         "lane": {"type": "String", "required": false},
+                        "mcp": {"type": "Record", "required": false, "attributes": {
+                            "server": string(), "tool": string(),
+                        }},
                         "args": {"type": "Record", "attributes": args},
                     }},
                 }}),
@@ -223,7 +242,7 @@ fn write_action(out: &mut String, name: &str, decl: &ToolDecl) {
     let _ = write!(
         out,
         "action {} appliesTo {{\n  principal: [Agent],\n  resource: [Tool],\n  \
-         context: {{ tenant: String, run: String, task: String, lane?: String, args: {{{args}}} }}\n}};\n",
+         context: {{ tenant: String, run: String, task: String, lane?: String, mcp?: {{ server: String, tool: String }}, args: {{{args}}} }}\n}};\n",
         quoted(name)
     );
 }

@@ -29,6 +29,19 @@ pub struct GateRequest<'a> {
     /// ([`crate::Arguments::read`]). Only the catalog's declared fields of an object are
     /// read; `null` means no field is present.
     pub args: &'a crate::Arguments<'a>,
+    /// For a call through the MCP gateway, the upstream server and its own name of the tool
+    /// (`context.mcp`: `{server, tool}`, absent when `None`), so that a rule can name them
+    /// apart from the gateway's `<server>__<tool>`.
+    pub mcp: Option<McpTarget<'a>>,
+}
+
+/// The upstream server and tool of a call through the MCP gateway (`context.mcp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpTarget<'a> {
+    /// The upstream server's name in the gateway's configuration (`context.mcp.server`).
+    pub server: &'a str,
+    /// The tool's name on that server (`context.mcp.tool`).
+    pub tool: &'a str,
 }
 
 /// The annotation by which a `permit` asks for a person's approval of each call it would

@@ -223,6 +223,57 @@ impl PolicyGate {
         &self.schema_text
     }
 
+    /// Whether some call of `tool` by `principal` could be permitted, whatever its
+    /// arguments, run or lane: a `permit` whose scope can match it exists, and no `forbid`
+    /// without conditions matches it by scope. What a scope constrains beyond `==` (a
+    /// group with `in`, a type with `is`) is taken as able to match, so the answer errs
+    /// towards "could" — the MCP gateway hides from `tools/list` only the tools no call of
+    /// which can ever be admitted; each call is still decided in full.
+    #[must_use]
+    pub fn could_permit(&self, tool: &str, principal: &str) -> bool {
+        use cedar_policy::{PrincipalConstraint, ResourceConstraint};
+        let subset = self
+            .tools
+            .get(tool)
+            .map_or(&self.undeclared, |entry| &entry.policies);
+        let agent = uid(&self.agent_type, principal);
+        let resource = uid(&self.tool_type, tool);
+        let mut permitted = false;
+        for policy in subset.set.policies() {
+            let principal_matches = match policy.principal_constraint() {
+                PrincipalConstraint::Eq(uid) => uid == agent,
+                _ => true,
+            };
+            let resource_matches = match policy.resource_constraint() {
+                ResourceConstraint::Eq(uid) => uid == resource,
+                _ => true,
+            };
+            if !(principal_matches && resource_matches) {
+                continue;
+            }
+            match policy.effect() {
+                cedar_policy::Effect::Permit => permitted = true,
+                cedar_policy::Effect::Forbid => {
+                    let unconditional = matches!(
+                        policy.principal_constraint(),
+                        PrincipalConstraint::Any | PrincipalConstraint::Eq(_)
+                    ) && matches!(
+                        policy.resource_constraint(),
+                        ResourceConstraint::Any | ResourceConstraint::Eq(_)
+                    ) && policy.to_json().ok().is_some_and(|est| {
+                        est.get("conditions")
+                            .and_then(Value::as_array)
+                            .is_some_and(Vec::is_empty)
+                    });
+                    if unconditional {
+                        return false;
+                    }
+                }
+            }
+        }
+        permitted
+    }
+
     /// Decides one call. Pure: the same gate and call always give the same decision.
     #[must_use]
     pub fn decide(&self, call: &GateRequest<'_>) -> GateDecision {
@@ -442,7 +493,7 @@ impl PolicyGate {
     }
 
     /// The Cedar request: principal `Agent::"<principal>"`, action `Action::"<tool>"`,
-    /// resource `Tool::"<tool>"`, context `{tenant, run, task, lane?, args}`.
+    /// resource `Tool::"<tool>"`, context `{tenant, run, task, lane?, mcp?, args}`.
     ///
     /// The request is not validated against the schema on each call: that costs about a
     /// tenth of a decision and cannot fail, since the context is built from the same catalog
@@ -463,6 +514,14 @@ impl PolicyGate {
         pairs.push(("task".to_owned(), string(call.task)));
         if let Some(lane) = call.lane {
             pairs.push(("lane".to_owned(), string(lane)));
+        }
+        if let Some(mcp) = call.mcp {
+            let target = RestrictedExpression::new_record([
+                ("server".to_owned(), string(mcp.server)),
+                ("tool".to_owned(), string(mcp.tool)),
+            ])
+            .map_err(|err| err.to_string())?;
+            pairs.push(("mcp".to_owned(), target));
         }
         pairs.push(("args".to_owned(), args));
         let context = Context::from_pairs(pairs).map_err(|err| err.to_string())?;
@@ -606,6 +665,7 @@ mod tests {
 
     fn call<'a>(tool: &'a str, lane: Option<&'a str>, args: &'a Arguments<'a>) -> GateRequest<'a> {
         GateRequest {
+            mcp: None,
             tenant: "acme",
             principal: "bot",
             run: "r1",
@@ -689,6 +749,7 @@ mod tests {
             let raw = args.to_string();
             let args = Arguments::read(raw.as_bytes()).unwrap();
             let call = GateRequest {
+                mcp: None,
                 tenant,
                 principal,
                 tool_version: &version,
@@ -723,6 +784,7 @@ mod tests {
             let raw = args.to_string();
             let args = Arguments::read(raw.as_bytes()).unwrap();
             let call = GateRequest {
+                mcp: None,
                 tenant: &text,
                 principal: &text,
                 run: &text,

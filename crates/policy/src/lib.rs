@@ -19,6 +19,7 @@
 //!
 //! let args = Arguments::read(br#"{"command": "git push origin main"}"#)?;
 //! let decision = gate.decide(&GateRequest {
+//!     mcp: None,
 //!     tenant: "acme",
 //!     principal: "agent",
 //!     run: "run-1",
@@ -66,7 +67,7 @@ pub use args::{ARGS_UNREADABLE_RULE, Arguments, UnreadableArguments};
 pub use catalog::{ArgType, ToolCatalog, ToolDecl, UNDECLARED_TOOL_ACTION};
 pub use decision::{
     APPROVAL_ANNOTATION, DEFAULT_APPROVAL_REASON, DecisionReason, Effect, Explanation,
-    GateDecision, GateRequest, PolicyFailure, PolicyInfo, PolicyWarning,
+    GateDecision, GateRequest, McpTarget, PolicyFailure, PolicyInfo, PolicyWarning,
 };
 pub use error::{Location, PolicyLoadError};
 pub use gate::PolicyGate;

@@ -130,6 +130,7 @@ fn main() {
         let start = Instant::now();
         let parsed = cairn_policy::Arguments::read(bytes).unwrap();
         let decision = gate.decide(&GateRequest {
+            mcp: None,
             tenant: "acme",
             principal: "agent",
             run: "run-bench",

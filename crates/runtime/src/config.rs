@@ -101,6 +101,12 @@ pub fn load_gate(policies: &Path, tools: Option<&Path>) -> Result<PolicyGate, Ru
     Ok(PolicyGate::load(&sources, &catalog)?)
 }
 
+/// A tool declaration learned outside the catalog file (the MCP gateway reads it from an
+/// upstream tool's input schema): the tool's name and its argument fields.
+pub type LearnedTool = (String, Vec<(String, cairn_policy::ArgType)>);
+
+pub use cairn_policy::ArgType;
+
 /// A policy gate kept between calls, so that a long-lived process (the resident hook server)
 /// has Cedar parse and validate a policy set once, not once per tool call; a short-lived one
 /// simply loads through an empty cache.
@@ -125,9 +131,24 @@ impl GateCache {
         policies: &Path,
         tools: Option<&Path>,
     ) -> Result<std::sync::Arc<PolicyGate>, RuntimeError> {
+        self.load_learning(policies, tools, &[])
+    }
+
+    /// [`GateCache::load`] with `learned` declarations added where the catalog is silent
+    /// (a project's own declaration wins, see `ToolCatalog::learn`); the learned tools are part of what the cached gate was
+    /// built from.
+    ///
+    /// # Errors
+    /// As [`load_gate`]; a failed load leaves nothing cached.
+    pub fn load_learning(
+        &self,
+        policies: &Path,
+        tools: Option<&Path>,
+        learned: &[LearnedTool],
+    ) -> Result<std::sync::Arc<PolicyGate>, RuntimeError> {
         let sources = read_policy_sources(policies)?;
         let catalog_text = tools.map(read_text).transpose()?;
-        let key = sources_digest(&sources, tools, catalog_text.as_deref());
+        let key = sources_digest(&sources, tools, catalog_text.as_deref(), learned);
         let mut cached = self
             .cached
             .lock()
@@ -138,7 +159,10 @@ impl GateCache {
             return Ok(std::sync::Arc::clone(gate));
         }
         *cached = None;
-        let catalog = parse_tool_catalog(tools, catalog_text.as_deref())?;
+        let mut catalog = parse_tool_catalog(tools, catalog_text.as_deref())?;
+        for (name, args) in learned {
+            catalog.learn(name, args.iter().cloned());
+        }
         let gate = std::sync::Arc::new(PolicyGate::load(&sources, &catalog)?);
         *cached = Some((key, std::sync::Arc::clone(&gate)));
         Ok(gate)
@@ -151,6 +175,7 @@ fn sources_digest(
     sources: &[PolicySource],
     tools: Option<&Path>,
     catalog: Option<&str>,
+    learned: &[LearnedTool],
 ) -> cairn_core::Digest {
     let mut preimage = Vec::new();
     let mut field = |bytes: &[u8]| {
@@ -164,6 +189,13 @@ fn sources_digest(
     let tools = tools.map(|p| p.display().to_string()).unwrap_or_default();
     field(tools.as_bytes());
     field(catalog.unwrap_or_default().as_bytes());
+    for (name, args) in learned {
+        field(name.as_bytes());
+        for (arg, ty) in args {
+            field(arg.as_bytes());
+            field(ty.as_str().as_bytes());
+        }
+    }
     cairn_core::Digest::of(&preimage)
 }
 
@@ -203,6 +235,10 @@ impl Gate for PolicyGate {
 
     fn decide(&self, request: &GateRequest<'_>) -> GateVerdict {
         verdict(PolicyGate::decide(self, request))
+    }
+
+    fn could_allow(&self, tool: &str, principal: &str) -> bool {
+        self.could_permit(tool, principal)
     }
 }
 

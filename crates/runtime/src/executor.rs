@@ -50,6 +50,18 @@ pub struct CallContext {
     pub call_id: Option<String>,
     /// An approval the caller cites (`apr-…`): it must be one of this run's.
     pub approval: Option<String>,
+    /// For a call through the MCP gateway: the upstream server and the tool's own name
+    /// there, which the policies read as `context.mcp`.
+    pub mcp: Option<UpstreamTool>,
+}
+
+/// The upstream server and tool of a call through the MCP gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpstreamTool {
+    /// The upstream server's name in the gateway's configuration.
+    pub server: String,
+    /// The tool's name on that server.
+    pub tool: String,
 }
 
 /// How a dispatched call failed, as far as the caller can tell.
@@ -238,6 +250,10 @@ impl Executor {
             ),
             (Ok(args), None) => {
                 let decided = self.gate.decide(&GateRequest {
+                    mcp: context.mcp.as_ref().map(|target| cairn_policy::McpTarget {
+                        server: &target.server,
+                        tool: &target.tool,
+                    }),
                     tenant: self.recorder.tenant_id().as_str(),
                     principal: &self.principal,
                     run: self.recorder.run_id().as_str(),

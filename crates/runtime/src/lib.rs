@@ -101,6 +101,7 @@ pub use cairn_policy::limits;
 pub use error::RuntimeError;
 pub use executor::{
     Arguments, CallContext, CallError, EffectOutcome, Executor, GateRequest, UnreadableArguments,
+    UpstreamTool,
 };
 pub use lifecycle::{IfMissing, Opened, Replay, RunName, Runs};
 pub use recorder::{

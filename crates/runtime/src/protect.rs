@@ -84,6 +84,26 @@ const PATCH_ARGS: &[&str] = &["patch", "input"];
 /// How many symbolic links one resolution follows at most (as Linux's `MAXSYMLINKS`).
 pub const MAX_LINK_HOPS: u32 = 40;
 
+/// The program whose commands are a person's: Cairn's own CLI.
+pub const PERSON_PROGRAM: &str = "cairn";
+
+/// [`PERSON_PROGRAM`]'s global options that take a value.
+pub const PERSON_PROGRAM_OPTIONS: &[&str] = &["--store", "--keys"];
+
+/// The `cairn` commands only a person runs — deciding approvals and reconciliations, keys,
+/// set-up and task decisions — which every edge hands self-protection (see [`Protected`]).
+pub const PERSON_COMMANDS: &[&[&str]] = &[
+    &["reconcile"],
+    &["approvals"],
+    &["keys"],
+    &["init"],
+    &["decisions", "set"],
+    &["decisions", "approve-change"],
+    &["decisions", "snapshot"],
+    &["hooks", "install"],
+    &["hooks", "uninstall"],
+];
+
 /// What a project's guard protects besides Cairn's own `.cairn/` and the folders it is
 /// given: the files of the hosts' hook settings, and the commands only a person runs. The
 /// edges that know them say what they are (the hooks know the hosts, and the commands they

@@ -148,6 +148,13 @@ pub trait Gate: Send + Sync {
     fn policy_set_version(&self) -> Option<Digest> {
         None
     }
+
+    /// Whether some call of `tool` by `principal` could be allowed, whatever its arguments
+    /// (what the MCP gateway's `tools/list` shows). Errs towards "could": every call is still
+    /// decided in full.
+    fn could_allow(&self, _tool: &str, _principal: &str) -> bool {
+        true
+    }
 }
 
 /// A gate's verdict: allow or deny, the determining rules and the policy-set version, and for
@@ -294,6 +301,51 @@ impl Denial {
     #[must_use]
     pub fn detail(&self) -> Option<&str> {
         self.cause.detail()
+    }
+
+    /// What the model is told of this refusal of its `name` call in run `run`: the rule,
+    /// why, and what to do next (the command a person runs, or how to retry) — the same
+    /// words through every edge (the hooks, the MCP gateway).
+    #[must_use]
+    pub fn told(&self, run: &str, name: &str) -> String {
+        let rules = self.rule_ids.join(", ");
+        match &self.cause {
+            DenyCause::Reconciliation {
+                idempotency_key: key,
+            } => format!(
+                "Cairn denied `{name}`: an earlier `{name}` call's side effect has an unknown outcome (idempotency key `{key}`); it must not be retried blindly (rule {rules}). Once a person has checked the effect: cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF"
+            ),
+            DenyCause::Lane {
+                detail,
+                unbound_tool: true,
+            } => format!(
+                "Cairn denied `{name}` (rule {rules}): {detail}. Ask the user to add the binding; a lane ruling does not help here."
+            ),
+            DenyCause::Lane { detail, .. } => format!(
+                "Cairn denied `{name}`: the call lies outside the active lane (rule {rules}): {detail}. Work within the lane, or ask the user for a lane ruling."
+            ),
+            DenyCause::SelfProtection { detail } => format!(
+                "Cairn denied `{name}` (rule {rules}): {detail}. The agent never changes Cairn's policies, lanes, keys, store or hook settings, nor runs a person's commands (approvals, reconciliations); ask the user to do it outside the session."
+            ),
+            DenyCause::UnreadableArguments { detail } => format!(
+                "Cairn denied `{name}` (rule {rules}): {detail}. The policies judge exactly the arguments that are recorded, so arguments Cairn cannot read exactly are refused; send them as plain JSON (valid escapes, no repeated keys, at most {} levels of nesting).",
+                cairn_core::strict_json::MAX_DEPTH
+            ),
+            DenyCause::Approval(denial) => {
+                format!("Cairn held `{name}` (rule {rules}): {}", denial.message)
+            }
+            DenyCause::Restricted { message, .. } => {
+                format!("Cairn denied `{name}` (rule {rules}): {message}")
+            }
+            cause if rules.is_empty() => format!(
+                "Cairn denied `{name}`: no policy permits it (default deny, reason `{}`). See why: cairn policy explain --tool {name} --args '<the call's arguments>'",
+                cause.code()
+            ),
+            cause => format!(
+                "Cairn denied `{name}`: policy rule {rules} (reason `{}`). See why: cairn policy explain --tool {name} --args '<the call's arguments>'",
+                cause.code()
+            ),
+        }
     }
 }
 

@@ -69,12 +69,7 @@ pub(crate) struct Scaffold {
 pub fn run(_ctx: &Context, args: &InitArgs) -> Result<Outcome, Failure> {
     let base = match &args.dir {
         Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(|e| {
-            Failure::new(
-                CliCode::IO,
-                format!("cannot read the current directory: {e}"),
-            )
-        })?,
+        None => crate::context::current_dir()?,
     };
     let Scaffold {
         project,

@@ -15,6 +15,7 @@ mod inspect;
 mod interop;
 mod keys;
 mod ledger;
+mod mcp;
 mod policy;
 mod reconcile;
 mod runs;
@@ -58,5 +59,6 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::Tokens(cmd) => tokens::run(cmd),
         Command::Doctor(args) => doctor::run(&args),
         Command::Where => r#where::run(ctx),
+        Command::Mcp(cmd) => mcp::run(ctx, cmd),
     }
 }

@@ -36,6 +36,7 @@ pub fn run(ctx: &Context, command: PolicyCommand) -> Result<Outcome, Failure> {
             // strict JSON are explained as the deny every call with them gets.
             let explanation = match Arguments::read(args.as_bytes()) {
                 Ok(args) => gate.explain(&GateRequest {
+                    mcp: None,
                     tenant: "cli",
                     principal: &principal,
                     run: "explain",

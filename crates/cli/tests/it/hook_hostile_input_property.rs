@@ -171,6 +171,7 @@ fn policy_allows_in(root: &Path, tool: &str, raw: &str) -> bool {
     FIXTURE
         .gate
         .decide(&GateRequest {
+            mcp: None,
             tenant: "local",
             principal: "agent:claude-code",
             run: "r",

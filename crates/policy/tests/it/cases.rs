@@ -65,6 +65,7 @@ fn check(case: &Path) {
             .unwrap_or_default();
         let args = Arguments::read(text.as_bytes()).unwrap();
         let request = GateRequest {
+            mcp: None,
             tenant: "acme",
             principal: &principal,
             run: "r1",

@@ -276,18 +276,22 @@ fn principal_tenant_run_task_and_tool_version_flow_into_the_request() {
     );
     for changed in [
         GateRequest {
+            mcp: None,
             principal: "other-bot",
             ..request
         },
         GateRequest {
+            mcp: None,
             tenant: "globex",
             ..request
         },
         GateRequest {
+            mcp: None,
             run: "r2",
             ..request
         },
         GateRequest {
+            mcp: None,
             task: "t2",
             ..request
         },
@@ -295,6 +299,7 @@ fn principal_tenant_run_task_and_tool_version_flow_into_the_request() {
         assert_eq!(gate.decide(&changed).reason, DecisionReason::DefaultDeny);
     }
     let old = GateRequest {
+        mcp: None,
         tool_version: "0.9",
         ..request
     };
@@ -446,6 +451,7 @@ fn resource_scopes_work_with_and_without_conditions_on_the_resource() {
          @id(\"old\") forbid(principal, action == Action::\"tickets.read\", resource) when { resource is Tool && resource.version like \"0.*\" };",
     );
     let old = GateRequest {
+        mcp: None,
         tool_version: "0.5",
         ..call("tickets.read", None)
     };
@@ -456,6 +462,7 @@ fn resource_scopes_work_with_and_without_conditions_on_the_resource() {
         &DecisionReason::Forbidden,
     );
     let old_kb = GateRequest {
+        mcp: None,
         tool_version: "0.5",
         ..call("kb.search", None)
     };
@@ -489,6 +496,7 @@ fn action_lists_and_unconstrained_policies_combine_per_tool() {
     );
     for tool in ["tickets.read", "payments.refund", "shell.exec"] {
         let frozen = GateRequest {
+            mcp: None,
             tenant: "frozen",
             ..call(tool, None)
         };

@@ -94,6 +94,7 @@ proptest! {
         let text = args.as_ref().map(ToString::to_string).unwrap_or_default();
         let args = Arguments::read(text.as_bytes()).unwrap();
         let call = GateRequest {
+            mcp: None,
             tenant: &tenant,
             principal: &principal,
             run: "r",

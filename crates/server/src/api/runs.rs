@@ -428,6 +428,7 @@ fn step_request(
             agent: None,
             call_id: body.call_id.clone(),
             approval: body.approval_id.clone(),
+            mcp: None,
         },
     }
 }

@@ -43,6 +43,7 @@ const MAY_DEPEND_ON: &[(&str, &[&str])] = &[
     ("store-postgres", &["core", "ledger"]),
     // The edges: the runtime and core, and for the server the published formats it checks.
     ("hooks", &["core", "runtime"]),
+    ("mcp", &["core", "runtime"]),
     ("server", &["core", "runtime", "interop"]),
 ];
 

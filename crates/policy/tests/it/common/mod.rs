@@ -51,6 +51,7 @@ pub fn call<'a>(tool: &'a str, args: Option<&serde_json::Value>) -> GateRequest<
         Arguments::read(text.as_bytes()).unwrap_or_else(|err| panic!("{err}")),
     ));
     GateRequest {
+        mcp: None,
         tenant: "acme",
         principal: "support-bot",
         run: "r1",

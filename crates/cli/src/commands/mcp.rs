@@ -1,0 +1,204 @@
+//! `cairn mcp proxy`: the MCP gateway on stdin and stdout, in front of a project's upstream
+//! MCP servers (`cairn_mcp`). It writes nothing but MCP on stdout; its own messages go to
+//! stderr, which MCP clients keep as the server's log.
+
+use std::sync::Arc;
+
+use cairn_core::{SystemClock, TenantId};
+use cairn_mcp::config::{GatewayConfig, parse_server_flag};
+use cairn_mcp::{Admission, Ended, LocalSessions, LocalSettings};
+use cairn_runtime::Durability;
+use cairn_runtime::layout::Project;
+
+use crate::args::{McpCommand, McpProxyArgs};
+use crate::context::Context;
+use crate::failure::{CliCode, Failure};
+use crate::output::Outcome;
+use crate::store::OpenStore as _;
+
+/// The configuration file of a project's gateway, in its `.cairn/`.
+const CONFIG_FILE: &str = "mcp.json";
+
+/// Runs `cairn mcp …`.
+pub fn run(ctx: &Context, command: McpCommand) -> Result<Outcome, Failure> {
+    match command {
+        McpCommand::Proxy(args) => proxy(ctx, &args),
+    }
+}
+
+fn proxy(ctx: &Context, args: &McpProxyArgs) -> Result<Outcome, Failure> {
+    let start = match &args.project {
+        Some(dir) => dir.clone(),
+        None => crate::context::current_dir()?,
+    };
+    let project = Project::find(&start).ok_or_else(|| {
+        Failure::new(
+            CliCode::USAGE,
+            format!(
+                "no .cairn/ project at or above `{}`: run `cairn init` there, or name it with `--project`",
+                start.display()
+            ),
+        )
+    })?;
+    let config = load_config(&project, args)?;
+    let durability = match args.durability.as_str() {
+        "sync" => Durability::Sync,
+        "batch" => Durability::DEFAULT_BATCH,
+        other => {
+            return Err(Failure::new(
+                CliCode::USAGE,
+                format!("`--durability`: `{other}` is not `sync` or `batch`"),
+            ));
+        }
+    };
+    let session = match &args.session {
+        Some(session) => session.clone(),
+        None => random_session(),
+    };
+    let location = match &ctx.explicit_store {
+        Some(_) => ctx.store_location()?,
+        None => crate::store::StoreLocation::File(project.store_path()),
+    };
+    project.prepare_state().map_err(|e| {
+        Failure::new(
+            CliCode::IO,
+            format!("cannot prepare `{}`: {e}", project.state().display()),
+        )
+    })?;
+    let store = location.open(cairn_ledger::store::OpenMode::CreateIfMissing)?;
+    let settings = LocalSettings {
+        tenant: TenantId::new(&config.tenant)?,
+        principal: config.principal.clone(),
+        durability,
+        hold: config.approval_hold,
+        keys_dir: ctx.explicit_keys.clone(),
+        extra_protected: match &location {
+            crate::store::StoreLocation::File(path) if ctx.explicit_store.is_some() => {
+                vec![path.clone()]
+            }
+            _ => Vec::new(),
+        },
+    };
+    let sessions = LocalSessions::new(project.clone(), store, Arc::new(SystemClock), settings);
+    let admission: Arc<dyn Admission> = Arc::new(sessions.open(&session)?);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // Cedar decides on the blocking threads: they need the stack the policy limits are
+        // sized for.
+        .thread_stack_size(cairn_runtime::limits::STACK_BYTES)
+        .thread_name("cairn-mcp")
+        .build()
+        .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot start the runtime: {e}")))?;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let root = project.root().to_path_buf();
+    let served = runtime.block_on(cairn_mcp::serve_stdio(
+        config,
+        root,
+        Arc::clone(&admission),
+        shutdown_signal(),
+    ));
+    let ended = served.as_ref().map_or(Ended::Cancelled, |ended| *ended);
+    let closed = admission.close(ended);
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    served?;
+    closed?;
+    Ok(Outcome::already_written())
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// The gateway's configuration: the project's `mcp.json` (or `--config`), with `--server`
+/// flags replacing its servers.
+fn load_config(project: &Project, args: &McpProxyArgs) -> Result<GatewayConfig, Failure> {
+    let path = args
+        .config
+        .clone()
+        .unwrap_or_else(|| project.dir().join(CONFIG_FILE));
+    let mut config = if args.config.is_some() || (path.exists() && args.servers.is_empty()) {
+        GatewayConfig::load(&path)?
+    } else if path.exists() {
+        // The file's settings, with the flags' servers.
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            Failure::new(
+                CliCode::IO,
+                format!("cannot read `{}`: {e}", path.display()),
+            )
+        })?;
+        let mut value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+            Failure::new(
+                cairn_mcp::GatewayError::CONFIG_INVALID,
+                format!("`{}`: {e}", path.display()),
+            )
+        })?;
+        if let Some(object) = value.as_object_mut() {
+            object.insert(
+                "servers".to_owned(),
+                serde_json::json!({"placeholder": {"command": "true"}}),
+            );
+        }
+        GatewayConfig::from_json(&value.to_string()).map_err(|reason| {
+            Failure::new(
+                cairn_mcp::GatewayError::CONFIG_INVALID,
+                format!("`{}`: {reason}", path.display()),
+            )
+        })?
+    } else if args.servers.is_empty() {
+        return Err(Failure::new(
+            cairn_mcp::GatewayError::CONFIG_INVALID,
+            format!(
+                "no upstream MCP server: write `{}` or name one with `--server NAME=COMMAND`",
+                path.display()
+            ),
+        ));
+    } else {
+        GatewayConfig::default()
+    };
+    if !args.servers.is_empty() {
+        config.upstreams.clear();
+        for flag in &args.servers {
+            let upstream = parse_server_flag(flag).map_err(|reason| {
+                Failure::new(
+                    cairn_mcp::GatewayError::CONFIG_INVALID,
+                    format!("`--server`: {reason}"),
+                )
+            })?;
+            if config.upstreams.iter().any(|u| u.name == upstream.name) {
+                return Err(Failure::new(
+                    cairn_mcp::GatewayError::CONFIG_INVALID,
+                    format!("`--server`: the name `{}` is given twice", upstream.name),
+                ));
+            }
+            config.upstreams.push(upstream);
+        }
+    }
+    Ok(config)
+}
+
+/// A fresh session id: 16 random hex digits.
+fn random_session() -> String {
+    use rand_core::RngCore as _;
+    let mut bytes = [0_u8; 8];
+    rand_core::OsRng.fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

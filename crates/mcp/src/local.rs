@@ -1,0 +1,444 @@
+//! The gateway on a project's own store: each MCP session is a run of the project's store,
+//! decided by the project's policies (with the upstream tools' declared arguments learned),
+//! lanes, reconciliation state, self-protection and approvals — the runtime's one
+//! implementation of each, through [`cairn_runtime::Runs`] and the [`Executor`].
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+use cairn_core::{Clock, Digest, RunId, TenantId};
+use cairn_runtime::approvals::{ApprovalId, ApprovalOptions, ApprovalState, Waited};
+use cairn_runtime::config::{GateCache, LearnedTool};
+use cairn_runtime::keyring::Keyring;
+use cairn_runtime::layout::Project;
+use cairn_runtime::ledger::Store;
+use cairn_runtime::ledger::record::{Label, TerminationReason, ToolRef};
+use cairn_runtime::protect::{ProjectGuard, Protected};
+use cairn_runtime::{
+    Admitted, ApprovalDenial, CallContext, CallError, DenyCause, Durability, Executor, Gate,
+    GateRequest, GateVerdict, IfMissing, RecorderOptions, Replay, RunName, Runs, ToolCall,
+    UpstreamTool,
+};
+
+use crate::admission::{Admission, Admit, CallRequest, Ended, Refusal, Settled, Ticket};
+use crate::error::GatewayError;
+
+/// What the gateway hands self-protection besides `.cairn/`: the MCP clients' configuration
+/// files that name the gateway (an agent that rewrites them takes the gateway off its own
+/// path), and the `cairn` commands only a person runs.
+pub const PROTECTED: Protected = Protected {
+    files: &[
+        ".mcp.json",
+        ".cursor/mcp.json",
+        ".vscode/mcp.json",
+        ".codex/config.toml",
+        ".gemini/settings.json",
+    ],
+    file_text: &[
+        ".mcp.json",
+        ".cursor/mcp.json",
+        ".vscode/mcp.json",
+        ".codex/config.toml",
+        ".gemini/settings.json",
+    ],
+    program: cairn_runtime::protect::PERSON_PROGRAM,
+    program_options: cairn_runtime::protect::PERSON_PROGRAM_OPTIONS,
+    person_commands: cairn_runtime::protect::PERSON_COMMANDS,
+};
+
+/// The rule of a call refused because the policies did not load.
+pub const RULE_POLICIES_UNLOADED: &str = "cairn.mcp.policies-unloaded";
+
+/// Where and how a project's sessions are recorded.
+#[derive(Clone)]
+pub struct LocalSessions {
+    project: Project,
+    runs: Runs,
+    tenant: TenantId,
+    principal: String,
+    keys_dir: PathBuf,
+    hold: Duration,
+    /// Folders of the store and keys when they live outside the project (protected too).
+    extra_protected: Vec<PathBuf>,
+}
+
+impl std::fmt::Debug for LocalSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalSessions")
+            .field("project", &self.project.root())
+            .field("tenant", &self.tenant)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The settings of [`LocalSessions::new`].
+#[derive(Debug, Clone)]
+pub struct LocalSettings {
+    /// The tenant runs are recorded under.
+    pub tenant: TenantId,
+    /// Who the calls are made as.
+    pub principal: String,
+    /// `sync` (each intent record committed before the call is forwarded) or `batch`.
+    pub durability: Durability,
+    /// How long a held call waits for a person in flight (zero: refused at once).
+    pub hold: Duration,
+    /// The key folder (the project's `.cairn/keys` unless given).
+    pub keys_dir: Option<PathBuf>,
+    /// Files and folders outside the project to protect as well (a store or key folder
+    /// given explicitly).
+    pub extra_protected: Vec<PathBuf>,
+}
+
+impl LocalSessions {
+    /// Sessions of `project` recorded in `store`.
+    #[must_use]
+    pub fn new(
+        project: Project,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        settings: LocalSettings,
+    ) -> Self {
+        let keys_dir = settings
+            .keys_dir
+            .clone()
+            .unwrap_or_else(|| project.keys_dir());
+        let mut extra = settings.extra_protected;
+        if project.state_is_apart() {
+            extra.push(project.state().to_path_buf());
+        }
+        extra.push(keys_dir.clone());
+        Self {
+            runs: Runs::new(
+                store,
+                clock,
+                RecorderOptions {
+                    durability: settings.durability,
+                    content_retention: None,
+                },
+            ),
+            project,
+            tenant: settings.tenant,
+            principal: settings.principal,
+            keys_dir,
+            hold: settings.hold,
+            extra_protected: extra,
+        }
+    }
+
+    /// The session `session`'s admission: its run is `mcp-<session>`, opened at its first
+    /// call.
+    ///
+    /// # Errors
+    /// When the run id is not valid.
+    pub fn open(&self, session: &str) -> Result<LocalAdmission, GatewayError> {
+        let run = RunId::new(format!("mcp-{session}"))?;
+        Ok(LocalAdmission {
+            sessions: self.clone(),
+            run,
+            gate: Arc::new(LearnedGate::default()),
+            executor: Mutex::new(None),
+            closed: Mutex::new(false),
+        })
+    }
+}
+
+/// The project's policy gate with the upstreams' tools learned: read again before each call
+/// (an edited policy takes effect on the next call; an unchanged set is reused), and until it
+/// first loads every call is refused.
+#[derive(Default)]
+struct LearnedGate {
+    cache: GateCache,
+    learned: RwLock<Vec<LearnedTool>>,
+    current: RwLock<Option<Arc<dyn Gate>>>,
+}
+
+impl LearnedGate {
+    /// Loads the project's policy set with the learned tools.
+    fn refresh(&self, project: &Project) -> Result<Arc<dyn Gate>, GatewayError> {
+        let learned = self
+            .learned
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let tools = project.tools();
+        let loaded = self
+            .cache
+            .load_learning(&project.policies(), tools.as_deref(), &learned);
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        match loaded {
+            Ok(gate) => {
+                let gate: Arc<dyn Gate> = gate;
+                *current = Some(Arc::clone(&gate));
+                Ok(gate)
+            }
+            Err(error) => {
+                *current = None;
+                Err(error.into())
+            }
+        }
+    }
+
+    fn loaded(&self) -> Option<Arc<dyn Gate>> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Gate for LearnedGate {
+    fn decide(&self, request: &GateRequest<'_>) -> GateVerdict {
+        match self.loaded() {
+            Some(gate) => gate.decide(request),
+            None => GateVerdict::built_in_deny(
+                self,
+                RULE_POLICIES_UNLOADED,
+                DenyCause::Fault {
+                    reason: "policies_unloaded",
+                },
+            ),
+        }
+    }
+
+    fn policy_set_version(&self) -> Option<Digest> {
+        self.loaded().and_then(|gate| gate.policy_set_version())
+    }
+
+    fn could_allow(&self, tool: &str, principal: &str) -> bool {
+        self.loaded()
+            .is_some_and(|gate| gate.could_allow(tool, principal))
+    }
+}
+
+/// One MCP session's run on a project's store.
+pub struct LocalAdmission {
+    sessions: LocalSessions,
+    run: RunId,
+    gate: Arc<LearnedGate>,
+    /// The run's executor, opened at the first call; `None` before it and after closing.
+    executor: Mutex<Option<Executor>>,
+    closed: Mutex<bool>,
+}
+
+impl std::fmt::Debug for LocalAdmission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalAdmission")
+            .field("run", &self.run)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalAdmission {
+    /// The executor on the session's run, opened (or resumed) on first use, with the
+    /// project's lanes replayed from the run's records and its configuration guarded.
+    fn executor<'a>(
+        &self,
+        slot: &'a mut Option<Executor>,
+    ) -> Result<&'a mut Executor, GatewayError> {
+        if slot.is_none() {
+            let sessions = &self.sessions;
+            if *self.closed.lock().unwrap_or_else(PoisonError::into_inner) {
+                return Err(GatewayError::Upstream {
+                    server: "gateway".to_owned(),
+                    reason: format!("the session's run `{}` is closed", self.run),
+                });
+            }
+            let root = sessions.project.root().to_path_buf();
+            let lanes = cairn_runtime::config::load_lanes(&sessions.project.lanes(), &root)?;
+            let opened = sessions.runs.open_or_resume(
+                &sessions.tenant,
+                RunName::Exact(&self.run),
+                &IfMissing::Open { task: None },
+            )?;
+            let gate: Arc<dyn Gate> = Arc::clone(&self.gate) as Arc<dyn Gate>;
+            let executor = sessions
+                .runs
+                .executor(
+                    opened.recorder,
+                    gate,
+                    sessions.principal.clone(),
+                    Replay::Records { lanes },
+                )?
+                .with_guard(ProjectGuard::new(
+                    &root,
+                    &sessions.extra_protected,
+                    PROTECTED,
+                ))
+                .with_approval_options(ApprovalOptions::default());
+            *slot = Some(executor);
+        }
+        slot.as_mut()
+            .ok_or_else(|| GatewayError::Panic("the executor vanished".to_owned()))
+    }
+
+    fn admit_once(&self, call: &CallRequest) -> Result<Admitted, GatewayError> {
+        self.gate.refresh(&self.sessions.project)?;
+        let mut slot = self.executor.lock().unwrap_or_else(PoisonError::into_inner);
+        let executor = self.executor(&mut slot)?;
+        let tool_call = ToolCall {
+            tool: ToolRef {
+                name: Label::new(&call.exposed)?,
+                version: Label::new(&call.version)?,
+            },
+            args: &call.args,
+            lane: None,
+        };
+        let context = CallContext {
+            agent: None,
+            call_id: Some(call.call_id.clone()),
+            approval: None,
+            mcp: Some(UpstreamTool {
+                server: call.server.clone(),
+                tool: call.tool.clone(),
+            }),
+        };
+        Ok(executor.admit_with(&tool_call, &context)?)
+    }
+
+    /// Waits up to the hold for a person to decide the request `id`; `Ok(None)` when it was
+    /// approved (admit the call again), else the refusal to answer.
+    fn hold(&self, call: &CallRequest, id: &str) -> Result<Option<String>, GatewayError> {
+        let hold = self.sessions.hold;
+        let approval = ApprovalId::parse(id).map_err(cairn_runtime::RuntimeError::from)?;
+        let waited = self.sessions.runs.approvals().wait(
+            &self.sessions.tenant,
+            &self.run,
+            &approval,
+            hold,
+        )?;
+        let name = &call.exposed;
+        Ok(match waited {
+            Waited::Decided(ApprovalState::Active) => None,
+            Waited::Decided(state @ (ApprovalState::Refused | ApprovalState::Revoked)) => {
+                Some(format!(
+                    "Cairn held `{name}` for a person's approval (request {id}) and a person {} it. It did not run. Do not retry it: ask the user how to go on.",
+                    if state == ApprovalState::Refused {
+                        "refused"
+                    } else {
+                        "revoked"
+                    }
+                ))
+            }
+            Waited::Decided(state) => Some(format!(
+                "Cairn held `{name}` for a person's approval (request {id}); the request is {} now. It did not run. Make the same call again to raise a new request.",
+                state.as_str()
+            )),
+            Waited::TimedOut => Some(format!(
+                "Cairn held `{name}` for {} s waiting for a person's approval (request {id}) and nobody decided yet (still pending). It did not run. The request stays open: once a person approves it (`cairn approvals approve {id}`), make exactly the same call again and it runs; a changed call needs its own approval.",
+                hold.as_secs()
+            )),
+            Waited::RunClosed => Some(format!(
+                "Cairn held `{name}` for a person's approval (request {id}), and the run `{}` was closed meanwhile. It did not run.",
+                self.run
+            )),
+        })
+    }
+}
+
+impl Admission for LocalAdmission {
+    fn run(&self) -> String {
+        self.run.to_string()
+    }
+
+    fn admit(&self, call: &CallRequest) -> Result<Admit, GatewayError> {
+        let run = self.run.to_string();
+        let mut admitted = self.admit_once(call)?;
+        if let Admitted::Denied(denial) = &admitted
+            && let DenyCause::Approval(ApprovalDenial {
+                waiting: Some(waiting),
+                ..
+            }) = &denial.cause
+            && !self.sessions.hold.is_zero()
+        {
+            let step = denial.receipt.step_index;
+            match self.hold(call, &waiting.id)? {
+                None => admitted = self.admit_once(call)?,
+                Some(message) => {
+                    return Ok(Admit::Refuse(Refusal {
+                        rule_ids: denial.rule_ids.clone(),
+                        code: denial.cause.code().to_owned(),
+                        message,
+                        step: Some(step),
+                    }));
+                }
+            }
+        }
+        Ok(match admitted {
+            Admitted::Permitted(permit) => {
+                Admit::Forward(Ticket::new(permit.step_index(), Some(permit)))
+            }
+            Admitted::Denied(denial) => Admit::Refuse(Refusal {
+                message: format!(
+                    "{} (Cairn recorded this refusal as step {} of run `{run}`.)",
+                    denial.told(&run, &call.exposed),
+                    denial.receipt.step_index
+                ),
+                rule_ids: denial.rule_ids.clone(),
+                code: denial.cause.code().to_owned(),
+                step: Some(denial.receipt.step_index),
+            }),
+        })
+    }
+
+    fn settle(&self, ticket: Ticket, outcome: Settled) -> Result<(), GatewayError> {
+        let Some(permit) = ticket.permit else {
+            return Err(GatewayError::Panic(
+                "a local ticket without its permit".to_owned(),
+            ));
+        };
+        let mut slot = self.executor.lock().unwrap_or_else(PoisonError::into_inner);
+        let executor = slot.as_mut().ok_or_else(|| GatewayError::Upstream {
+            server: "gateway".to_owned(),
+            reason: format!(
+                "the session's run `{}` was closed before the call's outcome arrived",
+                self.run
+            ),
+        })?;
+        executor.execute_effect(permit, || match outcome {
+            Settled::Answered(value) => Ok(value),
+            Settled::Unknown(reason) => Err(CallError::OutcomeUnknown(reason)),
+        })?;
+        Ok(())
+    }
+
+    fn could_admit(&self, server: &str, tool: &str) -> bool {
+        if self.gate.refresh(&self.sessions.project).is_err() {
+            return false;
+        }
+        self.gate.could_allow(
+            &crate::names::exposed(server, tool),
+            &self.sessions.principal,
+        )
+    }
+
+    fn learn(&self, tools: &[LearnedTool]) -> Result<(), GatewayError> {
+        *self
+            .gate
+            .learned
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = tools.to_vec();
+        self.gate.refresh(&self.sessions.project).map(|_| ())
+    }
+
+    fn close(&self, ended: Ended) -> Result<(), GatewayError> {
+        *self.closed.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        let Some(executor) = self
+            .executor
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        else {
+            return Ok(());
+        };
+        let key = Keyring::open(&self.sessions.keys_dir)
+            .active_signing_key()
+            .map_err(cairn_runtime::RuntimeError::from)?;
+        let reason = match ended {
+            Ended::Closed => TerminationReason::Completed,
+            Ended::Cancelled => TerminationReason::Cancelled,
+        };
+        executor.terminate(reason, None, &key)?;
+        Ok(())
+    }
+}

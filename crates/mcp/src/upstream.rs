@@ -1,0 +1,277 @@
+//! The gateway as a client of each upstream server: connecting (a child process over
+//! stdio, or Streamable HTTP with headers), and relaying what an upstream sends on its own —
+//! requests to the client (sampling, roots, elicitation) and notifications (progress, logs,
+//! list changes, resource updates, task status) — to the client.
+//!
+//! Sampling, roots and logging are deprecated by the protocol's SEP-2577 but still spoken by
+//! the servers users run (`server-everything` among them): the gateway relays them as long
+//! as the SDK does.
+#![expect(
+    deprecated,
+    reason = "the gateway relays sampling, roots and logging while upstream servers still use them"
+)]
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ClientResult, ErrorData, Implementation, ProgressToken,
+    ServerNotification, ServerRequest,
+};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, RoleClient, RoleServer, RunningService, Service,
+    ServiceExt,
+};
+
+use crate::config::{Transport, Upstream as UpstreamConfig};
+use crate::error::GatewayError;
+
+/// What the upstreams' handlers share with the gateway: the client to relay to (once it
+/// connected), the progress tokens of forwarded requests, and which lists went stale.
+#[derive(Default)]
+pub struct Relay {
+    downstream: OnceLock<Peer<RoleServer>>,
+    /// (server, the gateway's progress token on its request) → the client's token.
+    progress: Mutex<HashMap<(String, ProgressToken), ProgressToken>>,
+    /// An upstream changed its tools since the gateway last listed them.
+    tools_stale: AtomicBool,
+}
+
+impl std::fmt::Debug for Relay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Relay")
+            .field("tools_stale", &self.tools_stale)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Relay {
+    /// The client, once it connected.
+    pub fn connect_downstream(&self, peer: Peer<RoleServer>) {
+        let _ = self.downstream.set(peer);
+    }
+
+    fn downstream(&self) -> Option<&Peer<RoleServer>> {
+        self.downstream.get()
+    }
+
+    /// Relays `server`'s progress on the request the gateway sent with `ours` as the
+    /// client's own `theirs`.
+    pub fn track_progress(&self, server: &str, ours: ProgressToken, theirs: ProgressToken) {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((server.to_owned(), ours), theirs);
+    }
+
+    /// Stops relaying progress of the request whose token is `ours`.
+    pub fn untrack_progress(&self, server: &str, ours: &ProgressToken) {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&(server.to_owned(), ours.clone()));
+    }
+
+    /// Whether some upstream changed its tools since the last call (and forgets it).
+    pub fn take_tools_stale(&self) -> bool {
+        self.tools_stale.swap(false, Ordering::SeqCst)
+    }
+}
+
+/// One upstream's side of the gateway: it acts as the client would.
+pub struct UpstreamHandler {
+    server: String,
+    relay: Arc<Relay>,
+}
+
+impl Service<RoleClient> for UpstreamHandler {
+    async fn handle_request(
+        &self,
+        request: ServerRequest,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ClientResult, ErrorData> {
+        if let ServerRequest::PingRequest(_) = request {
+            return Ok(ClientResult::empty(()));
+        }
+        let Some(downstream) = self.relay.downstream() else {
+            return Err(ErrorData::internal_error(
+                "the gateway's client is not connected yet",
+                None,
+            ));
+        };
+        downstream
+            .send_request(request)
+            .await
+            .map_err(|error| match error {
+                rmcp::ServiceError::McpError(error) => error,
+                other => ErrorData::internal_error(
+                    format!("the gateway could not relay the request to its client: {other}"),
+                    None,
+                ),
+            })
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ServerNotification,
+        _context: NotificationContext<RoleClient>,
+    ) -> Result<(), ErrorData> {
+        let relayed = match notification {
+            ServerNotification::ProgressNotification(mut progress) => {
+                let theirs = self
+                    .relay
+                    .progress
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&(self.server.clone(), progress.params.progress_token.clone()))
+                    .cloned();
+                let Some(theirs) = theirs else {
+                    return Ok(());
+                };
+                progress.params.progress_token = theirs;
+                ServerNotification::ProgressNotification(progress)
+            }
+            ServerNotification::ToolListChangedNotification(changed) => {
+                self.relay.tools_stale.store(true, Ordering::SeqCst);
+                ServerNotification::ToolListChangedNotification(changed)
+            }
+            ServerNotification::LoggingMessageNotification(mut log) => {
+                let logger = log.params.logger.take();
+                log.params.logger = Some(match logger {
+                    Some(logger) => format!("{}/{logger}", self.server),
+                    None => self.server.clone(),
+                });
+                ServerNotification::LoggingMessageNotification(log)
+            }
+            // Its ids are the gateway's requests to the upstream, unknown to the client.
+            ServerNotification::CancelledNotification(_) => return Ok(()),
+            other => other,
+        };
+        if let Some(downstream) = self.relay.downstream()
+            && let Err(error) = downstream.send_notification(relayed).await
+        {
+            tracing::debug!(server = %self.server, %error, "a notification could not be relayed");
+        }
+        Ok(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::builder()
+                .enable_roots()
+                .enable_roots_list_changed()
+                .enable_sampling()
+                .enable_elicitation()
+                .build(),
+            Implementation::new("cairn-mcp-gateway", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// A connected upstream server.
+pub struct Upstream {
+    /// Its name.
+    pub name: String,
+    /// Its version (`serverInfo.version`), recorded as each of its tools'.
+    pub version: String,
+    /// The connection.
+    pub service: RunningService<RoleClient, UpstreamHandler>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Upstream {
+    /// The upstream as a peer to send requests to.
+    #[must_use]
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        self.service.peer()
+    }
+}
+
+/// Starts or reaches `config`'s server (a child runs in `root`, or its own `cwd` below it)
+/// and initializes the session with it.
+///
+/// # Errors
+/// [`GatewayError::Upstream`] when it cannot be started, reached or initialized.
+pub async fn connect(
+    config: &UpstreamConfig,
+    relay: Arc<Relay>,
+    root: &Path,
+) -> Result<Upstream, GatewayError> {
+    let fail = |reason: String| GatewayError::Upstream {
+        server: config.name.clone(),
+        reason,
+    };
+    let handler = UpstreamHandler {
+        server: config.name.clone(),
+        relay,
+    };
+    let service = match &config.transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args)
+                .envs(env)
+                .current_dir(
+                    cwd.as_ref()
+                        .map_or_else(|| root.to_path_buf(), |cwd| root.join(cwd)),
+                )
+                .kill_on_drop(true);
+            let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::inherit())
+                .spawn()
+                .map_err(|e| fail(format!("cannot start `{command}`: {e}")))?;
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| fail(format!("the MCP session did not start: {e}")))?
+        }
+        Transport::Http { url, headers } => {
+            use rmcp::transport::StreamableHttpClientTransport;
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let mut custom = HashMap::new();
+            for (name, value) in headers {
+                let name = http::HeaderName::try_from(name.as_str())
+                    .map_err(|e| fail(format!("header `{name}`: {e}")))?;
+                let value = http::HeaderValue::try_from(value.as_str())
+                    .map_err(|e| fail(format!("header `{name}`: {e}")))?;
+                custom.insert(name, value);
+            }
+            let transport = StreamableHttpClientTransport::from_config(
+                StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom),
+            );
+            handler
+                .serve(transport)
+                .await
+                .map_err(|e| fail(format!("the MCP session with {url} did not start: {e}")))?
+        }
+    };
+    let version = service
+        .peer()
+        .peer_info()
+        .and_then(|info| {
+            info.server_info
+                .as_ref()
+                .map(|server| server.version.clone())
+        })
+        .filter(|version| !version.is_empty())
+        .unwrap_or_else(|| "unversioned".to_owned());
+    Ok(Upstream {
+        name: config.name.clone(),
+        version,
+        service,
+    })
+}
