@@ -28,36 +28,52 @@ pub use error::GatewayError;
 pub use gateway::Gateway;
 pub use local::{LocalAdmission, LocalSessions, LocalSettings};
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use rmcp::ServiceExt as _;
 
-/// Connects `config`'s upstreams (children run in `root`), serves one client on this
-/// process's stdin and stdout until it leaves or `shutdown` completes, and says how the
-/// session ended. The caller closes the session's run ([`Admission::close`]).
+/// Connects `config`'s upstreams (children run in `root`) and puts the gateway in front of
+/// them, its policies having learned their tools.
 ///
 /// # Errors
-/// An upstream that cannot be started or reached, or a client that does not start a session.
-pub async fn serve_stdio(
+/// An upstream that cannot be started or reached.
+pub async fn start(
     config: GatewayConfig,
-    root: PathBuf,
+    root: &std::path::Path,
     admission: Arc<dyn Admission>,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> Result<Ended, GatewayError> {
+) -> Result<Gateway, GatewayError> {
     let relay = Arc::new(upstream::Relay::default());
     let mut upstreams = Vec::with_capacity(config.upstreams.len());
     for upstream in &config.upstreams {
-        upstreams.push(upstream::connect(upstream, Arc::clone(&relay), &root).await?);
+        upstreams.push(upstream::connect(upstream, Arc::clone(&relay), root).await?);
     }
     let gateway = Gateway::new(upstreams, relay, admission, config);
     // The policies learn the upstreams' tools before the first call.
     if let Err(error) = gateway.tools().await {
         tracing::warn!(%error, "an upstream did not list its tools");
     }
+    Ok(gateway)
+}
+
+/// Serves one client with `gateway` on `transport` (this process's stdin and stdout, or
+/// any other byte stream) until it leaves or `shutdown` completes, then stops the upstreams,
+/// and says how the session ended. The caller closes the session's run
+/// ([`Admission::close`]).
+///
+/// # Errors
+/// A client that does not start a session.
+pub async fn serve<R, W>(
+    gateway: Gateway,
+    transport: (R, W),
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<Ended, GatewayError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     let running = gateway
         .clone()
-        .serve((tokio::io::stdin(), tokio::io::stdout()))
+        .serve(transport)
         .await
         .map_err(|e| GatewayError::Upstream {
             server: "client".to_owned(),

@@ -241,6 +241,9 @@ pub async fn connect(
         }
         Transport::Http { url, headers } => {
             use rmcp::transport::StreamableHttpClientTransport;
+            // reqwest's rustls takes the process's provider: ring's, as everywhere in Cairn
+            // (a provider already installed stays).
+            let _ = rustls::crypto::ring::default_provider().install_default();
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
             let mut custom = HashMap::new();
             for (name, value) in headers {

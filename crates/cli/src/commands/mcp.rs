@@ -89,14 +89,16 @@ fn proxy(ctx: &Context, args: &McpProxyArgs) -> Result<Outcome, Failure> {
         .thread_name("cairn-mcp")
         .build()
         .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot start the runtime: {e}")))?;
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let root = project.root().to_path_buf();
-    let served = runtime.block_on(cairn_mcp::serve_stdio(
-        config,
-        root,
-        Arc::clone(&admission),
-        shutdown_signal(),
-    ));
+    let served = runtime.block_on(async {
+        let gateway = cairn_mcp::start(config, &root, Arc::clone(&admission)).await?;
+        cairn_mcp::serve(
+            gateway,
+            (tokio::io::stdin(), tokio::io::stdout()),
+            shutdown_signal(),
+        )
+        .await
+    });
     let ended = served.as_ref().map_or(Ended::Cancelled, |ended| *ended);
     let closed = admission.close(ended);
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));

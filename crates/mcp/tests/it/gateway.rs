@@ -1,0 +1,408 @@
+//! The gateway in front of real MCP servers: what it forwards, what it refuses and records,
+//! and what passes through as it would directly.
+
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, GetPromptRequestParams, ReadResourceRequestParams,
+};
+use serde_json::{Value, json};
+
+use crate::common::{Session, TestProject, config, direct, peers};
+
+/// Every call of `server-everything` allowed but an echo of a secret. (A policy names only
+/// tools the gateway's upstreams declare: Cedar refuses a set naming an unknown action.)
+const POLICIES: &str = r#"
+@id("allow-all") permit(principal, action, resource);
+
+@id("mcp.echo-no-secrets")
+forbid(principal, action == Action::"everything__echo", resource)
+when { context.args has message && context.args.message like "*secret*" };
+"#;
+
+/// Every call of `server-filesystem` allowed but writes, named by server and tool.
+const FS_POLICIES: &str = r#"
+@id("allow-all") permit(principal, action, resource);
+
+@id("mcp.no-writes")
+forbid(principal, action, resource)
+when { context has mcp && context.mcp.server == "fs" && context.mcp.tool == "write_file" };
+"#;
+
+fn args(value: Value) -> serde_json::Map<String, Value> {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_owned()).with_arguments(args(arguments))
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|text| text.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The records' `(kind, tool, decision, rules, boundary event)`, in step order.
+fn ledger(project: &TestProject, run: &str) -> Vec<Value> {
+    project
+        .records(run)
+        .into_iter()
+        .map(|record| {
+            json!({
+                "kind": record["kind"],
+                "tool": record["tool"]["name"],
+                "decision": record["admission"]["decision"],
+                "rules": record["admission"]["rule_ids"],
+                "event": record["boundary"]["event"],
+            })
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_is_recorded_then_forwarded_and_a_refused_one_never_reaches_the_server() {
+    let Some(peers) = peers("a_call_is_recorded_then_forwarded") else {
+        return;
+    };
+    let project = TestProject::new(POLICIES);
+    let session = Session::start(&project, config(vec![peers.everything("everything")])).await;
+    let tools = session.client.list_all_tools().await.unwrap();
+    assert!(
+        tools.iter().any(|tool| tool.name == "everything__echo"),
+        "{tools:?}"
+    );
+
+    let allowed = session
+        .client
+        .call_tool(call("everything__echo", json!({"message": "hello"})))
+        .await
+        .unwrap();
+    assert_eq!(allowed.is_error, None);
+    assert_eq!(text(&allowed), "Echo: hello");
+
+    let refused = session
+        .client
+        .call_tool(call("everything__echo", json!({"message": "a secret"})))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("mcp.echo-no-secrets"),
+        "{}",
+        text(&refused)
+    );
+    let meta = serde_json::to_value(&refused.meta).unwrap();
+    assert_eq!(meta["cairn"]["rules"], json!(["mcp.echo-no-secrets"]));
+    let run = session.run.clone();
+    assert_eq!(session.end().await, cairn_mcp::Ended::Closed);
+
+    let ledger = ledger(&project, &run);
+    assert_eq!(ledger.len(), 3, "{ledger:#?}");
+    assert_eq!(ledger[0]["tool"], "everything__echo");
+    assert_eq!(ledger[0]["decision"], "allow");
+    assert_eq!(ledger[0]["rules"], json!(["allow-all"]));
+    assert_eq!(ledger[1]["decision"], "deny");
+    assert_eq!(ledger[1]["rules"], json!(["mcp.echo-no-secrets"]));
+    assert_eq!(ledger[2]["kind"], "terminal");
+    assert!(project.closed(&run));
+    // The first call's result is what the second record observed.
+    let records = project.records(&run);
+    assert!(
+        records[1]["observation_digest"].is_string(),
+        "{:#}",
+        records[1]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forbidden_filesystem_write_does_not_happen() {
+    let Some(peers) = peers("a_forbidden_filesystem_write_does_not_happen") else {
+        return;
+    };
+    let project = TestProject::new(FS_POLICIES);
+    let files = project.dir.path().join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    std::fs::write(files.join("notes.txt"), "kept\n").unwrap();
+    let session = Session::start(&project, config(vec![peers.filesystem("fs", &files)])).await;
+    let target = files.join("written.txt");
+    let refused = session
+        .client
+        .call_tool(call(
+            "fs__write_file",
+            json!({"path": target, "content": "x"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert!(
+        text(&refused).contains("mcp.no-writes"),
+        "{}",
+        text(&refused)
+    );
+    assert!(!target.exists(), "the refused write reached the server");
+    let read = session
+        .client
+        .call_tool(call(
+            "fs__read_text_file",
+            json!({"path": files.join("notes.txt")}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(read.is_error, None, "{}", text(&read));
+    assert!(text(&read).contains("kept"));
+    let run = session.run.clone();
+    session.end().await;
+    let ledger = ledger(&project, &run);
+    assert_eq!(ledger[0]["tool"], "fs__write_file");
+    assert_eq!(ledger[0]["decision"], "deny");
+    assert_eq!(ledger[1]["tool"], "fs__read_text_file");
+    assert_eq!(ledger[1]["decision"], "allow");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_outlives_its_timeout_is_unknown_and_its_retry_is_refused() {
+    let Some(peers) = peers("a_call_that_outlives_its_timeout") else {
+        return;
+    };
+    let project = TestProject::new(POLICIES);
+    let mut config = config(vec![peers.everything("everything")]);
+    config.call_timeout = Duration::from_secs(1);
+    let session = Session::start(&project, config).await;
+    let slow = call(
+        "everything__trigger-long-running-operation",
+        json!({"duration": 4, "steps": 2}),
+    );
+    let first = session.client.call_tool(slow.clone()).await.unwrap();
+    assert_eq!(first.is_error, Some(true));
+    assert!(text(&first).contains("outcome of this"), "{}", text(&first));
+    assert!(text(&first).contains("cairn reconcile"), "{}", text(&first));
+    let again = session.client.call_tool(slow).await.unwrap();
+    assert_eq!(again.is_error, Some(true));
+    let meta = serde_json::to_value(&again.meta).unwrap();
+    assert_eq!(
+        meta["cairn"]["code"],
+        "unresolved_side_effect",
+        "{}",
+        text(&again)
+    );
+    // Other tools still run.
+    let echo = session
+        .client
+        .call_tool(call("everything__echo", json!({"message": "still here"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&echo), "Echo: still here");
+    let run = session.run.clone();
+    session.end().await;
+    let ledger = ledger(&project, &run);
+    let unknown = ledger
+        .iter()
+        .filter(|r| r["event"] == "side_effect_unknown")
+        .count();
+    assert_eq!(unknown, 1, "{ledger:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_and_elicitation_reach_the_client_through_the_gateway() {
+    let Some(peers) = peers("progress_and_elicitation_reach_the_client") else {
+        return;
+    };
+    let project = TestProject::new(POLICIES);
+    let session = Session::start(&project, config(vec![peers.everything("everything")])).await;
+    let done = session
+        .client
+        .call_tool(call(
+            "everything__trigger-long-running-operation",
+            json!({"duration": 1, "steps": 3}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(done.is_error, None, "{}", text(&done));
+    let progress: Vec<f64> = session
+        .seen
+        .progress
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|p| p.progress)
+        .collect();
+    assert_eq!(progress, vec![1.0, 2.0, 3.0]);
+
+    let elicited = session
+        .client
+        .call_tool(call("everything__trigger-elicitation-request", json!({})))
+        .await
+        .unwrap();
+    assert!(text(&elicited).contains("Ada"), "{}", text(&elicited));
+    assert_eq!(*session.seen.elicitations.lock().unwrap(), 1);
+    session.end().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_and_resources_answer_as_the_server_does_directly() {
+    let Some(peers) = peers("prompts_and_resources_answer_as_directly") else {
+        return;
+    };
+    let project = TestProject::new(POLICIES);
+    let upstream = peers.everything("everything");
+    let straight = direct(&upstream).await;
+    let session = Session::start(&project, config(vec![upstream])).await;
+
+    let mut prompts: Vec<String> = straight
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| format!("everything__{}", p.name))
+        .collect();
+    let mut through: Vec<String> = session
+        .client
+        .list_all_prompts()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    prompts.sort();
+    through.sort();
+    assert_eq!(prompts, through);
+    let direct_prompt = straight
+        .get_prompt(GetPromptRequestParams::new("simple-prompt"))
+        .await
+        .unwrap();
+    let gateway_prompt = session
+        .client
+        .get_prompt(GetPromptRequestParams::new("everything__simple-prompt"))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&direct_prompt).unwrap(),
+        serde_json::to_value(&gateway_prompt).unwrap()
+    );
+
+    let resources = straight.list_all_resources().await.unwrap();
+    let listed = session.client.list_all_resources().await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&resources).unwrap(),
+        serde_json::to_value(&listed).unwrap()
+    );
+    let uri = resources.first().map(|r| r.uri.clone()).unwrap();
+    let direct_read = straight
+        .read_resource(ReadResourceRequestParams::new(uri.clone()))
+        .await
+        .unwrap();
+    let gateway_read = session
+        .client
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&direct_read).unwrap(),
+        serde_json::to_value(&gateway_read).unwrap()
+    );
+    let run = session.run.clone();
+    session.end().await;
+    // Nothing but tool calls is recorded: no run was opened.
+    assert!(project.records(&run).is_empty());
+    straight.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_no_call_of_which_can_be_admitted_is_not_listed_unless_asked() {
+    let Some(peers) = peers("a_tool_no_call_of_which_can_be_admitted") else {
+        return;
+    };
+    let policies = format!(
+        "{POLICIES}\n@id(\"no-env\") forbid(principal, action == Action::\"everything__get-env\", resource);\n"
+    );
+    let project = TestProject::new(&policies);
+    let hidden = Session::start(&project, config(vec![peers.everything("everything")])).await;
+    let names: Vec<String> = hidden
+        .client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(
+        !names.contains(&"everything__get-env".to_owned()),
+        "{names:?}"
+    );
+    // A forbid with a condition leaves the tool listed: some call of it may be admitted.
+    assert!(names.contains(&"everything__echo".to_owned()), "{names:?}");
+    hidden.end().await;
+
+    let mut shown = config(vec![peers.everything("everything")]);
+    shown.tools_list = cairn_mcp::ToolsList::Show;
+    let shown = Session::start_with(&project, shown, Duration::ZERO, "s2").await;
+    let names: Vec<String> = shown
+        .client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(
+        names.contains(&"everything__get-env".to_owned()),
+        "{names:?}"
+    );
+    let refused = shown
+        .client
+        .call_tool(call("everything__get-env", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    shown.end().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_over_streamable_http_is_gated_the_same() {
+    let Some(peers) = peers("an_upstream_over_streamable_http") else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (_child, url) = peers.everything_http(port);
+    // The server is up when it answers on its port (bounded).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "server-everything did not listen on {port}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let project = TestProject::new(POLICIES);
+    let upstream = cairn_mcp::config::Upstream {
+        name: "everything".to_owned(),
+        transport: cairn_mcp::Transport::Http {
+            url,
+            headers: [("X-Test".to_owned(), "1".to_owned())].into(),
+        },
+    };
+    let session = Session::start(&project, config(vec![upstream])).await;
+    let allowed = session
+        .client
+        .call_tool(call("everything__echo", json!({"message": "over http"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&allowed), "Echo: over http");
+    let refused = session
+        .client
+        .call_tool(call("everything__echo", json!({"message": "secret"})))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    let run = session.run.clone();
+    session.end().await;
+    assert_eq!(ledger(&project, &run).len(), 3);
+}
