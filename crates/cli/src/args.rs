@@ -186,9 +186,20 @@ pub struct McpProxyArgs {
     #[arg(long, value_name = "MODE", default_value = "sync")]
     pub durability: String,
     /// The session's id (its run is `mcp-<id>`; default: a random one). A client that
-    /// reconnects with the same id continues the same run.
+    /// reconnects with the same id continues the same run. Stdio only.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio (each client session its
+    /// own run), e.g. `127.0.0.1:8471`.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// A `Host` the HTTP listener accepts besides the loopback names (DNS rebinding
+    /// protection); repeatable.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+    /// An HTTP session with no request for this long ends (its run is closed).
+    #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
+    pub idle_seconds: u64,
 }
 
 /// `cairn serve`.

@@ -33,6 +33,8 @@ use crate::admission::{Admission, Admit, CallRequest, Settled};
 use crate::config::{GatewayConfig, ToolsList};
 use crate::names;
 use crate::upstream::{Relay, Upstream};
+use cairn_runtime::config::LearnedTool;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The gateway's name in its `serverInfo`.
 pub const SERVER_NAME: &str = "cairn-mcp-gateway";
@@ -40,22 +42,57 @@ pub const SERVER_NAME: &str = "cairn-mcp-gateway";
 /// The text a refused or unknown-outcome tool result starts with.
 const PREFIX: &str = "[Cairn]";
 
-/// One client session of the gateway.
+/// One client session of the gateway: what all sessions share (the upstreams, their tools,
+/// the routes) and the session's own way into the runtime (its run).
 #[derive(Clone)]
 pub struct Gateway {
     inner: Arc<Inner>,
+    session: Arc<Session>,
 }
 
 struct Inner {
     upstreams: Vec<Upstream>,
     relay: Arc<Relay>,
-    admission: Arc<dyn Admission>,
     config: GatewayConfig,
     info: InitializeResult,
     /// Each upstream's tools as it last listed them (`None`: list again).
     tools: RwLock<Option<Vec<(usize, Tool)>>>,
+    /// The upstreams' tools as the policies learn them, and how often they changed.
+    learned: RwLock<(u64, Vec<LearnedTool>)>,
     /// Which upstream a resource URI or template, or a task, belongs to.
     routes: Mutex<HashMap<String, usize>>,
+    /// Every session's run, to close those still open when the gateway stops.
+    live: Mutex<Vec<std::sync::Weak<dyn Admission>>>,
+}
+
+fn admission_of(session: &Session) -> Arc<dyn Admission> {
+    Arc::clone(&session.admission)
+}
+
+/// A session's own part: its id at the relay and its run.
+struct Session {
+    id: u64,
+    admission: Arc<dyn Admission>,
+    relay: Arc<Relay>,
+    /// The generation of the learned tools this session's policies know.
+    learned: AtomicU64,
+}
+
+impl Drop for Session {
+    /// A session that ends (its client left, its HTTP session expired) closes its run; a
+    /// run already closed stays as it is.
+    fn drop(&mut self) {
+        self.relay.disconnect_downstream(self.id);
+        let admission = Arc::clone(&self.admission);
+        let _ = std::thread::Builder::new()
+            .name("cairn-mcp-close".to_owned())
+            .stack_size(cairn_runtime::limits::STACK_BYTES)
+            .spawn(move || {
+                if let Err(error) = admission.close(crate::admission::Ended::Closed) {
+                    tracing::warn!(run = %admission.run(), %error, "the session's run could not be closed; it is found unterminated later");
+                }
+            });
+    }
 }
 
 impl std::fmt::Debug for Gateway {
@@ -76,23 +113,92 @@ impl Gateway {
         config: GatewayConfig,
     ) -> Self {
         let info = server_info(&upstreams);
+        let session = Arc::new(Session {
+            id: relay.session_id(),
+            admission,
+            relay: Arc::clone(&relay),
+            learned: AtomicU64::new(0),
+        });
         Self {
             inner: Arc::new(Inner {
                 upstreams,
                 relay,
-                admission,
                 config,
                 info,
                 tools: RwLock::new(None),
+                learned: RwLock::new((0, Vec::new())),
                 routes: Mutex::new(HashMap::new()),
+                live: Mutex::new(vec![Arc::downgrade(&admission_of(&session))]),
             }),
+            session,
+        }
+    }
+
+    /// Another client session over the same upstreams, admitting its calls through
+    /// `admission` (its own run).
+    #[must_use]
+    pub fn session(&self, admission: Arc<dyn Admission>) -> Self {
+        let mut live = self
+            .inner
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        live.retain(|weak| weak.strong_count() > 0);
+        live.push(Arc::downgrade(&admission));
+        drop(live);
+        Self {
+            inner: Arc::clone(&self.inner),
+            session: Arc::new(Session {
+                id: self.inner.relay.session_id(),
+                admission,
+                relay: Arc::clone(&self.inner.relay),
+                learned: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Closes the run of every session still open (the gateway is stopping).
+    pub fn close_all(&self, ended: crate::admission::Ended) {
+        let live: Vec<_> = self
+            .inner
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .collect();
+        for admission in live {
+            if let Err(error) = admission.close(ended) {
+                tracing::warn!(run = %admission.run(), %error, "a session's run could not be closed; it is found unterminated later");
+            }
         }
     }
 
     /// The runtime side of the session.
     #[must_use]
     pub fn admission(&self) -> &Arc<dyn Admission> {
-        &self.inner.admission
+        &self.session.admission
+    }
+
+    /// Teaches this session's policies the upstreams' tools when they changed since it last
+    /// learned them (call it on the blocking pool: it loads the policies).
+    fn learn(&self) -> Result<(), crate::error::GatewayError> {
+        let (generation, tools) = self
+            .inner
+            .learned
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if self.session.learned.load(Ordering::SeqCst) == generation {
+            return Ok(());
+        }
+        self.session.admission.learn(&tools)?;
+        self.session.learned.store(generation, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn connected(&self, peer: &rmcp::service::Peer<RoleServer>) {
+        self.inner.relay.connect_downstream(self.session.id, peer);
     }
 
     /// The upstreams.
@@ -142,7 +248,7 @@ impl Gateway {
                 .map_err(|e| upstream_error(&upstream.name, &e))?;
             all.extend(tools.into_iter().map(|tool| (index, tool)));
         }
-        let learned: Vec<_> = all
+        let learned: Vec<LearnedTool> = all
             .iter()
             .filter_map(|(index, tool)| {
                 let upstream = self.inner.upstreams.get(*index)?;
@@ -152,8 +258,16 @@ impl Gateway {
                 ))
             })
             .collect();
-        let admission = Arc::clone(&self.inner.admission);
-        let learnt = tokio::task::spawn_blocking(move || admission.learn(&learned)).await;
+        {
+            let mut kept = self
+                .inner
+                .learned
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            *kept = (kept.0 + 1, learned);
+        }
+        let session = self.clone();
+        let learnt = tokio::task::spawn_blocking(move || session.learn()).await;
         match learnt {
             Ok(Ok(())) => {}
             Ok(Err(error)) => {
@@ -179,7 +293,7 @@ impl Gateway {
                 continue;
             };
             if self.inner.config.tools_list == ToolsList::Hide {
-                let admission = Arc::clone(&self.inner.admission);
+                let admission = Arc::clone(&self.session.admission);
                 let (server, name) = (upstream.name.clone(), tool.name.to_string());
                 let shown =
                     tokio::task::spawn_blocking(move || admission.could_admit(&server, &name))
@@ -201,19 +315,18 @@ impl Gateway {
         context: RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
         let exposed = request.params.name.to_string();
+        // An unknown tool is answered as the servers the gateway fronts answer one: a tool
+        // result the model reads (`isError`), never forwarded and not recorded — no upstream
+        // tool was named.
         let Some((server, tool)) = names::split(&exposed) else {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool `{exposed}`: the gateway's tools are named `<server>__<tool>`"
-                ),
-                None,
-            ));
+            return Ok(unknown_tool(&format!(
+                "unknown tool `{exposed}`: the tools through this gateway are named `<server>__<tool>` (see tools/list)"
+            )));
         };
         let Some((_, upstream)) = self.upstream(server) else {
-            return Err(ErrorData::invalid_params(
-                format!("unknown tool `{exposed}`: no upstream server is named `{server}`"),
-                None,
-            ));
+            return Ok(unknown_tool(&format!(
+                "unknown tool `{exposed}`: no upstream server is named `{server}` (see tools/list)"
+            )));
         };
         let args = Value::Object(request.params.arguments.clone().unwrap_or_default());
         let call = CallRequest {
@@ -224,9 +337,11 @@ impl Gateway {
             args: serde_json::to_vec(&args).unwrap_or_else(|_| b"{}".to_vec()),
             call_id: context.id.to_string(),
         };
-        let admission = Arc::clone(&self.inner.admission);
+        let session = self.clone();
         let decided = tokio::task::spawn_blocking(move || {
-            let admitted = admission.admit(&call);
+            let admitted = session
+                .learn()
+                .and_then(|()| session.session.admission.admit(&call));
             (call, admitted)
         })
         .await;
@@ -290,12 +405,12 @@ impl Gateway {
                 Ok(unknown_result(
                     &exposed,
                     &reason,
-                    &self.inner.admission.run(),
+                    &self.session.admission.run(),
                     ticket.step,
                 )),
             ),
         };
-        let admission = Arc::clone(&self.inner.admission);
+        let admission = Arc::clone(&self.session.admission);
         let recorded = tokio::task::spawn_blocking(move || admission.settle(ticket, settled)).await;
         match recorded {
             Ok(Ok(())) => {}
@@ -319,6 +434,7 @@ impl Gateway {
         context: &RequestContext<RoleServer>,
         timed: bool,
     ) -> Result<ServerResult, Forwarded> {
+        self.connected(&context.peer);
         let mut meta: RequestMetaObject = context.meta.clone();
         let theirs = meta.get_progress_token();
         meta.remove("progressToken");
@@ -340,8 +456,9 @@ impl Gateway {
         if let Some(theirs) = theirs {
             self.inner
                 .relay
-                .track_progress(&upstream.name, ours.clone(), theirs);
+                .track_progress(&upstream.name, ours.clone(), self.session.id, theirs);
         }
+        self.inner.relay.begin(self.session.id, &upstream.name);
         let id = handle.id.clone();
         let peer = upstream.peer().clone();
         let answer = tokio::select! {
@@ -361,6 +478,7 @@ impl Gateway {
             }
         };
         self.inner.relay.untrack_progress(&upstream.name, &ours);
+        self.inner.relay.end(self.session.id, &upstream.name);
         answer
     }
 
@@ -545,7 +663,7 @@ fn request<M: Default, P>(params: P) -> rmcp::model::Request<M, P> {
 /// metadata and capabilities, and shapes every result for the revision the client speaks.
 impl ServerHandler for Gateway {
     async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.inner.relay.connect_downstream(context.peer.clone());
+        self.connected(&context.peer);
         Ok(())
     }
 
@@ -554,7 +672,7 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        self.inner.relay.connect_downstream(context.peer.clone());
+        self.connected(&context.peer);
         Ok(ListToolsResult::with_all_items(self.listed_tools().await?))
     }
 
@@ -563,7 +681,7 @@ impl ServerHandler for Gateway {
         params: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.inner.relay.connect_downstream(context.peer.clone());
+        self.connected(&context.peer);
         let result = self.call(request(params), context).await?;
         expect(result, |result| match result {
             ServerResult::CallToolResult(result) => Ok(CallToolResponse::Complete(result)),
@@ -578,7 +696,7 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        self.inner.relay.connect_downstream(context.peer.clone());
+        self.connected(&context.peer);
         self.prompts().await
     }
 
@@ -608,7 +726,7 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        self.inner.relay.connect_downstream(context.peer.clone());
+        self.connected(&context.peer);
         self.resources().await
     }
 
@@ -617,7 +735,7 @@ impl ServerHandler for Gateway {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.inner.relay.connect_downstream(context.peer.clone());
+        self.connected(&context.peer);
         self.resource_templates().await
     }
 
@@ -707,7 +825,7 @@ impl ServerHandler for Gateway {
         params: SetLevelRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.inner.relay.connect_downstream(context.peer.clone());
+        self.connected(&context.peer);
         for upstream in self.with_capability(|caps| caps.logging.is_some()) {
             self.pass(
                 upstream,
@@ -785,11 +903,11 @@ impl ServerHandler for Gateway {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        self.inner.relay.connect_downstream(context.peer.clone());
+        self.connected(&context.peer);
     }
 
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
-        self.inner.relay.connect_downstream(context.peer.clone());
+        self.connected(&context.peer);
         for upstream in &self.inner.upstreams {
             let _ = upstream
                 .peer()
@@ -919,6 +1037,12 @@ fn refused_result(message: &str, rules: &[String], code: &str) -> ServerResult {
     );
     result.meta = Some(meta);
     ServerResult::CallToolResult(result)
+}
+
+fn unknown_tool(message: &str) -> ServerResult {
+    ServerResult::CallToolResult(CallToolResult::error(vec![ContentBlock::text(format!(
+        "{PREFIX} {message}"
+    ))]))
 }
 
 fn unknown_result(exposed: &str, reason: &str, run: &str, step: u64) -> ServerResult {

@@ -92,3 +92,61 @@ where
     }
     Ok(ended)
 }
+
+/// Serves MCP over Streamable HTTP at `/mcp` on `listener` until `shutdown` completes: each
+/// client session is a session of `gateway` over the same upstreams, admitting its calls
+/// through the admission `open` gives it (its own run, closed when the session ends or
+/// expires after `idle` without a request). Only loopback `Host`s are accepted unless
+/// `allowed_hosts` names others (DNS rebinding).
+///
+/// # Errors
+/// The listener fails.
+pub async fn serve_http(
+    gateway: Gateway,
+    open: impl Fn() -> Result<Arc<dyn Admission>, GatewayError> + Send + Sync + 'static,
+    listener: tokio::net::TcpListener,
+    allowed_hosts: Vec<String>,
+    idle: std::time::Duration,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), GatewayError> {
+    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut config = StreamableHttpServerConfig::default();
+    config.cancellation_token = cancel.clone();
+    if !allowed_hosts.is_empty() {
+        config = config.with_allowed_hosts(
+            ["localhost", "127.0.0.1", "::1"]
+                .into_iter()
+                .map(ToOwned::to_owned)
+                .chain(allowed_hosts),
+        );
+    }
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(idle);
+    let service = StreamableHttpService::new(
+        move || {
+            let admission = open().map_err(std::io::Error::other)?;
+            Ok(gateway.session(admission))
+        },
+        Arc::new(sessions),
+        config,
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let local = listener.local_addr().ok();
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            cancel.cancel();
+        })
+        .await
+        .map_err(|e| GatewayError::Upstream {
+            server: "gateway".to_owned(),
+            reason: format!(
+                "serving Streamable HTTP on {}: {e}",
+                local.map_or_else(String::new, |a| a.to_string())
+            ),
+        })
+}

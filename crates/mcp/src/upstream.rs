@@ -13,8 +13,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientResult, ErrorData, Implementation, ProgressToken,
@@ -28,15 +28,23 @@ use rmcp::service::{
 use crate::config::{Transport, Upstream as UpstreamConfig};
 use crate::error::GatewayError;
 
-/// What the upstreams' handlers share with the gateway: the client to relay to (once it
-/// connected), the progress tokens of forwarded requests, and which lists went stale.
+/// What the upstreams' handlers share with the gateway: the clients to relay to (each
+/// session's, once it connected), which of them has a call in flight to which upstream, the
+/// progress tokens of forwarded requests, and which lists went stale.
 #[derive(Default)]
 pub struct Relay {
-    downstream: OnceLock<Peer<RoleServer>>,
-    /// (server, the gateway's progress token on its request) → the client's token.
-    progress: Mutex<HashMap<(String, ProgressToken), ProgressToken>>,
+    next_id: AtomicU64,
+    downstreams: Mutex<HashMap<u64, Downstream>>,
+    /// (server, the gateway's progress token on its request) → (session, the client's token).
+    progress: Mutex<HashMap<(String, ProgressToken), (u64, ProgressToken)>>,
     /// An upstream changed its tools since the gateway last listed them.
     tools_stale: AtomicBool,
+}
+
+struct Downstream {
+    peer: Peer<RoleServer>,
+    /// Calls in flight, by upstream.
+    calls: HashMap<String, usize>,
 }
 
 impl std::fmt::Debug for Relay {
@@ -48,22 +56,81 @@ impl std::fmt::Debug for Relay {
 }
 
 impl Relay {
-    /// The client, once it connected.
-    pub fn connect_downstream(&self, peer: Peer<RoleServer>) {
-        let _ = self.downstream.set(peer);
+    /// A new session's id.
+    pub fn session_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn downstream(&self) -> Option<&Peer<RoleServer>> {
-        self.downstream.get()
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Downstream>> {
+        self.downstreams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Relays `server`'s progress on the request the gateway sent with `ours` as the
-    /// client's own `theirs`.
-    pub fn track_progress(&self, server: &str, ours: ProgressToken, theirs: ProgressToken) {
+    /// Session `id`'s client, once it connected.
+    pub fn connect_downstream(&self, id: u64, peer: &Peer<RoleServer>) {
+        self.lock().entry(id).or_insert_with(|| Downstream {
+            peer: peer.clone(),
+            calls: HashMap::new(),
+        });
+    }
+
+    /// Session `id` ended.
+    pub fn disconnect_downstream(&self, id: u64) {
+        self.lock().remove(&id);
         self.progress
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert((server.to_owned(), ours), theirs);
+            .retain(|_, (session, _)| *session != id);
+    }
+
+    /// Session `id` sends a request to `server` (what `server` asks meanwhile goes to it).
+    pub fn begin(&self, id: u64, server: &str) {
+        if let Some(downstream) = self.lock().get_mut(&id) {
+            *downstream.calls.entry(server.to_owned()).or_default() += 1;
+        }
+    }
+
+    /// Session `id`'s request to `server` was answered.
+    pub fn end(&self, id: u64, server: &str) {
+        if let Some(downstream) = self.lock().get_mut(&id)
+            && let Some(calls) = downstream.calls.get_mut(server)
+        {
+            *calls = calls.saturating_sub(1);
+        }
+    }
+
+    /// The client `server`'s own request goes to: the session with a request to it in
+    /// flight, else the only session.
+    fn downstream_for(&self, server: &str) -> Option<Peer<RoleServer>> {
+        let downstreams = self.lock();
+        let busy = downstreams
+            .values()
+            .find(|downstream| downstream.calls.get(server).is_some_and(|calls| *calls > 0));
+        match busy {
+            Some(downstream) => Some(downstream.peer.clone()),
+            None if downstreams.len() == 1 => downstreams.values().next().map(|d| d.peer.clone()),
+            None => None,
+        }
+    }
+
+    fn everyone(&self) -> Vec<Peer<RoleServer>> {
+        self.lock().values().map(|d| d.peer.clone()).collect()
+    }
+
+    /// Relays `server`'s progress on the request the gateway sent with `ours` to session
+    /// `id`'s client as its own `theirs`.
+    pub fn track_progress(
+        &self,
+        server: &str,
+        ours: ProgressToken,
+        id: u64,
+        theirs: ProgressToken,
+    ) {
+        self.progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert((server.to_owned(), ours), (id, theirs));
     }
 
     /// Stops relaying progress of the request whose token is `ours`.
@@ -95,9 +162,9 @@ impl Service<RoleClient> for UpstreamHandler {
         if let ServerRequest::PingRequest(_) = request {
             return Ok(ClientResult::empty(()));
         }
-        let Some(downstream) = self.relay.downstream() else {
+        let Some(downstream) = self.relay.downstream_for(&self.server) else {
             return Err(ErrorData::internal_error(
-                "the gateway's client is not connected yet",
+                "the gateway has no client this request belongs to (none is connected, or several are and none has a call in flight to this server)",
                 None,
             ));
         };
@@ -120,18 +187,24 @@ impl Service<RoleClient> for UpstreamHandler {
     ) -> Result<(), ErrorData> {
         let relayed = match notification {
             ServerNotification::ProgressNotification(mut progress) => {
-                let theirs = self
+                let mapped = self
                     .relay
                     .progress
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .get(&(self.server.clone(), progress.params.progress_token.clone()))
                     .cloned();
-                let Some(theirs) = theirs else {
+                let Some((session, theirs)) = mapped else {
                     return Ok(());
                 };
+                let peer = self.relay.lock().get(&session).map(|d| d.peer.clone());
                 progress.params.progress_token = theirs;
-                ServerNotification::ProgressNotification(progress)
+                if let Some(peer) = peer {
+                    let _ = peer
+                        .send_notification(ServerNotification::ProgressNotification(progress))
+                        .await;
+                }
+                return Ok(());
             }
             ServerNotification::ToolListChangedNotification(changed) => {
                 self.relay.tools_stale.store(true, Ordering::SeqCst);
@@ -149,10 +222,10 @@ impl Service<RoleClient> for UpstreamHandler {
             ServerNotification::CancelledNotification(_) => return Ok(()),
             other => other,
         };
-        if let Some(downstream) = self.relay.downstream()
-            && let Err(error) = downstream.send_notification(relayed).await
-        {
-            tracing::debug!(server = %self.server, %error, "a notification could not be relayed");
+        for downstream in self.relay.everyone() {
+            if let Err(error) = downstream.send_notification(relayed.clone()).await {
+                tracing::debug!(server = %self.server, %error, "a notification could not be relayed");
+            }
         }
         Ok(())
     }

@@ -90,6 +90,32 @@ fn proxy(ctx: &Context, args: &McpProxyArgs) -> Result<Outcome, Failure> {
         .build()
         .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot start the runtime: {e}")))?;
     let root = project.root().to_path_buf();
+    if let Some(listen) = &args.listen {
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(listen.as_str()))
+            .map_err(|e| Failure::new(CliCode::IO, format!("cannot listen on {listen}: {e}")))?;
+        if let Ok(address) = listener.local_addr() {
+            eprintln!("cairn mcp proxy: serving MCP at http://{address}/mcp");
+        }
+        let hosts = args.allow_hosts.clone();
+        let idle = std::time::Duration::from_secs(args.idle_seconds.max(1));
+        let served = runtime.block_on(async {
+            let gateway = cairn_mcp::start(config, &root, admission).await?;
+            let kept = gateway.clone();
+            let open = move || -> Result<Arc<dyn Admission>, cairn_mcp::GatewayError> {
+                Ok(Arc::new(sessions.open(&random_session())?))
+            };
+            let served =
+                cairn_mcp::serve_http(gateway, open, listener, hosts, idle, shutdown_signal())
+                    .await;
+            Ok::<_, cairn_mcp::GatewayError>((kept, served))
+        });
+        let (gateway, served) = served?;
+        gateway.close_all(Ended::Cancelled);
+        runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+        served?;
+        return Ok(Outcome::already_written());
+    }
     let served = runtime.block_on(async {
         let gateway = cairn_mcp::start(config, &root, Arc::clone(&admission)).await?;
         cairn_mcp::serve(

