@@ -8,6 +8,7 @@
 //!   "tools_list": "hide",
 //!   "call_timeout_seconds": 120,
 //!   "approval_hold_seconds": 0,
+//!   "max_message_bytes": 16777216,
 //!   "servers": {
 //!     "fs":  { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."],
 //!              "env": { "LOG": "1" }, "cwd": "." },
@@ -98,6 +99,8 @@ pub struct GatewayConfig {
     /// How long a call held for a person's approval waits in flight (zero: refused at once
     /// with the request's id, and admitted when made again after a person approved it).
     pub approval_hold: Duration,
+    /// The largest message a client may send, in bytes.
+    pub max_message_bytes: usize,
     /// The upstream servers, in name order.
     pub upstreams: Vec<Upstream>,
 }
@@ -110,6 +113,7 @@ impl Default for GatewayConfig {
             tools_list: ToolsList::default(),
             call_timeout: DEFAULT_CALL_TIMEOUT,
             approval_hold: Duration::ZERO,
+            max_message_bytes: crate::framing::MAX_MESSAGE_BYTES,
             upstreams: Vec::new(),
         }
     }
@@ -124,6 +128,7 @@ struct RawConfig {
     tools_list: Option<ToolsList>,
     call_timeout_seconds: Option<u64>,
     approval_hold_seconds: Option<u64>,
+    max_message_bytes: Option<usize>,
     servers: BTreeMap<String, RawServer>,
 }
 
@@ -207,6 +212,15 @@ impl GatewayConfig {
                 ));
             }
             config.approval_hold = hold;
+        }
+        if let Some(bytes) = raw.max_message_bytes {
+            if !(1024..=(256 << 20)).contains(&bytes) {
+                return Err(format!(
+                    "`max_message_bytes`: {bytes} is not between 1024 and {}",
+                    256 << 20
+                ));
+            }
+            config.max_message_bytes = bytes;
         }
         if raw.servers.is_empty() {
             return Err("`servers`: name at least one upstream server".to_owned());

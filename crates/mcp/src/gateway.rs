@@ -201,6 +201,12 @@ impl Gateway {
         self.inner.relay.connect_downstream(self.session.id, peer);
     }
 
+    /// The gateway's configuration.
+    #[must_use]
+    pub fn config(&self) -> &GatewayConfig {
+        &self.inner.config
+    }
+
     /// The upstreams.
     #[must_use]
     pub fn upstreams(&self) -> &[Upstream] {
@@ -319,12 +325,12 @@ impl Gateway {
         // result the model reads (`isError`), never forwarded and not recorded — no upstream
         // tool was named.
         let Some((server, tool)) = names::split(&exposed) else {
-            return Ok(unknown_tool(&format!(
+            return Ok(told(&format!(
                 "unknown tool `{exposed}`: the tools through this gateway are named `<server>__<tool>` (see tools/list)"
             )));
         };
         let Some((_, upstream)) = self.upstream(server) else {
-            return Ok(unknown_tool(&format!(
+            return Ok(told(&format!(
                 "unknown tool `{exposed}`: no upstream server is named `{server}` (see tools/list)"
             )));
         };
@@ -400,6 +406,12 @@ impl Gateway {
                 )),
                 Err(error),
             ),
+            Err(Forwarded::NotSent(reason)) => (
+                Settled::NotSent(reason.clone()),
+                Ok(told(&format!(
+                    "`{exposed}` did not run: {reason}. Nothing was done; retry when the server is back."
+                ))),
+            ),
             Err(Forwarded::Lost(reason)) => (
                 Settled::Unknown(reason.clone()),
                 Ok(unknown_result(
@@ -447,8 +459,8 @@ impl Gateway {
             .send_request_with_option(request, options)
             .await
             .map_err(|e| {
-                Forwarded::Lost(format!(
-                    "the request could not be sent to `{}`: {e}",
+                Forwarded::NotSent(format!(
+                    "the upstream server `{}` is not available ({e}); the call was not sent",
                     upstream.name
                 ))
             })?;
@@ -493,7 +505,9 @@ impl Gateway {
             .await
             .map_err(|error| match error {
                 Forwarded::Error(error) => error,
-                Forwarded::Lost(reason) => ErrorData::internal_error(reason, None),
+                Forwarded::NotSent(reason) | Forwarded::Lost(reason) => {
+                    ErrorData::internal_error(reason, None)
+                }
             })
     }
 
@@ -627,6 +641,8 @@ impl Gateway {
 
 /// How a forwarded request failed.
 enum Forwarded {
+    /// It could not be sent: the upstream is gone.
+    NotSent(String),
     /// The upstream answered with a JSON-RPC error.
     Error(ErrorData),
     /// No answer: it broke off, timed out, or the client cancelled.
@@ -1039,7 +1055,8 @@ fn refused_result(message: &str, rules: &[String], code: &str) -> ServerResult {
     ServerResult::CallToolResult(result)
 }
 
-fn unknown_tool(message: &str) -> ServerResult {
+/// A tool result with `isError` that tells the model `message`.
+fn told(message: &str) -> ServerResult {
     ServerResult::CallToolResult(CallToolResult::error(vec![ContentBlock::text(format!(
         "{PREFIX} {message}"
     ))]))

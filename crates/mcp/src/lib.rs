@@ -17,6 +17,7 @@
 pub mod admission;
 pub mod config;
 pub mod error;
+pub mod framing;
 pub mod gateway;
 pub mod local;
 pub mod names;
@@ -56,7 +57,7 @@ pub async fn start(
 }
 
 /// Serves one client with `gateway` on `transport` (this process's stdin and stdout, or
-/// any other byte stream) until it leaves or `shutdown` completes, then stops the upstreams,
+/// any other byte stream), each line checked first ([`framing`]) until it leaves or `shutdown` completes, then stops the upstreams,
 /// and says how the session ended. The caller closes the session's run
 /// ([`Admission::close`]).
 ///
@@ -71,14 +72,17 @@ where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
-    let running = gateway
-        .clone()
-        .serve(transport)
-        .await
-        .map_err(|e| GatewayError::Upstream {
-            server: "client".to_owned(),
-            reason: format!("the MCP client did not start a session: {e}"),
-        })?;
+    let (read, write, guarded) =
+        framing::guard(transport.0, transport.1, gateway.config().max_message_bytes);
+    let running =
+        gateway
+            .clone()
+            .serve((read, write))
+            .await
+            .map_err(|e| GatewayError::Upstream {
+                server: "client".to_owned(),
+                reason: format!("the MCP client did not start a session: {e}"),
+            })?;
     let cancel = running.cancellation_token();
     let ended = tokio::select! {
         _ = running.waiting() => Ended::Closed,
@@ -90,6 +94,9 @@ where
     for upstream in gateway.upstreams() {
         upstream.service.cancellation_token().cancel();
     }
+    // What the protocol wrote last reaches the client (bounded: a client that stopped
+    // reading does not hold the gateway).
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), guarded).await;
     Ok(ended)
 }
 
@@ -116,6 +123,7 @@ pub async fn serve_http(
     let cancel = tokio_util::sync::CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = cancel.clone();
+    config.max_request_body_bytes = gateway.config().max_message_bytes;
     if !allowed_hosts.is_empty() {
         config = config.with_allowed_hosts(
             ["localhost", "127.0.0.1", "::1"]

@@ -397,6 +397,7 @@ impl Admission for LocalAdmission {
         })?;
         executor.execute_effect(permit, || match outcome {
             Settled::Answered(value) => Ok(value),
+            Settled::NotSent(reason) => Err(CallError::NotExecuted(reason)),
             Settled::Unknown(reason) => Err(CallError::OutcomeUnknown(reason)),
         })?;
         Ok(())
@@ -423,22 +424,26 @@ impl Admission for LocalAdmission {
 
     fn close(&self, ended: Ended) -> Result<(), GatewayError> {
         *self.closed.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        let Some(executor) = self
-            .executor
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        else {
+        // The slot stays locked until the run is closed: a second close (the session's end
+        // and the process's, racing) waits for the first and then finds nothing to do.
+        let mut slot = self.executor.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(executor) = slot.take() else {
             return Ok(());
         };
-        let key = Keyring::open(&self.sessions.keys_dir)
-            .active_signing_key()
-            .map_err(cairn_runtime::RuntimeError::from)?;
+        let key = match Keyring::open(&self.sessions.keys_dir).active_signing_key() {
+            Ok(key) => key,
+            Err(error) => {
+                // Nothing is closed: the executor stays for another try.
+                *slot = Some(executor);
+                return Err(cairn_runtime::RuntimeError::from(error).into());
+            }
+        };
         let reason = match ended {
             Ended::Closed => TerminationReason::Completed,
             Ended::Cancelled => TerminationReason::Cancelled,
         };
         executor.terminate(reason, None, &key)?;
+        drop(slot);
         Ok(())
     }
 }

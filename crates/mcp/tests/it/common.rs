@@ -78,6 +78,13 @@ impl Peers {
         )
     }
 
+    /// The hostile test server (`tests/mcp/hostile-server.mjs`: it crashes, hangs or floods
+    /// on request) over stdio, named `name`.
+    pub fn hostile(&self, name: &str) -> Upstream {
+        let script = packages().join("../hostile-server.mjs");
+        stdio(name, "node", &[script.to_string_lossy().as_ref()])
+    }
+
     /// `server-filesystem` over stdio, allowed `dir`, named `name`.
     pub fn filesystem(&self, name: &str, dir: &Path) -> Upstream {
         stdio(

@@ -14,3 +14,4 @@
 
 mod common;
 mod gateway;
+mod sessions;
