@@ -132,9 +132,7 @@ async fn run_case(dir: &Path, peers: &crate::common::Peers) {
         // Answers to this step (by id; `null` for a parse error), skipping notifications.
         let answer = tokio::time::timeout(wait, async {
             loop {
-                let Some(line) = lines.next_line().await.unwrap() else {
-                    return None;
-                };
+                let line = lines.next_line().await.unwrap()?;
                 let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| {
                     panic!("{name}: the gateway wrote a line that is not JSON ({e}): {line}")
                 });
