@@ -165,6 +165,11 @@ impl TestProject {
 
     /// The project's sessions, recorded durably before each call is forwarded.
     pub fn sessions(&self, hold: Duration) -> LocalSessions {
+        self.sessions_with(hold, Durability::Sync)
+    }
+
+    /// The project's sessions, with `durability`.
+    pub fn sessions_with(&self, hold: Duration, durability: Durability) -> LocalSessions {
         LocalSessions::new(
             self.project.clone(),
             Arc::clone(&self.store) as Arc<dyn Store>,
@@ -172,7 +177,7 @@ impl TestProject {
             LocalSettings {
                 tenant: TenantId::new("local").unwrap(),
                 principal: "mcp-agent".to_owned(),
-                durability: Durability::Sync,
+                durability,
                 hold,
                 keys_dir: None,
                 extra_protected: Vec::new(),
@@ -292,7 +297,23 @@ impl Session {
         hold: Duration,
         session: &str,
     ) -> Self {
-        let admission: Arc<dyn Admission> = Arc::new(project.sessions(hold).open(session).unwrap());
+        Self::start_durable(project, config, hold, Durability::Sync, session).await
+    }
+
+    /// [`Session::start_with`] with the records' `durability`.
+    pub async fn start_durable(
+        project: &TestProject,
+        config: GatewayConfig,
+        hold: Duration,
+        durability: Durability,
+        session: &str,
+    ) -> Self {
+        let admission: Arc<dyn Admission> = Arc::new(
+            project
+                .sessions_with(hold, durability)
+                .open(session)
+                .unwrap(),
+        );
         let gateway = cairn_mcp::start(config, project.root(), Arc::clone(&admission))
             .await
             .unwrap();
