@@ -23,8 +23,12 @@ pub struct CallRequest {
     pub version: String,
     /// The arguments exactly as they will be forwarded (`{}` when the call had none).
     pub args: Vec<u8>,
-    /// The client's JSON-RPC id of the call, which an approval request records.
+    /// The host's id of the call (Claude Code's `claudecode/toolUseId`, which its hooks see
+    /// too), else the client's JSON-RPC id: what an approval request records.
     pub call_id: String,
+    /// The host session the client says it serves (Claude Code's `claudecode/sessionId`):
+    /// the gateway's run is then that session's (see [`crate::local`]).
+    pub host_session: Option<String>,
 }
 
 /// The runtime's answer to a call.

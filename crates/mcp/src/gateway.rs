@@ -39,6 +39,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The gateway's name in its `serverInfo`.
 pub const SERVER_NAME: &str = "cairn-mcp-gateway";
 
+/// Where Claude Code puts the hooks' id of a tool call in a `tools/call`'s `_meta`.
+const CLAUDE_TOOL_USE_ID: &str = "claudecode/toolUseId";
+/// Where Claude Code puts its session id in a request's `_meta`.
+const CLAUDE_SESSION_ID: &str = "claudecode/sessionId";
+
 /// The text a refused or unknown-outcome tool result starts with.
 const PREFIX: &str = "[Cairn]";
 
@@ -341,7 +346,16 @@ impl Gateway {
             exposed: exposed.clone(),
             version: upstream.version.clone(),
             args: serde_json::to_vec(&args).unwrap_or_else(|_| b"{}".to_vec()),
-            call_id: context.id.to_string(),
+            call_id: context
+                .meta
+                .get(CLAUDE_TOOL_USE_ID)
+                .and_then(Value::as_str)
+                .map_or_else(|| context.id.to_string(), ToOwned::to_owned),
+            host_session: context
+                .meta
+                .get(CLAUDE_SESSION_ID)
+                .and_then(Value::as_str)
+                .map(ToOwned::to_owned),
         };
         let session = self.clone();
         let decided = tokio::task::spawn_blocking(move || {

@@ -58,8 +58,7 @@ pub async fn start(
 
 /// Serves one client with `gateway` on `transport` (this process's stdin and stdout, or
 /// any other byte stream), each line checked first ([`framing`]) until it leaves or `shutdown` completes, then stops the upstreams,
-/// and says how the session ended. The caller closes the session's run
-/// ([`Admission::close`]).
+/// closes the session's run, and says how the session ended.
 ///
 /// # Errors
 /// A client that does not start a session.
@@ -91,12 +90,28 @@ where
             Ended::Cancelled
         }
     };
+    // The run is closed first: a host that ends its MCP server kills it soon after closing
+    // its input, and what follows may not get to run.
+    let admission = Arc::clone(gateway.admission());
+    match tokio::task::spawn_blocking(move || admission.close(ended)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "the session's run could not be closed; it is found unterminated later")
+        }
+        Err(_) => {
+            tracing::warn!("closing the session's run panicked; it is found unterminated later")
+        }
+    }
     for upstream in gateway.upstreams() {
         upstream.service.cancellation_token().cancel();
     }
-    // What the protocol wrote last reaches the client (bounded: a client that stopped
-    // reading does not hold the gateway).
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), guarded).await;
+    if ended == Ended::Closed {
+        // What the protocol wrote last reaches the client (bounded: a client that stopped
+        // reading does not hold the gateway).
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), guarded).await;
+    } else {
+        guarded.abort();
+    }
     Ok(ended)
 }
 

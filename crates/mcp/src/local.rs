@@ -135,7 +135,7 @@ impl LocalSessions {
         let run = RunId::new(format!("mcp-{session}"))?;
         Ok(LocalAdmission {
             sessions: self.clone(),
-            run,
+            run: Mutex::new(run),
             gate: Arc::new(LearnedGate::default()),
             executor: Mutex::new(None),
             closed: Mutex::new(false),
@@ -214,7 +214,9 @@ impl Gate for LearnedGate {
 /// One MCP session's run on a project's store.
 pub struct LocalAdmission {
     sessions: LocalSessions,
-    run: RunId,
+    /// The run: `mcp-<session>`, or the host session's own (`mcp-cc-<host session>`,
+    /// continued in its next generation after a restart) once the first call names it.
+    run: Mutex<RunId>,
     gate: Arc<LearnedGate>,
     /// The run's executor, opened at the first call; `None` before it and after closing.
     executor: Mutex<Option<Executor>>,
@@ -224,33 +226,66 @@ pub struct LocalAdmission {
 impl std::fmt::Debug for LocalAdmission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalAdmission")
-            .field("run", &self.run)
+            .field("run", &self.run_id())
             .finish_non_exhaustive()
     }
 }
 
+/// The run of a host session the client names: `mcp-cc-<session>` when the session id is a
+/// clean run id, else none (the gateway's own run is kept).
+fn host_run_base(session: &str) -> Option<String> {
+    let base = format!("mcp-cc-{session}");
+    RunId::new(&base).ok().map(|_| base)
+}
+
 impl LocalAdmission {
+    fn run_id(&self) -> RunId {
+        self.run
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// The executor on the session's run, opened (or resumed) on first use, with the
     /// project's lanes replayed from the run's records and its configuration guarded.
     fn executor<'a>(
         &self,
         slot: &'a mut Option<Executor>,
+        host_session: Option<String>,
     ) -> Result<&'a mut Executor, GatewayError> {
         if slot.is_none() {
             let sessions = &self.sessions;
             if *self.closed.lock().unwrap_or_else(PoisonError::into_inner) {
                 return Err(GatewayError::Upstream {
                     server: "gateway".to_owned(),
-                    reason: format!("the session's run `{}` is closed", self.run),
+                    reason: format!("the session's run `{}` is closed", self.run_id()),
                 });
             }
             let root = sessions.project.root().to_path_buf();
             let lanes = cairn_runtime::config::load_lanes(&sessions.project.lanes(), &root)?;
-            let opened = sessions.runs.open_or_resume(
-                &sessions.tenant,
-                RunName::Exact(&self.run),
-                &IfMissing::Open { task: None },
-            )?;
+            let opened = match host_session {
+                // A host that names its session (Claude Code's `claudecode/sessionId`): the
+                // run is that session's, beside the hooks' run of it, and a gateway restarted
+                // in the same session continues in the run's next generation.
+                Some(base) => sessions.runs.open_or_resume(
+                    &sessions.tenant,
+                    RunName::Session {
+                        base: &base,
+                        from: 1,
+                    },
+                    &IfMissing::Open { task: None },
+                )?,
+                None => {
+                    let run = self.run_id();
+                    sessions.runs.open_or_resume(
+                        &sessions.tenant,
+                        RunName::Exact(&run),
+                        &IfMissing::Open { task: None },
+                    )?
+                }
+            };
+            *self.run.lock().unwrap_or_else(PoisonError::into_inner) =
+                opened.recorder.run_id().clone();
             let gate: Arc<dyn Gate> = Arc::clone(&self.gate) as Arc<dyn Gate>;
             let executor = sessions
                 .runs
@@ -275,7 +310,11 @@ impl LocalAdmission {
     fn admit_once(&self, call: &CallRequest) -> Result<Admitted, GatewayError> {
         self.gate.refresh(&self.sessions.project)?;
         let mut slot = self.executor.lock().unwrap_or_else(PoisonError::into_inner);
-        let executor = self.executor(&mut slot)?;
+        let host_session = call
+            .host_session
+            .as_deref()
+            .and_then(host_run_base);
+        let executor = self.executor(&mut slot, host_session)?;
         let tool_call = ToolCall {
             tool: ToolRef {
                 name: Label::new(&call.exposed)?,
@@ -303,7 +342,7 @@ impl LocalAdmission {
         let approval = ApprovalId::parse(id).map_err(cairn_runtime::RuntimeError::from)?;
         let waited = self.sessions.runs.approvals().wait(
             &self.sessions.tenant,
-            &self.run,
+            &self.run_id(),
             &approval,
             hold,
         )?;
@@ -330,7 +369,7 @@ impl LocalAdmission {
             )),
             Waited::RunClosed => Some(format!(
                 "Cairn held `{name}` for a person's approval (request {id}), and the run `{}` was closed meanwhile. It did not run.",
-                self.run
+                self.run_id()
             )),
         })
     }
@@ -338,11 +377,11 @@ impl LocalAdmission {
 
 impl Admission for LocalAdmission {
     fn run(&self) -> String {
-        self.run.to_string()
+        self.run_id().to_string()
     }
 
     fn admit(&self, call: &CallRequest) -> Result<Admit, GatewayError> {
-        let run = self.run.to_string();
+        let run = self.run_id().to_string();
         let mut admitted = self.admit_once(call)?;
         if let Admitted::Denied(denial) = &admitted
             && let DenyCause::Approval(ApprovalDenial {
@@ -392,7 +431,7 @@ impl Admission for LocalAdmission {
             server: "gateway".to_owned(),
             reason: format!(
                 "the session's run `{}` was closed before the call's outcome arrived",
-                self.run
+                self.run_id()
             ),
         })?;
         executor.execute_effect(permit, || match outcome {

@@ -28,8 +28,9 @@
 //!   one host (`{"codex": {…}}`); `cairn ledger verify --all` must also pass unless
 //!   `"verify": false`.
 //!
-//! `${PROJECT}`, `${RUN}` (the session's first run) and `${SESSION}` are replaced in steps and
-//! checks. `CAIRN_SCENARIO=04` plays only the scenarios whose name contains `04`;
+//! `${PROJECT}`, `${RUN}` (the session's first run), `${SESSION}`, `${MCP}` (the MCP servers of
+//! `tests/mcp/node_modules`) and `${MCP_RUN}` (the MCP gateway's one run) are replaced in
+//! steps, checks and project files. `CAIRN_SCENARIO=04` plays only the scenarios whose name contains `04`;
 //! `CAIRN_KEEP_HOST_DIRS=1` keeps each play's folder. Scenario files name host tools as each host calls them (`Bash` on both).
 //!
 //! Without the hosts installed the test says it is skipped (run `npm ci --prefix tests/hosts`);
@@ -46,6 +47,15 @@ use serde_json::{Value, json};
 
 use common::{Output, command_in, matches, strings};
 use harness::{Host, HostRun, Installed, ModelServer};
+
+/// The MCP servers of `tests/mcp` (`${MCP}` in a scenario), for scenarios that put the MCP
+/// gateway in front of them.
+fn mcp_packages() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp/node_modules")
+        .canonicalize()
+        .unwrap_or_else(|_| PathBuf::from("tests/mcp/node_modules"))
+}
 
 /// The `cairn` binary the hooks run.
 pub fn cairn_binary() -> &'static str {
@@ -96,6 +106,30 @@ impl Play<'_> {
             .replace("${RUN}", &self.run.run_id())
             .replace("${SESSION}", self.run.session.as_deref().unwrap_or(""))
             .replace("${SUMMARY_SHA256}", &self.summary_sha256())
+            .replace("${MCP}", mcp_packages().to_str().unwrap())
+            .replace("${MCP_RUN}", &self.gateway_run(text))
+    }
+
+    /// The MCP gateway's run (`${MCP_RUN}`): the one run whose id starts with `mcp-`.
+    fn gateway_run(&self, text: &str) -> String {
+        if !text.contains("${MCP_RUN}") {
+            return String::new();
+        }
+        let runs = self.cairn(&["--json", "runs", "list"]).expect(0).json();
+        let ids: Vec<&str> = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|run| run["run_id"].as_str())
+            .filter(|id| id.starts_with("mcp-"))
+            .collect();
+        assert_eq!(
+            ids.len(),
+            1,
+            "{}: the gateway's runs {ids:?}",
+            self.context()
+        );
+        ids[0].to_owned()
     }
 
     /// The digest Cairn binds for the script's summary (`summary_sha256`: stripped, SHA-256).
@@ -614,7 +648,8 @@ fn play_in(
         write_files(&project.join(".cairn"), files.as_object().unwrap());
     }
     if let Some(files) = scenario.get("project").and_then(Value::as_object) {
-        write_files(&project, files);
+        let files = play.substituted(&Value::Object(files.clone()));
+        write_files(&project, files.as_object().unwrap());
     }
     if through_service {
         let (served, service) = serve(&play, &root);

@@ -323,7 +323,8 @@ trust_level = "trusted"
                 command.args(["-p", prompt, "--output-format", "json"]);
                 command.args([
                     "--allowedTools",
-                    "Bash,Write,Edit,Read,Glob,Grep,Task,WebFetch,TodoWrite",
+                    // `mcp__gateway`: every tool of the scenarios' MCP gateway (`.mcp.json`).
+                    "Bash,Write,Edit,Read,Glob,Grep,Task,WebFetch,TodoWrite,mcp__gateway",
                 ]);
                 let session = self
                     .session
