@@ -154,6 +154,29 @@ impl Context {
     }
 }
 
+/// The service `CAIRN_SERVER` names and the token of `CAIRN_TOKEN` — `who` says whose token
+/// the command needs, when it is missing.
+///
+/// # Errors
+/// A malformed address, or `CAIRN_SERVER` without `CAIRN_TOKEN`.
+pub fn service_endpoint(
+    server: &std::ffi::OsStr,
+    who: &str,
+) -> Result<(cairn_server::client::Endpoint, String), Failure> {
+    let endpoint = server
+        .to_str()
+        .unwrap_or_default()
+        .parse()
+        .map_err(|e: cairn_server::client::ClientError| Failure::from_error(&e))?;
+    let token = std::env::var("CAIRN_TOKEN").map_err(|_| {
+        Failure::new(
+            CliCode::USAGE,
+            format!("`CAIRN_SERVER` is set: give the token in `CAIRN_TOKEN` ({who})"),
+        )
+    })?;
+    Ok((endpoint, token))
+}
+
 /// The current directory, or why it cannot be read.
 pub fn current_dir() -> Result<PathBuf, Failure> {
     std::env::current_dir().map_err(|e| {

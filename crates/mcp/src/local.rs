@@ -310,10 +310,7 @@ impl LocalAdmission {
     fn admit_once(&self, call: &CallRequest) -> Result<Admitted, GatewayError> {
         self.gate.refresh(&self.sessions.project)?;
         let mut slot = self.executor.lock().unwrap_or_else(PoisonError::into_inner);
-        let host_session = call
-            .host_session
-            .as_deref()
-            .and_then(host_run_base);
+        let host_session = call.host_session.as_deref().and_then(host_run_base);
         let executor = self.executor(&mut slot, host_session)?;
         let tool_call = ToolCall {
             tool: ToolRef {

@@ -168,6 +168,24 @@ impl Service<RoleClient> for UpstreamHandler {
                 None,
             ));
         };
+        // A client that did not declare what the upstream asks for is not asked: the
+        // upstream gets the answer the client itself would give.
+        if let Some(info) = downstream.peer_info() {
+            let capabilities = &info.capabilities;
+            let declared = match &request {
+                ServerRequest::ListRootsRequest(_) => capabilities.roots.is_some(),
+                ServerRequest::CreateMessageRequest(_) => capabilities.sampling.is_some(),
+                ServerRequest::ElicitRequest(_) => capabilities.elicitation.is_some(),
+                _ => true,
+            };
+            if !declared {
+                return Err(ErrorData::new(
+                    rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                    format!("the client did not declare `{}`", request_method(&request)),
+                    None,
+                ));
+            }
+        }
         downstream
             .send_request(request)
             .await
@@ -241,6 +259,19 @@ impl Service<RoleClient> for UpstreamHandler {
             Implementation::new("cairn-mcp-gateway", env!("CARGO_PKG_VERSION")),
         )
     }
+}
+
+/// The method of a request an upstream sends.
+fn request_method(request: &ServerRequest) -> String {
+    serde_json::to_value(request)
+        .ok()
+        .and_then(|value| {
+            value
+                .get("method")
+                .and_then(serde_json::Value::as_str)
+                .map(ToOwned::to_owned)
+        })
+        .unwrap_or_default()
 }
 
 /// A connected upstream server.

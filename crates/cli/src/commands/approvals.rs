@@ -221,7 +221,7 @@ mod remote {
     use std::time::Duration;
 
     use cairn_core::Code;
-    use cairn_server::client::{Endpoint, send_blocking};
+    use cairn_server::client::send_blocking;
     use serde_json::{Value, json};
 
     use crate::args::ApprovalsCommand;
@@ -232,17 +232,8 @@ mod remote {
     const DEADLINE: Duration = Duration::from_secs(30);
 
     pub fn run(server: &std::ffi::OsStr, command: ApprovalsCommand) -> Result<Outcome, Failure> {
-        let endpoint: Endpoint = server
-            .to_str()
-            .unwrap_or_default()
-            .parse()
-            .map_err(|e: cairn_server::client::ClientError| Failure::from_error(&e))?;
-        let token = std::env::var("CAIRN_TOKEN").map_err(|_| {
-            Failure::new(
-                CliCode::USAGE,
-                "`CAIRN_SERVER` is set: give the token in `CAIRN_TOKEN` (an approver's to decide)",
-            )
-        })?;
+        let (endpoint, token) =
+            crate::context::service_endpoint(server, "an approver's to decide")?;
         let call = |method: &str, path: &str, body: Option<Value>| -> Result<Value, Failure> {
             let answer = send_blocking(
                 &endpoint,

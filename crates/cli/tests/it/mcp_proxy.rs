@@ -288,3 +288,147 @@ when { context.args has message && context.args.message like "*secret*" };
     .json();
     assert_eq!(verified["intact"], true, "{verified}");
 }
+
+/// Sends `lines` to `cairn mcp proxy` on stdin (then closes it) and reads its answers.
+fn session_over_stdio(mut command: Command, lines: &[Value]) -> Vec<Value> {
+    use std::io::Write as _;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    // Every request is answered before the input closes: read until as many answers came
+    // (bounded), then close it as a client leaving does.
+    let stdout = child.stdout.take().unwrap();
+    let wanted = lines.iter().filter(|l| l.get("id").is_some()).count();
+    let (sender, received) = std::sync::mpsc::channel::<Value>();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = sender.send(serde_json::from_str::<Value>(&line).unwrap());
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut answers = Vec::new();
+    while answers
+        .iter()
+        .filter(|a: &&Value| a.get("result").is_some() || a.get("error").is_some())
+        .count()
+        < wanted
+    {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match received.recv_timeout(left) {
+            Ok(message) => answers.push(message),
+            Err(_) => break,
+        }
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "cairn mcp proxy exited {status}");
+    reader.join().unwrap();
+    let answers: Vec<Value> = answers
+        .into_iter()
+        .filter(|a| a.get("result").is_some() || a.get("error").is_some())
+        .collect();
+    assert_eq!(answers.len(), wanted, "{answers:#?}");
+    answers
+}
+
+#[test]
+fn through_cairn_serve_the_proxy_records_in_the_service_and_holds_no_key() {
+    let Some(packages) = peers("through_cairn_serve_the_proxy_records_in_the_service") else {
+        return;
+    };
+    let everything = packages.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let service_dir = init_project();
+    let data = service_dir.path().join(".cairn");
+    std::fs::write(
+        data.join("policies/mcp.cedar"),
+        "@id(\"no-env\")\nforbid(principal, action, resource)\nwhen { context has mcp && context.mcp.server == \"everything\" && context.mcp.tool == \"get-env\" };\n",
+    )
+    .unwrap();
+    let (token, prefix) = crate::common::agent_token_for(service_dir.path(), &data);
+    let socket = service_dir.path().join("cairn.sock");
+    let mut serve = command_in(service_dir.path());
+    serve
+        .args(["serve", "--init", "--data"])
+        .arg(&data)
+        .arg("--listen")
+        .arg(format!("unix:{}", socket.display()))
+        .stderr(Stdio::null());
+    let _served = crate::common::Serving::start(serve, &service_dir.path().join("serve.ready"));
+
+    // The agent's project: its .cairn/ holds no key and no store of its own.
+    let agent = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(agent.path().join(".cairn")).unwrap();
+    let mut proxy = command_in(agent.path());
+    proxy
+        .env("CAIRN_SERVER", format!("unix:{}", socket.display()))
+        .env("CAIRN_TOKEN", &token)
+        .args(["mcp", "proxy", "--server"])
+        .arg(format!("everything=node {} stdio", everything.display()));
+    let call = |id: u64, tool: &str, args: Value| serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}});
+    let answers = session_over_stdio(
+        proxy,
+        &[
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            call(
+                1,
+                "everything__echo",
+                serde_json::json!({"message": "via the service"}),
+            ),
+            call(2, "everything__get-env", serde_json::json!({})),
+        ],
+    );
+    let by_id = |id: u64| answers.iter().find(|a| a["id"] == id).unwrap().clone();
+    assert_eq!(
+        by_id(1)["result"]["content"][0]["text"],
+        "Echo: via the service",
+        "{answers:#?}"
+    );
+    let refused = by_id(2);
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert_eq!(
+        refused["result"]["_meta"]["cairn"]["rules"][0], "no-env",
+        "{refused}"
+    );
+    assert!(
+        refused["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no-env")
+    );
+
+    // The service holds the run, closed, with both calls; the agent's side has no key or store.
+    let runs = crate::common::Output::of(
+        command_in(service_dir.path())
+            .args(["--json", "runs", "list", "--store"])
+            .arg(data.join("cairn.db")),
+    )
+    .expect(0)
+    .json();
+    let run = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|run| {
+            run["run_id"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{prefix}.mcp-"))
+        })
+        .unwrap_or_else(|| panic!("{runs:#}"));
+    assert_eq!(run["termination_reason"], "completed", "{run}");
+    assert_eq!(run["records"], 3, "{run}");
+    assert!(!agent.path().join(".cairn/keys").exists());
+    assert!(crate::common::files_with_extension(agent.path(), "db").is_empty());
+}

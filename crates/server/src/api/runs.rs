@@ -226,6 +226,30 @@ pub struct StepRequestBody {
     #[serde(default)]
     #[schema(value_type = Option<u32>, maximum = 600)]
     pub hold_seconds: Option<serde_json::Number>,
+    /// For a call through the MCP gateway: the upstream server and the tool's own name
+    /// there, which the policies read as `context.mcp`.
+    #[serde(default)]
+    pub mcp: Option<McpTargetBody>,
+}
+
+/// The upstream server and tool of a call through the MCP gateway.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpTargetBody {
+    /// The upstream server's name in the gateway's configuration.
+    #[schema(
+        pattern = "^[A-Za-z0-9][A-Za-z0-9_-]*$",
+        min_length = 1,
+        max_length = 64
+    )]
+    pub server: String,
+    /// The tool's name on that server.
+    #[schema(
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+        min_length = 1,
+        max_length = 256
+    )]
+    pub tool: String,
 }
 
 /// The request a held call waits for.
@@ -271,6 +295,9 @@ pub struct StepResponse {
     /// What exactly was wrong, when the reason alone does not say.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// For a denial, what the model is told: the rule, why, and what to do next.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// For a held call, the request a person decides.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<HeldView>,
@@ -365,6 +392,7 @@ pub(super) async fn admit_step(
         policy_set_version: decision.policy_set_version.map(|d| d.to_string()),
         reason: decision.reason.map(str::to_owned),
         detail: decision.detail,
+        message: decision.message,
         approval: decision.approval.map(|held| HeldView {
             id: held.id,
             expires_at: held.expires_at.to_string(),
@@ -428,7 +456,10 @@ fn step_request(
             agent: None,
             call_id: body.call_id.clone(),
             approval: body.approval_id.clone(),
-            mcp: None,
+            mcp: body.mcp.as_ref().map(|target| cairn_runtime::UpstreamTool {
+                server: target.server.clone(),
+                tool: target.tool.clone(),
+            }),
         },
     }
 }

@@ -170,6 +170,9 @@ pub struct StepDecision {
     pub reason: Option<&'static str>,
     /// For a denial, what exactly was wrong.
     pub detail: Option<String>,
+    /// For a denial, what the model is told: the rule, why, and what to do next (the words
+    /// every edge uses, `Denial::told`).
+    pub message: Option<String>,
     /// The policy-set version that decided.
     pub policy_set_version: Option<Digest>,
     /// For a held call, the request a person decides.
@@ -1018,6 +1021,7 @@ fn admit_with(
                 rule_ids: permit.rule_ids().to_vec(),
                 reason: None,
                 detail: None,
+                message: None,
                 policy_set_version,
                 approval: None,
                 commit: None,
@@ -1041,6 +1045,10 @@ fn admit_with(
             allowed: false,
             reason: Some(denial.reason()),
             detail: denial.detail().map(str::to_owned),
+            message: Some(denial.told(
+                executor.recorder_ref().run_id().as_str(),
+                request.call.tool.name.as_str(),
+            )),
             approval: match &denial.cause {
                 cairn_runtime::DenyCause::Approval(held) => held.waiting.clone(),
                 _ => None,

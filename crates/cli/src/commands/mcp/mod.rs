@@ -1,5 +1,6 @@
-//! `cairn mcp proxy`: the MCP gateway on stdin and stdout, in front of a project's upstream
-//! MCP servers (`cairn_mcp`). It writes nothing but MCP on stdout; its own messages go to
+//! `cairn mcp proxy`: the MCP gateway on stdin and stdout (or Streamable HTTP), in front of
+//! a project's upstream MCP servers (`cairn_mcp`), recording into the project's store or,
+//! with `CAIRN_SERVER`, through `cairn serve` (`service`). It writes nothing but MCP on stdout; its own messages go to
 //! stderr, which MCP clients keep as the server's log.
 
 use std::sync::Arc;
@@ -15,6 +16,8 @@ use crate::context::Context;
 use crate::failure::{CliCode, Failure};
 use crate::output::Outcome;
 use crate::store::OpenStore as _;
+
+mod service;
 
 /// The configuration file of a project's gateway, in its `.cairn/`.
 const CONFIG_FILE: &str = "mcp.json";
@@ -41,6 +44,87 @@ fn proxy(ctx: &Context, args: &McpProxyArgs) -> Result<Outcome, Failure> {
         )
     })?;
     let config = load_config(&project, args)?;
+    let session = match &args.session {
+        Some(session) => session.clone(),
+        None => random_session(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        // Cedar decides on the blocking threads: they need the stack the policy limits are
+        // sized for.
+        .thread_stack_size(cairn_runtime::limits::STACK_BYTES)
+        .thread_name("cairn-mcp")
+        .build()
+        .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot start the runtime: {e}")))?;
+    let open = sessions(ctx, args, &project, &config, runtime.handle())?;
+    let admission = open(&session)?;
+    let root = project.root().to_path_buf();
+    let served = if let Some(listen) = &args.listen {
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(listen.as_str()))
+            .map_err(|e| Failure::new(CliCode::IO, format!("cannot listen on {listen}: {e}")))?;
+        if let Ok(address) = listener.local_addr() {
+            eprintln!("cairn mcp proxy: serving MCP at http://{address}/mcp");
+        }
+        let hosts = args.allow_hosts.clone();
+        let idle = std::time::Duration::from_secs(args.idle_seconds.max(1));
+        runtime.block_on(async {
+            let gateway = cairn_mcp::start(config, &root, admission).await?;
+            let kept = gateway.clone();
+            let each = move || open(&random_session());
+            let served =
+                cairn_mcp::serve_http(gateway, each, listener, hosts, idle, shutdown_signal())
+                    .await;
+            // The sessions still open when the gateway stops are closed before it exits.
+            let _ = tokio::task::spawn_blocking(move || kept.close_all(Ended::Cancelled)).await;
+            served
+        })
+    } else {
+        runtime
+            .block_on(async {
+                let gateway = cairn_mcp::start(config, &root, admission).await?;
+                cairn_mcp::serve(
+                    gateway,
+                    (tokio::io::stdin(), tokio::io::stdout()),
+                    shutdown_signal(),
+                )
+                .await
+            })
+            .map(|_| ())
+    };
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    served?;
+    Ok(Outcome::already_written())
+}
+
+/// Opens each session's way into the runtime: `cairn serve`'s when `CAIRN_SERVER` is set (and
+/// no `--store`), else the project's own store.
+type Opener =
+    Box<dyn Fn(&str) -> Result<Arc<dyn Admission>, cairn_mcp::GatewayError> + Send + Sync>;
+
+fn sessions(
+    ctx: &Context,
+    args: &McpProxyArgs,
+    project: &Project,
+    config: &GatewayConfig,
+    runtime: &tokio::runtime::Handle,
+) -> Result<Opener, Failure> {
+    if ctx.explicit_store.is_none()
+        && let Some(server) = std::env::var_os("CAIRN_SERVER")
+    {
+        let (endpoint, token) = crate::context::service_endpoint(&server, "an agent's")?;
+        let hold = config.approval_hold;
+        let runtime = runtime.clone();
+        return Ok(Box::new(move |session: &str| {
+            Ok(Arc::new(service::ServiceAdmission::new(
+                endpoint.clone(),
+                token.clone(),
+                session,
+                hold,
+                runtime.clone(),
+            )) as Arc<dyn Admission>)
+        }));
+    }
     let durability = match args.durability.as_str() {
         "sync" => Durability::Sync,
         "batch" => Durability::DEFAULT_BATCH,
@@ -50,10 +134,6 @@ fn proxy(ctx: &Context, args: &McpProxyArgs) -> Result<Outcome, Failure> {
                 format!("`--durability`: `{other}` is not `sync` or `batch`"),
             ));
         }
-    };
-    let session = match &args.session {
-        Some(session) => session.clone(),
-        None => random_session(),
     };
     let location = match &ctx.explicit_store {
         Some(_) => ctx.store_location()?,
@@ -80,57 +160,9 @@ fn proxy(ctx: &Context, args: &McpProxyArgs) -> Result<Outcome, Failure> {
         },
     };
     let sessions = LocalSessions::new(project.clone(), store, Arc::new(SystemClock), settings);
-    let admission: Arc<dyn Admission> = Arc::new(sessions.open(&session)?);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        // Cedar decides on the blocking threads: they need the stack the policy limits are
-        // sized for.
-        .thread_stack_size(cairn_runtime::limits::STACK_BYTES)
-        .thread_name("cairn-mcp")
-        .build()
-        .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot start the runtime: {e}")))?;
-    let root = project.root().to_path_buf();
-    if let Some(listen) = &args.listen {
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind(listen.as_str()))
-            .map_err(|e| Failure::new(CliCode::IO, format!("cannot listen on {listen}: {e}")))?;
-        if let Ok(address) = listener.local_addr() {
-            eprintln!("cairn mcp proxy: serving MCP at http://{address}/mcp");
-        }
-        let hosts = args.allow_hosts.clone();
-        let idle = std::time::Duration::from_secs(args.idle_seconds.max(1));
-        let served = runtime.block_on(async {
-            let gateway = cairn_mcp::start(config, &root, admission).await?;
-            let kept = gateway.clone();
-            let open = move || -> Result<Arc<dyn Admission>, cairn_mcp::GatewayError> {
-                Ok(Arc::new(sessions.open(&random_session())?))
-            };
-            let served =
-                cairn_mcp::serve_http(gateway, open, listener, hosts, idle, shutdown_signal())
-                    .await;
-            Ok::<_, cairn_mcp::GatewayError>((kept, served))
-        });
-        let (gateway, served) = served?;
-        gateway.close_all(Ended::Cancelled);
-        runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-        served?;
-        return Ok(Outcome::already_written());
-    }
-    let served = runtime.block_on(async {
-        let gateway = cairn_mcp::start(config, &root, Arc::clone(&admission)).await?;
-        cairn_mcp::serve(
-            gateway,
-            (tokio::io::stdin(), tokio::io::stdout()),
-            shutdown_signal(),
-        )
-        .await
-    });
-    let ended = served.as_ref().map_or(Ended::Cancelled, |ended| *ended);
-    let closed = admission.close(ended);
-    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-    served?;
-    closed?;
-    Ok(Outcome::already_written())
+    Ok(Box::new(move |session: &str| {
+        Ok(Arc::new(sessions.open(session)?) as Arc<dyn Admission>)
+    }))
 }
 
 /// SIGINT or SIGTERM.
