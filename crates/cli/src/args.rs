@@ -200,6 +200,11 @@ pub struct McpProxyArgs {
     /// An HTTP session with no request for this long ends (its run is closed).
     #[arg(long, value_name = "SECONDS", default_value_t = 1800)]
     pub idle_seconds: u64,
+    /// Export traces to this OTLP/HTTP endpoint (`http://collector:4318/v1/traces`): a span
+    /// per MCP request after the MCP semantic conventions, with its record's digest; never an
+    /// argument or a result.
+    #[arg(long, env = "CAIRN_OTLP_TRACES", value_name = "URL")]
+    pub otlp_traces: Option<String>,
 }
 
 /// `cairn serve`.

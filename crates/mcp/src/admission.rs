@@ -51,6 +51,8 @@ pub struct Refusal {
     pub message: String,
     /// The step that recorded the refusal.
     pub step: Option<u64>,
+    /// That record's digest.
+    pub digest: Option<String>,
 }
 
 /// An admitted call waiting for its outcome: the permit the runtime gave it, or (over a
@@ -58,6 +60,8 @@ pub struct Refusal {
 pub struct Ticket {
     /// The step that recorded the call.
     pub step: u64,
+    /// That record's digest.
+    pub digest: String,
     pub(crate) permit: Option<cairn_runtime::Permit>,
 }
 
@@ -70,10 +74,15 @@ impl std::fmt::Debug for Ticket {
 }
 
 impl Ticket {
-    /// A ticket for the call recorded as `step`, holding its permit when the runtime is local.
+    /// A ticket for the call recorded as `step` with `digest`, holding its permit when the
+    /// runtime is local.
     #[must_use]
-    pub const fn new(step: u64, permit: Option<cairn_runtime::Permit>) -> Self {
-        Self { step, permit }
+    pub const fn new(step: u64, digest: String, permit: Option<cairn_runtime::Permit>) -> Self {
+        Self {
+            step,
+            digest,
+            permit,
+        }
     }
 }
 

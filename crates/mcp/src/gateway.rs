@@ -32,6 +32,7 @@ use serde_json::Value;
 use crate::admission::{Admission, Admit, CallRequest, Settled};
 use crate::config::{GatewayConfig, ToolsList};
 use crate::names;
+use crate::spans::{RequestInfo, RequestSpan};
 use crate::upstream::{Relay, Upstream};
 use cairn_runtime::config::LearnedTool;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -320,10 +321,42 @@ impl Gateway {
         Ok(listed)
     }
 
+    /// A `tools/call`, in its span.
     async fn call(
         &self,
-        mut request: rmcp::model::CallToolRequest,
+        request: rmcp::model::CallToolRequest,
         context: RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let exposed = request.params.name.to_string();
+        let mut span = self.span("tools/call", Some(&exposed), &context);
+        let answer = self.call_in(request, &context, &mut span).await;
+        span.end(error_type(&answer).as_deref());
+        answer
+    }
+
+    /// The span of a request from the client.
+    fn span(
+        &self,
+        method: &str,
+        target: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> RequestSpan {
+        let protocol = context.protocol_version();
+        RequestSpan::start(&RequestInfo {
+            method,
+            target,
+            meta: &context.meta,
+            request_id: &context.id.to_string(),
+            protocol: protocol.as_ref().map(|version| version.as_str()),
+            session: &self.session.admission.run(),
+        })
+    }
+
+    async fn call_in(
+        &self,
+        mut request: rmcp::model::CallToolRequest,
+        context: &RequestContext<RoleServer>,
+        span: &mut RequestSpan,
     ) -> Result<ServerResult, ErrorData> {
         let exposed = request.params.name.to_string();
         // An unknown tool is answered as the servers the gateway fronts answer one: a tool
@@ -368,6 +401,13 @@ impl Gateway {
         let (call, ticket) = match decided {
             Ok((call, Ok(Admit::Forward(ticket)))) => (call, ticket),
             Ok((_, Ok(Admit::Refuse(refusal)))) => {
+                span.record(
+                    &self.session.admission.run(),
+                    refusal.step.unwrap_or_default(),
+                    refusal.digest.as_deref().unwrap_or_default(),
+                    "deny",
+                    &refusal.rule_ids,
+                );
                 return Ok(refused_result(
                     &refusal.message,
                     &refusal.rule_ids,
@@ -394,13 +434,21 @@ impl Gateway {
                 ));
             }
         };
+        span.record(
+            &self.session.admission.run(),
+            ticket.step,
+            &ticket.digest,
+            "allow",
+            &[],
+        );
         request.params.name = call.tool.clone().into();
         let forwarded = self
             .forward(
                 upstream,
                 ClientRequest::CallToolRequest(request),
-                &context,
+                context,
                 true,
+                span,
             )
             .await;
         let (settled, answer) = match forwarded {
@@ -459,11 +507,16 @@ impl Gateway {
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
         timed: bool,
+        span: &RequestSpan,
     ) -> Result<ServerResult, Forwarded> {
         self.connected(&context.peer);
         let mut meta: RequestMetaObject = context.meta.clone();
         let theirs = meta.get_progress_token();
         meta.remove("progressToken");
+        // The upstream's work is a child of the gateway's span.
+        if let Some(traceparent) = span.traceparent() {
+            meta.insert("traceparent".to_owned(), Value::String(traceparent));
+        }
         let mut options = PeerRequestOptions::no_options().with_meta(meta);
         if timed {
             options.timeout = Some(self.inner.config.call_timeout);
@@ -503,6 +556,8 @@ impl Gateway {
                 Err(Forwarded::Lost(format!("the client cancelled the request after it was forwarded to `{}`", upstream.name)))
             }
         };
+        // What the upstream sent before its answer reaches the client before the answer.
+        self.inner.relay.drain().await;
         self.inner.relay.untrack_progress(&upstream.name, &ours);
         self.inner.relay.end(self.session.id, &upstream.name);
         answer
@@ -515,14 +570,18 @@ impl Gateway {
         request: ClientRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<ServerResult, ErrorData> {
-        self.forward(upstream, request, context, false)
+        let span = self.span(request.method(), None, context);
+        let answer = self
+            .forward(upstream, request, context, false, &span)
             .await
             .map_err(|error| match error {
                 Forwarded::Error(error) => error,
                 Forwarded::NotSent(reason) | Forwarded::Lost(reason) => {
                     ErrorData::internal_error(reason, None)
                 }
-            })
+            });
+        span.end(error_type(&answer).as_deref());
+        answer
     }
 
     fn route(&self, key: String, server: &str) {
@@ -1089,6 +1148,16 @@ fn upstream_error(server: &str, error: &rmcp::ServiceError) -> ErrorData {
         other => {
             ErrorData::internal_error(format!("the upstream server `{server}`: {other}"), None)
         }
+    }
+}
+
+/// A request's `error.type`: `tool_error` for a tool result with `isError`, the JSON-RPC
+/// code of an error answer, nothing for success.
+fn error_type(answer: &Result<ServerResult, ErrorData>) -> Option<String> {
+    match answer {
+        Ok(result) if is_tool_error(result) => Some("tool_error".to_owned()),
+        Ok(_) => None,
+        Err(error) => Some(error.code.0.to_string()),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod framing;
 pub mod gateway;
 pub mod local;
 pub mod names;
+pub mod spans;
 pub mod upstream;
 
 pub use admission::{Admission, Admit, CallRequest, Ended, Refusal, Settled, Ticket};

@@ -396,14 +396,17 @@ impl Admission for LocalAdmission {
                         code: denial.cause.code().to_owned(),
                         message,
                         step: Some(step),
+                        digest: Some(denial.receipt.digest.to_string()),
                     }));
                 }
             }
         }
         Ok(match admitted {
-            Admitted::Permitted(permit) => {
-                Admit::Forward(Ticket::new(permit.step_index(), Some(permit)))
-            }
+            Admitted::Permitted(permit) => Admit::Forward(Ticket::new(
+                permit.step_index(),
+                permit.digest().to_string(),
+                Some(permit),
+            )),
             Admitted::Denied(denial) => Admit::Refuse(Refusal {
                 message: format!(
                     "{} (Cairn recorded this refusal as step {} of run `{run}`.)",
@@ -413,6 +416,7 @@ impl Admission for LocalAdmission {
                 rule_ids: denial.rule_ids.clone(),
                 code: denial.cause.code().to_owned(),
                 step: Some(denial.receipt.step_index),
+                digest: Some(denial.receipt.digest.to_string()),
             }),
         })
     }

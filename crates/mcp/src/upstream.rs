@@ -39,6 +39,8 @@ pub struct Relay {
     progress: Mutex<HashMap<(String, ProgressToken), (u64, ProgressToken)>>,
     /// An upstream changed its tools since the gateway last listed them.
     tools_stale: AtomicBool,
+    /// Notifications being relayed now (received, not yet handed to the client).
+    relaying: AtomicU64,
 }
 
 struct Downstream {
@@ -141,6 +143,19 @@ impl Relay {
             .remove(&(server.to_owned(), ours.clone()));
     }
 
+    /// Waits (briefly, bounded) until the notifications an upstream sent before the answer the
+    /// gateway just received are handed to the client, so that the client sees them in the
+    /// order the upstream sent them (the SDK handles each notification on a task of its own).
+    pub async fn drain(&self) {
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(200);
+        while self.relaying.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
     /// Whether some upstream changed its tools since the last call (and forgets it).
     pub fn take_tools_stale(&self) -> bool {
         self.tools_stale.swap(false, Ordering::SeqCst)
@@ -203,6 +218,19 @@ impl Service<RoleClient> for UpstreamHandler {
         notification: ServerNotification,
         _context: NotificationContext<RoleClient>,
     ) -> Result<(), ErrorData> {
+        self.relay.relaying.fetch_add(1, Ordering::SeqCst);
+        self.relay_notification(notification).await;
+        self.relay.relaying.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        client_config()
+    }
+}
+
+impl UpstreamHandler {
+    async fn relay_notification(&self, notification: ServerNotification) {
         let relayed = match notification {
             ServerNotification::ProgressNotification(mut progress) => {
                 let mapped = self
@@ -213,7 +241,7 @@ impl Service<RoleClient> for UpstreamHandler {
                     .get(&(self.server.clone(), progress.params.progress_token.clone()))
                     .cloned();
                 let Some((session, theirs)) = mapped else {
-                    return Ok(());
+                    return;
                 };
                 let peer = self.relay.lock().get(&session).map(|d| d.peer.clone());
                 progress.params.progress_token = theirs;
@@ -222,7 +250,7 @@ impl Service<RoleClient> for UpstreamHandler {
                         .send_notification(ServerNotification::ProgressNotification(progress))
                         .await;
                 }
-                return Ok(());
+                return;
             }
             ServerNotification::ToolListChangedNotification(changed) => {
                 self.relay.tools_stale.store(true, Ordering::SeqCst);
@@ -237,7 +265,7 @@ impl Service<RoleClient> for UpstreamHandler {
                 ServerNotification::LoggingMessageNotification(log)
             }
             // Its ids are the gateway's requests to the upstream, unknown to the client.
-            ServerNotification::CancelledNotification(_) => return Ok(()),
+            ServerNotification::CancelledNotification(_) => return,
             other => other,
         };
         for downstream in self.relay.everyone() {
@@ -245,20 +273,21 @@ impl Service<RoleClient> for UpstreamHandler {
                 tracing::debug!(server = %self.server, %error, "a notification could not be relayed");
             }
         }
-        Ok(())
     }
+}
 
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder()
-                .enable_roots()
-                .enable_roots_list_changed()
-                .enable_sampling()
-                .enable_elicitation()
-                .build(),
-            Implementation::new("cairn-mcp-gateway", env!("CARGO_PKG_VERSION")),
-        )
-    }
+/// What the gateway tells each upstream it is: a client that can answer roots, sampling and
+/// elicitation (it relays them to its own client, or answers as a client that lacks them).
+fn client_config() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::builder()
+            .enable_roots()
+            .enable_roots_list_changed()
+            .enable_sampling()
+            .enable_elicitation()
+            .build(),
+        Implementation::new("cairn-mcp-gateway", env!("CARGO_PKG_VERSION")),
+    )
 }
 
 /// The method of a request an upstream sends.

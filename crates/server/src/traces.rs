@@ -135,6 +135,14 @@ impl Traces {
         span.end();
     }
 
+    /// Makes this the process's tracer provider, for code that reaches tracing only through
+    /// the OpenTelemetry API (the MCP gateway).
+    pub fn install_global(&self) {
+        if let Some(provider) = &self.provider {
+            opentelemetry::global::set_tracer_provider(provider.clone());
+        }
+    }
+
     /// Exports what waits and stops the exporter (at the service's exit).
     pub fn shutdown(&self) {
         if let Some(provider) = &self.provider {

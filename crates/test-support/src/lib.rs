@@ -31,6 +31,8 @@ pub mod continuity_cases;
 pub mod decision_boundaries;
 #[cfg(feature = "runtime")]
 pub mod gates;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod shared;

@@ -432,3 +432,90 @@ fn through_cairn_serve_the_proxy_records_in_the_service_and_holds_no_key() {
     assert!(!agent.path().join(".cairn/keys").exists());
     assert!(crate::common::files_with_extension(agent.path(), "db").is_empty());
 }
+
+#[test]
+fn each_request_is_a_span_after_the_mcp_conventions_child_of_the_clients_trace() {
+    let Some(packages) = peers("each_request_is_a_span") else {
+        return;
+    };
+    let everything = packages.join("@modelcontextprotocol/server-everything/dist/index.js");
+    let project = init_project();
+    std::fs::write(
+        project.path().join(".cairn/policies/mcp.cedar"),
+        "@id(\"no-env\")\nforbid(principal, action, resource)\nwhen { context has mcp && context.mcp.tool == \"get-env\" };\n",
+    )
+    .unwrap();
+    let receiver = cairn_test_support::otlp::Receiver::start();
+    let mut proxy = command_in(project.path());
+    proxy
+        .args(["mcp", "proxy", "--otlp-traces", &receiver.url, "--server"])
+        .arg(format!("everything=node {} stdio", everything.display()));
+    let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let call = |id: u64, tool: &str, args: Value| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args, "_meta": {"traceparent": parent}}})
+    };
+    session_over_stdio(
+        proxy,
+        &[
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            call(
+                1,
+                "everything__echo",
+                serde_json::json!({"message": "CANARY-MCP-ARG"}),
+            ),
+            call(2, "everything__get-env", serde_json::json!({})),
+        ],
+    );
+    let spans = receiver.spans();
+    let named = |name: &str| {
+        spans
+            .iter()
+            .find(|span| span.name == name)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no span {name} in {:?}",
+                    spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+                )
+            })
+    };
+    use cairn_test_support::otlp::attribute;
+    let echo = named("tools/call everything__echo");
+    assert_eq!(
+        attribute(echo, "mcp.method.name").as_deref(),
+        Some("tools/call")
+    );
+    assert_eq!(attribute(echo, "jsonrpc.request.id").as_deref(), Some("1"));
+    assert_eq!(
+        attribute(echo, "mcp.protocol.version").as_deref(),
+        Some("2025-06-18")
+    );
+    assert_eq!(
+        attribute(echo, "gen_ai.tool.name").as_deref(),
+        Some("everything__echo")
+    );
+    assert_eq!(attribute(echo, "cairn.decision").as_deref(), Some("allow"));
+    assert!(attribute(echo, "cairn.record.digest").is_some_and(|d| d.starts_with("sha256:")));
+    assert!(attribute(echo, "mcp.session.id").is_some_and(|s| s.starts_with("mcp-")));
+    assert_eq!(attribute(echo, "error.type"), None);
+    // The client's trace is the parent.
+    assert_eq!(hex(&echo.trace_id), "0af7651916cd43dd8448eb211c80319c");
+    assert_eq!(hex(&echo.parent_span_id), "b7ad6b7169203331");
+    let refused = named("tools/call everything__get-env");
+    assert_eq!(
+        attribute(refused, "error.type").as_deref(),
+        Some("tool_error")
+    );
+    assert_eq!(
+        attribute(refused, "cairn.decision").as_deref(),
+        Some("deny")
+    );
+    // No argument is exported.
+    let exported = String::from_utf8_lossy(&receiver.bodies()).into_owned();
+    assert!(!exported.contains("CANARY-MCP-ARG"));
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

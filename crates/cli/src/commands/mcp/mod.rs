@@ -56,6 +56,8 @@ fn proxy(ctx: &Context, args: &McpProxyArgs) -> Result<Outcome, Failure> {
         .thread_name("cairn-mcp")
         .build()
         .map_err(|e| Failure::new(CliCode::INTERNAL, format!("cannot start the runtime: {e}")))?;
+    let traces = super::serve::traces(args.otlp_traces.as_deref())?;
+    traces.install_global();
     let open = sessions(ctx, args, &project, &config, runtime.handle())?;
     let admission = open(&session)?;
     let root = project.root().to_path_buf();
@@ -93,6 +95,7 @@ fn proxy(ctx: &Context, args: &McpProxyArgs) -> Result<Outcome, Failure> {
             .map(|_| ())
     };
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    traces.shutdown();
     served?;
     Ok(Outcome::already_written())
 }

@@ -156,7 +156,11 @@ impl Admission for ServiceAdmission {
             .and_then(Value::as_u64)
             .unwrap_or_default();
         if answer.get("decision").and_then(Value::as_str) == Some("allow") {
-            return Ok(Admit::Forward(Ticket::new(step, None)));
+            let digest = answer
+                .get("digest")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            return Ok(Admit::Forward(Ticket::new(step, digest.to_owned(), None)));
         }
         let rule_ids: Vec<String> = answer
             .get("rule_ids")
@@ -188,6 +192,10 @@ impl Admission for ServiceAdmission {
             message: format!("{told} (Cairn recorded this refusal as step {step} of run `{run}`.)"),
             rule_ids,
             step: Some(step),
+            digest: answer
+                .get("digest")
+                .and_then(Value::as_str)
+                .map(ToOwned::to_owned),
         }))
     }
 

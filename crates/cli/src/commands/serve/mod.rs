@@ -216,12 +216,7 @@ fn configure(
         }),
         policies: Some(Arc::new(sets.clone())),
         approvals: approval_settings(args)?,
-        traces: match &args.otlp_traces {
-            Some(url) => cairn_server::traces::Traces::otlp(url).map_err(|reason| {
-                Failure::new(CliCode::USAGE, format!("`--otlp-traces`: {reason}"))
-            })?,
-            None => cairn_server::traces::Traces::none(),
-        },
+        traces: traces(args.otlp_traces.as_deref())?,
     };
     Ok((config, sets))
 }
@@ -280,5 +275,14 @@ fn raise_descriptor_limit() {
         if setrlimit(Resource::Nofile, limit).is_ok() {
             tracing::debug!(?before, after = ?limit.maximum, "open-descriptor limit raised");
         }
+    }
+}
+
+/// The traces `--otlp-traces` asks for: exported to that OTLP/HTTP endpoint, or none.
+pub(crate) fn traces(url: Option<&str>) -> Result<cairn_server::traces::Traces, Failure> {
+    match url {
+        Some(url) => cairn_server::traces::Traces::otlp(url)
+            .map_err(|reason| Failure::new(CliCode::USAGE, format!("`--otlp-traces`: {reason}"))),
+        None => Ok(cairn_server::traces::Traces::none()),
     }
 }
