@@ -55,6 +55,8 @@ pub const RULE_POLICIES_UNLOADED: &str = "cairn.mcp.policies-unloaded";
 pub struct LocalSessions {
     project: Project,
     runs: Runs,
+    /// The store the runs are in (to find the abandoned ones).
+    store: Arc<dyn Store>,
     tenant: TenantId,
     principal: String,
     keys_dir: PathBuf,
@@ -109,6 +111,7 @@ impl LocalSessions {
         }
         extra.push(keys_dir.clone());
         Self {
+            store: Arc::clone(&store),
             runs: Runs::new(
                 store,
                 clock,
@@ -139,7 +142,80 @@ impl LocalSessions {
             gate: Arc::new(LearnedGate::default()),
             executor: Mutex::new(None),
             closed: Mutex::new(false),
+            lock: Mutex::new(None),
         })
+    }
+
+    /// Where the gateways of this project say which runs they write: a lock file per open
+    /// run, held by the process writing it.
+    fn locks(&self) -> PathBuf {
+        self.project.state().join("mcp")
+    }
+
+    /// Closes the runs of sessions whose gateway is gone — killed, or its machine restarted —
+    /// with a terminal record (`cancelled`, `mcp_session_abandoned`) and a signed checkpoint,
+    /// and returns them. A run whose gateway still runs (its lock is held) is left alone.
+    ///
+    /// # Errors
+    /// The key does not load; a run's own failure is logged and the run left for later.
+    pub fn sweep(&self) -> Result<Vec<RunId>, GatewayError> {
+        let Ok(entries) = std::fs::read_dir(self.locks()) else {
+            return Ok(Vec::new());
+        };
+        let mut closed = Vec::new();
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.extension().is_none_or(|ext| ext != "lock") {
+                continue;
+            }
+            let Ok(file) = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+            else {
+                continue;
+            };
+            if file.try_lock().is_err() {
+                continue; // its gateway still runs
+            }
+            let run = std::fs::read_to_string(&path).unwrap_or_default();
+            match self.close_abandoned(run.trim()) {
+                Ok(Some(run)) => closed.push(run),
+                Ok(None) => {}
+                Err(error) => {
+                    tracing::warn!(lock = %path.display(), %error, "an abandoned MCP session's run could not be closed");
+                    continue;
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+        }
+        Ok(closed)
+    }
+
+    /// Closes `run` when it is still open.
+    fn close_abandoned(&self, run: &str) -> Result<Option<RunId>, GatewayError> {
+        let Ok(run) = RunId::new(run) else {
+            return Ok(None);
+        };
+        let open = self
+            .store
+            .run(&self.tenant, &run)?
+            .is_some_and(|info| !info.terminated());
+        if !open {
+            return Ok(None);
+        }
+        let opened =
+            self.runs
+                .open_or_resume(&self.tenant, RunName::Exact(&run), &IfMissing::Refuse)?;
+        let key = Keyring::open(&self.keys_dir)
+            .active_signing_key()
+            .map_err(cairn_runtime::RuntimeError::from)?;
+        opened.recorder.terminate(
+            TerminationReason::Cancelled,
+            Some(Label::new("mcp_session_abandoned")?),
+            &key,
+        )?;
+        Ok(Some(run))
     }
 }
 
@@ -221,6 +297,9 @@ pub struct LocalAdmission {
     /// The run's executor, opened at the first call; `None` before it and after closing.
     executor: Mutex<Option<Executor>>,
     closed: Mutex<bool>,
+    /// The lock that says this process writes the run (see [`LocalSessions::sweep`]),
+    /// taken before the run is opened and let go once it is closed.
+    lock: Mutex<Option<(PathBuf, std::fs::File)>>,
 }
 
 impl std::fmt::Debug for LocalAdmission {
@@ -239,6 +318,48 @@ fn host_run_base(session: &str) -> Option<String> {
 }
 
 impl LocalAdmission {
+    /// Takes this process's lock for the session's run `name` (before it is opened).
+    fn take_lock(&self, name: &str) -> Result<(), GatewayError> {
+        let dir = self.sessions.locks();
+        let io = |e: std::io::Error| GatewayError::Upstream {
+            server: "gateway".to_owned(),
+            reason: format!("cannot take the session's lock in `{}`: {e}", dir.display()),
+        };
+        cairn_runtime::files::create_private_dir(&dir).map_err(io)?;
+        let path = dir.join(format!("{name}.lock"));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        file.try_lock().map_err(|_| GatewayError::Upstream {
+            server: "gateway".to_owned(),
+            reason: format!("another gateway writes the session's run `{name}` now"),
+        })?;
+        *self.lock.lock().unwrap_or_else(PoisonError::into_inner) = Some((path, file));
+        Ok(())
+    }
+
+    /// Writes the opened run's id into the lock, for a later sweep to find.
+    fn name_in_lock(&self, run: &RunId) -> Result<(), GatewayError> {
+        use std::io::{Seek as _, Write as _};
+        let mut lock = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((path, file)) = lock.as_mut() {
+            let written = file
+                .set_len(0)
+                .and_then(|()| file.rewind())
+                .and_then(|()| file.write_all(run.as_str().as_bytes()))
+                .and_then(|()| file.sync_data());
+            written.map_err(|e| GatewayError::Upstream {
+                server: "gateway".to_owned(),
+                reason: format!("cannot write the session's lock `{}`: {e}", path.display()),
+            })?;
+        }
+        Ok(())
+    }
+
     fn run_id(&self) -> RunId {
         self.run
             .lock()
@@ -263,6 +384,10 @@ impl LocalAdmission {
             }
             let root = sessions.project.root().to_path_buf();
             let lanes = cairn_runtime::config::load_lanes(&sessions.project.lanes(), &root)?;
+            let name = host_session
+                .clone()
+                .unwrap_or_else(|| self.run_id().to_string());
+            self.take_lock(&name)?;
             let opened = match host_session {
                 // A host that names its session (Claude Code's `claudecode/sessionId`): the
                 // run is that session's, beside the hooks' run of it, and a gateway restarted
@@ -286,6 +411,7 @@ impl LocalAdmission {
             };
             *self.run.lock().unwrap_or_else(PoisonError::into_inner) =
                 opened.recorder.run_id().clone();
+            self.name_in_lock(opened.recorder.run_id())?;
             let gate: Arc<dyn Gate> = Arc::clone(&self.gate) as Arc<dyn Gate>;
             let executor = sessions
                 .runs
@@ -484,6 +610,14 @@ impl Admission for LocalAdmission {
         };
         executor.terminate(reason, None, &key)?;
         drop(slot);
+        if let Some((path, _file)) = self
+            .lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            let _ = std::fs::remove_file(path);
+        }
         Ok(())
     }
 }

@@ -406,3 +406,45 @@ async fn an_upstream_over_streamable_http_is_gated_the_same() {
     session.end().await;
     assert_eq!(ledger(&project, &run).len(), 3);
 }
+
+#[test]
+fn a_run_whose_gateway_vanished_is_closed_by_the_next_and_a_live_one_is_left() {
+    use cairn_mcp::{Admission, Admit, CallRequest};
+    let project = TestProject::new(r#"@id("all") permit(principal, action, resource);"#);
+    let sessions = project.sessions(Duration::ZERO);
+    let call = |id: &str| CallRequest {
+        server: "x".to_owned(),
+        tool: "t".to_owned(),
+        exposed: "x__t".to_owned(),
+        version: "1".to_owned(),
+        args: b"{}".to_vec(),
+        call_id: id.to_owned(),
+        host_session: None,
+    };
+    let vanished = sessions.open("vanished").unwrap();
+    vanished.learn(&[]).unwrap();
+    assert!(matches!(
+        vanished.admit(&call("1")).unwrap(),
+        Admit::Forward(_)
+    ));
+    // The process dies: nothing closes the run, and its lock goes with it.
+    drop(vanished);
+    let live = sessions.open("live").unwrap();
+    live.learn(&[]).unwrap();
+    assert!(matches!(live.admit(&call("2")).unwrap(), Admit::Forward(_)));
+
+    let closed = sessions.sweep().unwrap();
+    assert_eq!(
+        closed.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["mcp-vanished"]
+    );
+    let records = project.records("mcp-vanished");
+    let last = records.last().unwrap();
+    assert_eq!(last["kind"], "terminal");
+    assert_eq!(last["termination"]["reason"], "cancelled", "{last:#}");
+    assert!(!project.closed("mcp-live"));
+    // Sweeping again finds nothing; the live session closes its own run.
+    assert!(sessions.sweep().unwrap().is_empty());
+    live.close(cairn_mcp::Ended::Closed).unwrap();
+    assert!(project.closed("mcp-live"));
+}

@@ -163,6 +163,18 @@ fn sessions(
         },
     };
     let sessions = LocalSessions::new(project.clone(), store, Arc::new(SystemClock), settings);
+    // The runs of sessions whose gateway was killed are closed now (a live one is left).
+    match sessions.sweep() {
+        Ok(closed) if !closed.is_empty() => {
+            let runs: Vec<String> = closed.iter().map(ToString::to_string).collect();
+            eprintln!(
+                "cairn mcp proxy: closed the runs of sessions whose gateway was gone: {}",
+                runs.join(", ")
+            );
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "the runs of vanished sessions were not closed"),
+    }
     Ok(Box::new(move |session: &str| {
         Ok(Arc::new(sessions.open(session)?) as Arc<dyn Admission>)
     }))
