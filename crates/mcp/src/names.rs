@@ -59,12 +59,6 @@ pub fn split(name: &str) -> Option<(&str, &str)> {
     (check_server_name(server).is_ok() && !tool.is_empty()).then_some((server, tool))
 }
 
-/// Prefixes a prompt's name as a tool's (prompts of several servers share one list).
-#[must_use]
-pub fn exposed_prompt(server: &str, prompt: &str) -> String {
-    exposed(server, prompt)
-}
-
 #[cfg(test)]
 mod tests {
     //! Server names that would make an exposed name ambiguous are refused.
