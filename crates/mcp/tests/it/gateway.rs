@@ -304,6 +304,18 @@ async fn prompts_and_resources_answer_as_the_server_does_directly() {
         serde_json::to_value(&direct_read).unwrap(),
         serde_json::to_value(&gateway_read).unwrap()
     );
+    // Completions of a prompt's argument.
+    let direct_completion = straight
+        .complete_prompt_simple("completable-prompt", "department", "E")
+        .await
+        .unwrap();
+    let gateway_completion = session
+        .client
+        .complete_prompt_simple("everything__completable-prompt", "department", "E")
+        .await
+        .unwrap();
+    assert_eq!(direct_completion, gateway_completion);
+    assert!(!direct_completion.is_empty());
     let run = session.run.clone();
     session.end().await;
     // Nothing but tool calls is recorded: no run was opened.
@@ -447,4 +459,51 @@ fn a_run_whose_gateway_vanished_is_closed_by_the_next_and_a_live_one_is_left() {
     assert!(sessions.sweep().unwrap().is_empty());
     live.close(cairn_mcp::Ended::Closed).unwrap();
     assert!(project.closed("mcp-live"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_client_cancels_is_cancelled_upstream_and_its_outcome_unknown() {
+    let Some(peers) = peers("a_call_the_client_cancels") else {
+        return;
+    };
+    let project = TestProject::new(POLICIES);
+    let session = Session::start(&project, config(vec![peers.everything("everything")])).await;
+    let slow = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(call(
+        "everything__trigger-long-running-operation",
+        json!({"duration": 5, "steps": 5}),
+    )));
+    let started = std::time::Instant::now();
+    let handle = session
+        .client
+        .peer()
+        .send_cancellable_request(slow, rmcp::service::PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    // Cancelled once the upstream has it (its first progress arrives after a second).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    handle
+        .cancel(Some("the user changed their mind".to_owned()))
+        .await
+        .unwrap();
+    // The session goes on at once: the gateway does not wait for the cancelled call.
+    let echo = session
+        .client
+        .call_tool(call("everything__echo", json!({"message": "next"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&echo), "Echo: next");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    let run = session.run.clone();
+    session.end().await;
+    let ledger = ledger(&project, &run);
+    assert_eq!(
+        ledger[0]["tool"],
+        "everything__trigger-long-running-operation"
+    );
+    assert_eq!(ledger[1]["event"], "side_effect_unknown", "{ledger:#?}");
+    assert_eq!(ledger[2]["tool"], "everything__echo");
 }
