@@ -92,7 +92,8 @@ pub enum Settled {
     /// The upstream answered with a result (a tool's own error, `isError: true`, included:
     /// the tool ran and said so).
     Answered(Value),
-    /// The call never reached the upstream (it could not be sent: the upstream is gone).
+    /// The call did not run: it could not be sent (the upstream is gone), or the upstream
+    /// asked for input first.
     NotSent(String),
     /// The outcome is unknown: the upstream answered with a protocol error, broke off, or
     /// did not answer in time. The call may have taken effect; its capability is refused

@@ -159,15 +159,28 @@ impl Gateway {
             )
             .await;
         let (settled, answer) = match forwarded {
-            Ok(result) => {
-                if let ServerResult::CreateTaskResult(created) = &result {
-                    self.route(created.task.task_id.clone(), server);
-                }
+            // A task the upstream runs on: the call's outcome comes later (`tasks/get`), so
+            // for now it is unknown — never done.
+            Ok(ServerResult::CreateTaskResult(created)) => {
+                let task = created.task.task_id.clone();
+                self.route(task.clone(), server);
                 (
-                    Settled::Answered(serde_json::to_value(&result).unwrap_or(Value::Null)),
-                    Ok(result),
+                    Settled::Unknown(format!(
+                        "the upstream runs the call as task `{task}`; its outcome comes with tasks/get"
+                    )),
+                    Ok(ServerResult::CreateTaskResult(created)),
                 )
             }
+            // The upstream asks the client for input before it runs the call (the client
+            // calls again with it, a call of its own).
+            Ok(ServerResult::InputRequiredResult(input)) => (
+                Settled::NotSent("the upstream asked for input before running it".to_owned()),
+                Ok(ServerResult::InputRequiredResult(input)),
+            ),
+            Ok(result) => (
+                Settled::Answered(serde_json::to_value(&result).unwrap_or(Value::Null)),
+                Ok(result),
+            ),
             Err(Forwarded::Error(error)) => (
                 Settled::Unknown(format!(
                     "the upstream answered with error {}: {}",
