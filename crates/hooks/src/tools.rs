@@ -24,7 +24,7 @@
 
 use std::sync::Arc;
 
-use cairn_runtime::approvals::{ApprovalId, ApprovalOptions, ApprovalState, Waited};
+use cairn_runtime::approvals::{ApprovalId, ApprovalOptions};
 use cairn_runtime::continuity::AuthorizationMode;
 use cairn_runtime::effects::{idempotency_key, unknown_event};
 use cairn_runtime::ledger::record::{Label, ToolRef};
@@ -198,35 +198,14 @@ impl crate::engine::Session<'_> {
             .runs()?
             .approvals()
             .wait(&tenant, &run_id, &approval, hold)?;
-        let name = &tool.name;
-        let secs = hold.as_secs();
-        match waited {
-            Waited::Decided(ApprovalState::Active) => {
+        match waited.told(&tool.name, id, hold, run) {
+            None => {
                 self.holding = true;
                 let answer = self.pre_tool_use(tool);
                 self.holding = false;
                 answer
             }
-            Waited::Decided(state @ (ApprovalState::Refused | ApprovalState::Revoked)) => {
-                Ok(Answer::deny(&format!(
-                    "Cairn held `{name}` for a person's approval (request {id}) and a person {} it. It did not run. Do not retry it: ask the user how to go on.",
-                    if state == ApprovalState::Refused {
-                        "refused"
-                    } else {
-                        "revoked"
-                    }
-                )))
-            }
-            Waited::Decided(state) => Ok(Answer::deny(&format!(
-                "Cairn held `{name}` for a person's approval (request {id}); the request is {} now. It did not run. Make the same call again to raise a new request.",
-                state.as_str()
-            ))),
-            Waited::TimedOut => Ok(Answer::deny(&format!(
-                "Cairn held `{name}` for {secs} s waiting for a person's approval (request {id}) and nobody decided yet (still pending). It did not run. The request stays open: once a person approves it (`cairn approvals approve {id}`), make exactly the same call again and it runs; a changed call needs its own approval."
-            ))),
-            Waited::RunClosed => Ok(Answer::deny(&format!(
-                "Cairn held `{name}` for a person's approval (request {id}), and the run `{run}` was closed meanwhile. It did not run."
-            ))),
+            Some(told) => Ok(Answer::deny(&told)),
         }
     }
 

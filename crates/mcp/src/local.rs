@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use cairn_core::{Clock, Digest, RunId, TenantId};
-use cairn_runtime::approvals::{ApprovalId, ApprovalOptions, ApprovalState, Waited};
+use cairn_runtime::approvals::{ApprovalId, ApprovalOptions};
 use cairn_runtime::config::{GateCache, LearnedTool};
 use cairn_runtime::keyring::Keyring;
 use cairn_runtime::layout::Project;
@@ -143,6 +143,7 @@ impl LocalSessions {
             executor: Mutex::new(None),
             closed: Mutex::new(false),
             lock: Mutex::new(None),
+            carried: Mutex::new(None),
         })
     }
 
@@ -300,6 +301,15 @@ pub struct LocalAdmission {
     /// The lock that says this process writes the run (see [`LocalSessions::sweep`]),
     /// taken before the run is opened and let go once it is closed.
     lock: Mutex<Option<(PathBuf, std::fs::File)>>,
+    /// The observation a reopened executor carries on (see [`LocalAdmission::reopen`]).
+    carried: Mutex<Option<Digest>>,
+}
+
+/// Whether `error` says another writer moved the run on — a person's approval or
+/// reconciliation, written from another process: the run is read again and the call decided
+/// afresh (nothing of the refused append was written).
+fn moved_on(error: &cairn_runtime::RuntimeError) -> bool {
+    cairn_core::ErrorCode::code(error) == "step_conflict"
 }
 
 impl std::fmt::Debug for LocalAdmission {
@@ -387,7 +397,14 @@ impl LocalAdmission {
             let name = host_session
                 .clone()
                 .unwrap_or_else(|| self.run_id().to_string());
-            self.take_lock(&name)?;
+            if self
+                .lock
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_none()
+            {
+                self.take_lock(&name)?;
+            }
             let opened = match host_session {
                 // A host that names its session (Claude Code's `claudecode/sessionId`): the
                 // run is that session's, beside the hooks' run of it, and a gateway restarted
@@ -412,11 +429,18 @@ impl LocalAdmission {
             *self.run.lock().unwrap_or_else(PoisonError::into_inner) =
                 opened.recorder.run_id().clone();
             self.name_in_lock(opened.recorder.run_id())?;
+            let mut recorder = opened.recorder;
+            recorder.carry_observation(
+                self.carried
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take(),
+            );
             let gate: Arc<dyn Gate> = Arc::clone(&self.gate) as Arc<dyn Gate>;
             let executor = sessions
                 .runs
                 .executor(
-                    opened.recorder,
+                    recorder,
                     gate,
                     sessions.principal.clone(),
                     Replay::Records { lanes },
@@ -437,7 +461,6 @@ impl LocalAdmission {
         self.gate.refresh(&self.sessions.project)?;
         let mut slot = self.executor.lock().unwrap_or_else(PoisonError::into_inner);
         let host_session = call.host_session.as_deref().and_then(host_run_base);
-        let executor = self.executor(&mut slot, host_session)?;
         let tool_call = ToolCall {
             tool: ToolRef {
                 name: Label::new(&call.exposed)?,
@@ -455,7 +478,24 @@ impl LocalAdmission {
                 tool: call.tool.clone(),
             }),
         };
-        Ok(executor.admit_with(&tool_call, &context)?)
+        let executor = self.executor(&mut slot, host_session.clone())?;
+        match executor.admit_with(&tool_call, &context) {
+            Err(error) if moved_on(&error) => {
+                self.reopen(&mut slot);
+                let executor = self.executor(&mut slot, host_session)?;
+                Ok(executor.admit_with(&tool_call, &context)?)
+            }
+            admitted => Ok(admitted?),
+        }
+    }
+
+    /// Lets the executor go, so that the next call reads the run again — what another writer
+    /// recorded in it included — carrying on the observation it held.
+    fn reopen(&self, slot: &mut Option<Executor>) {
+        if let Some(old) = slot.take() {
+            *self.carried.lock().unwrap_or_else(PoisonError::into_inner) =
+                old.recorder_ref().current_observation();
+        }
     }
 
     /// Waits up to the hold for a person to decide the request `id`; `Ok(None)` when it was
@@ -469,32 +509,7 @@ impl LocalAdmission {
             &approval,
             hold,
         )?;
-        let name = &call.exposed;
-        Ok(match waited {
-            Waited::Decided(ApprovalState::Active) => None,
-            Waited::Decided(state @ (ApprovalState::Refused | ApprovalState::Revoked)) => {
-                Some(format!(
-                    "Cairn held `{name}` for a person's approval (request {id}) and a person {} it. It did not run. Do not retry it: ask the user how to go on.",
-                    if state == ApprovalState::Refused {
-                        "refused"
-                    } else {
-                        "revoked"
-                    }
-                ))
-            }
-            Waited::Decided(state) => Some(format!(
-                "Cairn held `{name}` for a person's approval (request {id}); the request is {} now. It did not run. Make the same call again to raise a new request.",
-                state.as_str()
-            )),
-            Waited::TimedOut => Some(format!(
-                "Cairn held `{name}` for {} s waiting for a person's approval (request {id}) and nobody decided yet (still pending). It did not run. The request stays open: once a person approves it (`cairn approvals approve {id}`), make exactly the same call again and it runs; a changed call needs its own approval.",
-                hold.as_secs()
-            )),
-            Waited::RunClosed => Some(format!(
-                "Cairn held `{name}` for a person's approval (request {id}), and the run `{}` was closed meanwhile. It did not run.",
-                self.run_id()
-            )),
-        })
+        Ok(waited.told(&call.exposed, id, hold, self.run_id().as_str()))
     }
 }
 
@@ -608,7 +623,23 @@ impl Admission for LocalAdmission {
             Ended::Closed => TerminationReason::Completed,
             Ended::Cancelled => TerminationReason::Cancelled,
         };
-        executor.terminate(reason, None, &key)?;
+        let observation = executor.recorder_ref().current_observation();
+        match executor.terminate(reason, None, &key) {
+            Err(error) if moved_on(&error) => {
+                // Another writer moved the run on: close it from where it is now.
+                let opened = self.sessions.runs.open_or_resume(
+                    &self.sessions.tenant,
+                    RunName::Exact(&self.run_id()),
+                    &IfMissing::Refuse,
+                )?;
+                let mut recorder = opened.recorder;
+                recorder.carry_observation(observation);
+                recorder.terminate(reason, None, &key)?;
+            }
+            closed => {
+                closed?;
+            }
+        }
         drop(slot);
         if let Some((path, _file)) = self
             .lock

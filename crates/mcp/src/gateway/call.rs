@@ -97,6 +97,10 @@ impl Gateway {
                 .and_then(Value::as_str)
                 .map(ToOwned::to_owned),
         };
+        // A call of a tool whose earlier call the client cancelled waits until that call's
+        // unknown outcome is recorded: a retry never overtakes it (the client may send it the
+        // moment it cancels).
+        self.settle_cancelled(&exposed).await;
         let session = self.clone();
         let decided = tokio::task::spawn_blocking(move || {
             let admitted = session
@@ -149,6 +153,12 @@ impl Gateway {
             &[],
         );
         request.params.name = call.tool.clone().into();
+        let flight = self.inner.next_call.fetch_add(1, Ordering::Relaxed);
+        self.inner
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((exposed.clone(), context.ct.clone(), flight));
         let forwarded = self
             .forward(
                 upstream,
@@ -206,6 +216,12 @@ impl Gateway {
         };
         let admission = Arc::clone(&self.session.admission);
         let recorded = tokio::task::spawn_blocking(move || admission.settle(ticket, settled)).await;
+        self.inner
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(_, _, number)| *number != flight);
+        self.inner.settled.notify_waiters();
         match recorded {
             Ok(Ok(())) => {}
             Ok(Err(error)) => {
@@ -216,6 +232,27 @@ impl Gateway {
             }
         }
         answer
+    }
+}
+
+impl Gateway {
+    /// Waits (bounded by the call timeout) while a call of `exposed` the client cancelled is
+    /// in flight, not yet settled.
+    pub(super) async fn settle_cancelled(&self, exposed: &str) {
+        let deadline = tokio::time::Instant::now() + self.inner.config.call_timeout;
+        loop {
+            let settled = self.inner.settled.notified();
+            let waiting = self
+                .inner
+                .in_flight
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .iter()
+                .any(|(tool, cancelled, _)| tool == exposed && cancelled.is_cancelled());
+            if !waiting || tokio::time::timeout_at(deadline, settled).await.is_err() {
+                return;
+            }
+        }
     }
 }
 

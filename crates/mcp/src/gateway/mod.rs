@@ -74,6 +74,11 @@ struct Inner {
     learned: RwLock<(u64, Vec<LearnedTool>)>,
     /// Which upstream a resource URI or template, or a task, belongs to.
     routes: Mutex<HashMap<String, usize>>,
+    /// The tool calls forwarded and not yet settled: (exposed tool, the client's cancellation
+    /// of the call, a number of its own); `settled` wakes whoever waits for one.
+    in_flight: Mutex<Vec<(String, tokio_util::sync::CancellationToken, u64)>>,
+    settled: tokio::sync::Notify,
+    next_call: AtomicU64,
     /// Every session's run, to close those still open when the gateway stops.
     live: Mutex<Vec<std::sync::Weak<dyn Admission>>>,
 }
@@ -141,6 +146,9 @@ impl Gateway {
                 tools: RwLock::new(None),
                 learned: RwLock::new((0, Vec::new())),
                 routes: Mutex::new(HashMap::new()),
+                in_flight: Mutex::new(Vec::new()),
+                settled: tokio::sync::Notify::new(),
+                next_call: AtomicU64::new(0),
                 live: Mutex::new(vec![Arc::downgrade(&admission_of(&session))]),
             }),
             session,

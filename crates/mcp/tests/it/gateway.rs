@@ -485,7 +485,25 @@ async fn a_call_the_client_cancels_is_cancelled_upstream_and_its_outcome_unknown
         .cancel(Some("the user changed their mind".to_owned()))
         .await
         .unwrap();
-    // The session goes on at once: the gateway does not wait for the cancelled call.
+    // The retry the client sends the moment it cancels never overtakes the cancelled call's
+    // unknown outcome: it is refused until a person reconciles.
+    let retry = session
+        .client
+        .call_tool(call(
+            "everything__trigger-long-running-operation",
+            json!({"duration": 5, "steps": 5}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(retry.is_error, Some(true), "{}", text(&retry));
+    let meta = serde_json::to_value(&retry.meta).unwrap();
+    assert_eq!(
+        meta["cairn"]["code"],
+        "unresolved_side_effect",
+        "{}",
+        text(&retry)
+    );
+    // Other tools go on at once: the gateway does not wait for the cancelled call.
     let echo = session
         .client
         .call_tool(call("everything__echo", json!({"message": "next"})))
@@ -500,10 +518,99 @@ async fn a_call_the_client_cancels_is_cancelled_upstream_and_its_outcome_unknown
     let run = session.run.clone();
     session.end().await;
     let ledger = ledger(&project, &run);
+    let events: Vec<&Value> = ledger.iter().map(|r| &r["event"]).collect();
     assert_eq!(
         ledger[0]["tool"],
         "everything__trigger-long-running-operation"
     );
     assert_eq!(ledger[1]["event"], "side_effect_unknown", "{ledger:#?}");
-    assert_eq!(ledger[2]["tool"], "everything__echo");
+    assert_eq!(ledger[2]["decision"], "deny", "{ledger:#?}");
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| **e == "side_effect_unknown")
+            .count(),
+        1
+    );
+}
+
+/// A policy that asks a person before every echo of `server-everything`.
+const APPROVAL_POLICIES: &str = r#"
+@id("echo-needs-a-person")
+@approval("a person reads each echo first")
+permit(principal, action == Action::"everything__echo", resource);
+
+@id("the-rest") permit(principal, action, resource) unless { action == Action::"everything__echo" };
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_a_policy_holds_runs_once_a_person_approves_exactly_it() {
+    use cairn_runtime::approvals::{ApprovalId, Approvals, PersonDecision};
+    let Some(peers) = peers("a_call_a_policy_holds") else {
+        return;
+    };
+    let project = TestProject::new(APPROVAL_POLICIES);
+    let session = Session::start(&project, config(vec![peers.everything("everything")])).await;
+    let held = session
+        .client
+        .call_tool(call("everything__echo", json!({"message": "may I?"})))
+        .await
+        .unwrap();
+    assert_eq!(held.is_error, Some(true));
+    let told = text(&held);
+    assert!(told.contains("a person reads each echo first"), "{told}");
+    let id = told
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .find(|word| word.starts_with("apr-"))
+        .unwrap_or_else(|| panic!("no request id in {told}"))
+        .to_owned();
+
+    // A person approves exactly that call.
+    let store =
+        std::sync::Arc::clone(&project.store) as std::sync::Arc<dyn cairn_runtime::ledger::Store>;
+    let approvals = Approvals::new(store, std::sync::Arc::new(cairn_core::SystemClock));
+    approvals
+        .decide(
+            None,
+            &ApprovalId::parse(&id).unwrap(),
+            &PersonDecision::Approve {
+                expires_in: jiff::SignedDuration::from_mins(15),
+                uses: 1,
+            },
+            "ada",
+            None,
+        )
+        .unwrap();
+    // Another message is another action: held again.
+    let other = session
+        .client
+        .call_tool(call(
+            "everything__echo",
+            json!({"message": "something else"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(other.is_error, Some(true), "{}", text(&other));
+    // The identical call runs, once.
+    let ran = session
+        .client
+        .call_tool(call("everything__echo", json!({"message": "may I?"})))
+        .await
+        .unwrap();
+    assert_eq!(text(&ran), "Echo: may I?");
+    let again = session
+        .client
+        .call_tool(call("everything__echo", json!({"message": "may I?"})))
+        .await
+        .unwrap();
+    assert_eq!(again.is_error, Some(true));
+    let run = session.run.clone();
+    session.end().await;
+    let events: Vec<Value> = ledger(&project, &run)
+        .into_iter()
+        .map(|r| r["event"].clone())
+        .collect();
+    assert!(events.contains(&json!("approval_requested")), "{events:?}");
+    assert!(events.contains(&json!("approval_granted")), "{events:?}");
+    assert!(events.contains(&json!("approval_used")), "{events:?}");
 }

@@ -75,6 +75,39 @@ pub enum Waited {
     RunClosed,
 }
 
+impl Waited {
+    /// What the model is told when its call `name`, held for the request `id` of run `run`
+    /// for up to `hold`, ended this way — or `None` when a person approved it (the call is
+    /// admitted again, now by the approval). The same words through every edge.
+    #[must_use]
+    pub fn told(&self, name: &str, id: &str, hold: Duration, run: &str) -> Option<String> {
+        match self {
+            Self::Decided(ApprovalState::Active) => None,
+            Self::Decided(state @ (ApprovalState::Refused | ApprovalState::Revoked)) => {
+                Some(format!(
+                    "Cairn held `{name}` for a person's approval (request {id}) and a person {} it. It did not run. Do not retry it: ask the user how to go on.",
+                    if *state == ApprovalState::Refused {
+                        "refused"
+                    } else {
+                        "revoked"
+                    }
+                ))
+            }
+            Self::Decided(state) => Some(format!(
+                "Cairn held `{name}` for a person's approval (request {id}); the request is {} now. It did not run. Make the same call again to raise a new request.",
+                state.as_str()
+            )),
+            Self::TimedOut => Some(format!(
+                "Cairn held `{name}` for {} s waiting for a person's approval (request {id}) and nobody decided yet (still pending). It did not run. The request stays open: once a person approves it (`cairn approvals approve {id}`), make exactly the same call again and it runs; a changed call needs its own approval.",
+                hold.as_secs()
+            )),
+            Self::RunClosed => Some(format!(
+                "Cairn held `{name}` for a person's approval (request {id}), and the run `{run}` was closed meanwhile. It did not run."
+            )),
+        }
+    }
+}
+
 /// The approvals of one store, as people and waiting hooks reach them.
 #[derive(Clone)]
 pub struct Approvals {
