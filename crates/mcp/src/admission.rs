@@ -127,9 +127,10 @@ pub trait Admission: Send + Sync + 'static {
     /// The outcome could not be recorded.
     fn settle(&self, ticket: Ticket, outcome: Settled) -> Result<(), GatewayError>;
 
-    /// Whether some call of the exposed tool could be admitted now, whatever its arguments
-    /// (what `tools/list` shows when refused tools are hidden).
-    fn could_admit(&self, server: &str, tool: &str) -> bool;
+    /// For each `(server, tool)`, whether some call of it could be admitted now, whatever its
+    /// arguments (what `tools/list` shows when refused tools are hidden) — all judged against
+    /// one reading of the policies.
+    fn admissible(&self, tools: &[(String, String)]) -> Vec<bool>;
 
     /// Learns the upstreams' tools (exposed name and declared argument fields), so that the
     /// policies can name their arguments.

@@ -129,6 +129,7 @@ struct RawConfig {
     call_timeout_seconds: Option<u64>,
     approval_hold_seconds: Option<u64>,
     max_message_bytes: Option<usize>,
+    #[serde(default)]
     servers: BTreeMap<String, RawServer>,
 }
 
@@ -152,6 +153,19 @@ impl GatewayConfig {
     /// # Errors
     /// [`GatewayError::Config`] naming the field when it cannot be read or is invalid.
     pub fn load(path: &Path) -> Result<Self, GatewayError> {
+        Self::load_with(path, true)
+    }
+
+    /// Reads the settings at `path` whose servers are given another way (`--server`): the
+    /// file may name none, and its own are replaced.
+    ///
+    /// # Errors
+    /// As [`GatewayConfig::load`].
+    pub fn load_settings(path: &Path) -> Result<Self, GatewayError> {
+        Self::load_with(path, false)
+    }
+
+    fn load_with(path: &Path, servers: bool) -> Result<Self, GatewayError> {
         let fail = |reason: String| GatewayError::Config {
             path: path.to_path_buf(),
             reason,
@@ -165,7 +179,7 @@ impl GatewayConfig {
             )));
         }
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-        Self::from_json(&text).map_err(fail)
+        Self::parse(&text, servers).map_err(fail)
     }
 
     /// Reads the configuration from JSON `text`.
@@ -173,6 +187,11 @@ impl GatewayConfig {
     /// # Errors
     /// What is wrong, naming the field.
     pub fn from_json(text: &str) -> Result<Self, String> {
+        Self::parse(text, true)
+    }
+
+    /// Reads `text`, which must name at least one server when `servers`.
+    fn parse(text: &str, servers: bool) -> Result<Self, String> {
         let raw: RawConfig = serde_json::from_str(text).map_err(|e| e.to_string())?;
         if let Some(version) = &raw.schema_version
             && version != SCHEMA_VERSION
@@ -222,7 +241,7 @@ impl GatewayConfig {
             }
             config.max_message_bytes = bytes;
         }
-        if raw.servers.is_empty() {
+        if servers && raw.servers.is_empty() {
             return Err("`servers`: name at least one upstream server".to_owned());
         }
         for (name, server) in raw.servers {

@@ -57,6 +57,8 @@ pub struct LocalSessions {
     runs: Runs,
     /// The store the runs are in (to find the abandoned ones).
     store: Arc<dyn Store>,
+    /// The policy gate every session's is read through.
+    gates: Arc<GateCache>,
     tenant: TenantId,
     principal: String,
     keys_dir: PathBuf,
@@ -112,6 +114,7 @@ impl LocalSessions {
         extra.push(keys_dir.clone());
         Self {
             store: Arc::clone(&store),
+            gates: Arc::default(),
             runs: Runs::new(
                 store,
                 clock,
@@ -139,9 +142,13 @@ impl LocalSessions {
         Ok(LocalAdmission {
             sessions: self.clone(),
             run: Mutex::new(run),
-            gate: Arc::new(LearnedGate::default()),
+            gate: Arc::new(LearnedGate {
+                cache: Arc::clone(&self.gates),
+                learned: RwLock::default(),
+                current: RwLock::default(),
+            }),
             executor: Mutex::new(None),
-            closed: Mutex::new(false),
+            closed: std::sync::atomic::AtomicBool::new(false),
             lock: Mutex::new(None),
             carried: Mutex::new(None),
         })
@@ -223,9 +230,9 @@ impl LocalSessions {
 /// The project's policy gate with the upstreams' tools learned: read again before each call
 /// (an edited policy takes effect on the next call; an unchanged set is reused), and until it
 /// first loads every call is refused.
-#[derive(Default)]
 struct LearnedGate {
-    cache: GateCache,
+    /// The project's, shared by every session (they learn the same tools: one parse).
+    cache: Arc<GateCache>,
     learned: RwLock<Vec<LearnedTool>>,
     current: RwLock<Option<Arc<dyn Gate>>>,
 }
@@ -297,7 +304,7 @@ pub struct LocalAdmission {
     gate: Arc<LearnedGate>,
     /// The run's executor, opened at the first call; `None` before it and after closing.
     executor: Mutex<Option<Executor>>,
-    closed: Mutex<bool>,
+    closed: std::sync::atomic::AtomicBool,
     /// The lock that says this process writes the run (see [`LocalSessions::sweep`]),
     /// taken before the run is opened and let go once it is closed.
     lock: Mutex<Option<(PathBuf, std::fs::File)>>,
@@ -386,7 +393,7 @@ impl LocalAdmission {
     ) -> Result<&'a mut Executor, GatewayError> {
         if slot.is_none() {
             let sessions = &self.sessions;
-            if *self.closed.lock().unwrap_or_else(PoisonError::into_inner) {
+            if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
                 return Err(GatewayError::Upstream {
                     server: "gateway".to_owned(),
                     reason: format!("the session's run `{}` is closed", self.run_id()),
@@ -584,14 +591,18 @@ impl Admission for LocalAdmission {
         Ok(())
     }
 
-    fn could_admit(&self, server: &str, tool: &str) -> bool {
-        if self.gate.refresh(&self.sessions.project).is_err() {
-            return false;
-        }
-        self.gate.could_allow(
-            &crate::names::exposed(server, tool),
-            &self.sessions.principal,
-        )
+    fn admissible(&self, tools: &[(String, String)]) -> Vec<bool> {
+        let loaded = self.gate.refresh(&self.sessions.project).is_ok();
+        tools
+            .iter()
+            .map(|(server, tool)| {
+                loaded
+                    && self.gate.could_allow(
+                        &crate::names::exposed(server, tool),
+                        &self.sessions.principal,
+                    )
+            })
+            .collect()
     }
 
     fn learn(&self, tools: &[LearnedTool]) -> Result<(), GatewayError> {
@@ -604,7 +615,7 @@ impl Admission for LocalAdmission {
     }
 
     fn close(&self, ended: Ended) -> Result<(), GatewayError> {
-        *self.closed.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         // The slot stays locked until the run is closed: a second close (the session's end
         // and the process's, racing) waits for the first and then finds nothing to do.
         let mut slot = self.executor.lock().unwrap_or_else(PoisonError::into_inner);

@@ -290,17 +290,15 @@ fn client_config() -> ClientConfig {
     )
 }
 
-/// The method of a request an upstream sends.
-fn request_method(request: &ServerRequest) -> String {
-    serde_json::to_value(request)
-        .ok()
-        .and_then(|value| {
-            value
-                .get("method")
-                .and_then(serde_json::Value::as_str)
-                .map(ToOwned::to_owned)
-        })
-        .unwrap_or_default()
+/// The method of a request an upstream asks the client, for the error that says the client
+/// did not declare it.
+const fn request_method(request: &ServerRequest) -> &'static str {
+    match request {
+        ServerRequest::ListRootsRequest(_) => "roots/list",
+        ServerRequest::CreateMessageRequest(_) => "sampling/createMessage",
+        ServerRequest::ElicitRequest(_) => "elicitation/create",
+        _ => "the request",
+    }
 }
 
 /// A connected upstream server.

@@ -116,6 +116,24 @@ fn conformance(packages: &Path, url: &str, out: &Path) -> BTreeMap<String, (u32,
     summary
 }
 
+/// Starts `server` (it listens on `port`), runs the conformance suite against it, stops it.
+fn conformance_against(
+    packages: &Path,
+    mut server: Command,
+    port: u16,
+    out: &Path,
+) -> BTreeMap<String, (u32, u32)> {
+    let mut server = Killed(
+        server
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(port, &mut server.0);
+    conformance(packages, &format!("http://127.0.0.1:{port}/mcp"), out)
+}
+
 #[test]
 fn the_conformance_suite_passes_through_the_proxy_every_case_it_passes_directly() {
     let Some(packages) = peers("the_conformance_suite_passes_through_the_proxy") else {
@@ -126,47 +144,25 @@ fn the_conformance_suite_passes_through_the_proxy_every_case_it_passes_directly(
     let out = project.path().join("conformance");
 
     let port = free_port();
-    let mut direct = Killed(
-        Command::new("node")
-            .arg(&everything)
-            .arg("streamableHttp")
-            .env("PORT", port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for(port, &mut direct.0);
-    let straight = conformance(
-        &packages,
-        &format!("http://127.0.0.1:{port}/mcp"),
-        &out.join("direct"),
-    );
-    drop(direct);
+    let mut direct = Command::new("node");
+    direct
+        .arg(&everything)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string());
+    let straight = conformance_against(&packages, direct, port, &out.join("direct"));
 
     let port = free_port();
-    let mut proxy = Killed(
-        command_in(project.path())
-            .args([
-                "mcp",
-                "proxy",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--server",
-            ])
-            .arg(format!("everything=node {} stdio", everything.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for(port, &mut proxy.0);
-    let through = conformance(
-        &packages,
-        &format!("http://127.0.0.1:{port}/mcp"),
-        &out.join("proxy"),
-    );
-    drop(proxy);
+    let mut proxy = command_in(project.path());
+    proxy
+        .args([
+            "mcp",
+            "proxy",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--server",
+        ])
+        .arg(format!("everything=node {} stdio", everything.display()));
+    let through = conformance_against(&packages, proxy, port, &out.join("proxy"));
 
     let mut worse = Vec::new();
     for (scenario, (passed, failed)) in &straight {

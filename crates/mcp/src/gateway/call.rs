@@ -5,27 +5,33 @@ use super::*;
 
 impl Gateway {
     pub(super) async fn listed_tools(&self) -> Result<Vec<Tool>, ErrorData> {
-        let tools = self.tools().await?;
-        let mut listed = Vec::with_capacity(tools.len());
-        for (index, mut tool) in tools {
-            let Some(upstream) = self.inner.upstreams.get(index) else {
-                continue;
-            };
-            if self.inner.config.tools_list == ToolsList::Hide {
-                let admission = Arc::clone(&self.session.admission);
-                let (server, name) = (upstream.name.clone(), tool.name.to_string());
-                let shown =
-                    tokio::task::spawn_blocking(move || admission.could_admit(&server, &name))
-                        .await
-                        .unwrap_or(false);
-                if !shown {
-                    continue;
-                }
-            }
-            tool.name = names::exposed(&upstream.name, &tool.name).into();
-            listed.push(tool);
-        }
-        Ok(listed)
+        let tools: Vec<(&Upstream, Tool)> = self
+            .tools()
+            .await?
+            .into_iter()
+            .filter_map(|(index, tool)| Some((self.inner.upstreams.get(index)?, tool)))
+            .collect();
+        let shown = if self.inner.config.tools_list == ToolsList::Hide {
+            let admission = Arc::clone(&self.session.admission);
+            let asked: Vec<(String, String)> = tools
+                .iter()
+                .map(|(upstream, tool)| (upstream.name.clone(), tool.name.to_string()))
+                .collect();
+            tokio::task::spawn_blocking(move || admission.admissible(&asked))
+                .await
+                .unwrap_or_default()
+        } else {
+            vec![true; tools.len()]
+        };
+        Ok(tools
+            .into_iter()
+            .zip(shown)
+            .filter(|(_, shown)| *shown)
+            .map(|((upstream, mut tool), _)| {
+                tool.name = names::exposed(&upstream.name, &tool.name).into();
+                tool
+            })
+            .collect())
     }
 
     /// A `tools/call`, in its span.

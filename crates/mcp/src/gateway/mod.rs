@@ -83,10 +83,6 @@ struct Inner {
     live: Mutex<Vec<std::sync::Weak<dyn Admission>>>,
 }
 
-fn admission_of(session: &Session) -> Arc<dyn Admission> {
-    Arc::clone(&session.admission)
-}
-
 /// A session's own part: its id at the relay and its run.
 struct Session {
     id: u64,
@@ -149,7 +145,7 @@ impl Gateway {
                 in_flight: Mutex::new(Vec::new()),
                 settled: tokio::sync::Notify::new(),
                 next_call: AtomicU64::new(0),
-                live: Mutex::new(vec![Arc::downgrade(&admission_of(&session))]),
+                live: Mutex::new(vec![Arc::downgrade(&session.admission)]),
             }),
             session,
         }

@@ -336,6 +336,13 @@ impl Session {
         }
     }
 
+    /// Calls the tool `name` (as the gateway names it) with `arguments` (an object).
+    pub async fn call(&self, name: &str, arguments: Value) -> rmcp::model::CallToolResult {
+        let params = rmcp::model::CallToolRequestParams::new(name.to_owned())
+            .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+        self.client.call_tool(params).await.unwrap()
+    }
+
     /// Ends the session as a client does, and closes its run.
     pub async fn end(self) -> Ended {
         self.client.cancel().await.unwrap();

@@ -77,18 +77,14 @@ async fn a_call_is_recorded_then_forwarded_and_a_refused_one_never_reaches_the_s
     );
 
     let allowed = session
-        .client
-        .call_tool(call("everything__echo", json!({"message": "hello"})))
-        .await
-        .unwrap();
+        .call("everything__echo", json!({"message": "hello"}))
+        .await;
     assert_eq!(allowed.is_error, None);
     assert_eq!(text(&allowed), "Echo: hello");
 
     let refused = session
-        .client
-        .call_tool(call("everything__echo", json!({"message": "a secret"})))
-        .await
-        .unwrap();
+        .call("everything__echo", json!({"message": "a secret"}))
+        .await;
     assert_eq!(refused.is_error, Some(true));
     assert!(
         text(&refused).contains("mcp.echo-no-secrets"),
@@ -130,13 +126,8 @@ async fn a_forbidden_filesystem_write_does_not_happen() {
     let session = Session::start(&project, config(vec![peers.filesystem("fs", &files)])).await;
     let target = files.join("written.txt");
     let refused = session
-        .client
-        .call_tool(call(
-            "fs__write_file",
-            json!({"path": target, "content": "x"}),
-        ))
-        .await
-        .unwrap();
+        .call("fs__write_file", json!({"path": target, "content": "x"}))
+        .await;
     assert_eq!(refused.is_error, Some(true));
     assert!(
         text(&refused).contains("mcp.no-writes"),
@@ -145,13 +136,11 @@ async fn a_forbidden_filesystem_write_does_not_happen() {
     );
     assert!(!target.exists(), "the refused write reached the server");
     let read = session
-        .client
-        .call_tool(call(
+        .call(
             "fs__read_text_file",
             json!({"path": files.join("notes.txt")}),
-        ))
-        .await
-        .unwrap();
+        )
+        .await;
     assert_eq!(read.is_error, None, "{}", text(&read));
     assert!(text(&read).contains("kept"));
     let run = session.run.clone();
@@ -191,10 +180,8 @@ async fn a_call_that_outlives_its_timeout_is_unknown_and_its_retry_is_refused() 
     );
     // Other tools still run.
     let echo = session
-        .client
-        .call_tool(call("everything__echo", json!({"message": "still here"})))
-        .await
-        .unwrap();
+        .call("everything__echo", json!({"message": "still here"}))
+        .await;
     assert_eq!(text(&echo), "Echo: still here");
     let run = session.run.clone();
     session.end().await;
@@ -214,13 +201,11 @@ async fn progress_and_elicitation_reach_the_client_through_the_gateway() {
     let project = TestProject::new(POLICIES);
     let session = Session::start(&project, config(vec![peers.everything("everything")])).await;
     let done = session
-        .client
-        .call_tool(call(
+        .call(
             "everything__trigger-long-running-operation",
             json!({"duration": 1, "steps": 3}),
-        ))
-        .await
-        .unwrap();
+        )
+        .await;
     assert_eq!(done.is_error, None, "{}", text(&done));
     let progress: Vec<f64> = session
         .seen
@@ -233,10 +218,8 @@ async fn progress_and_elicitation_reach_the_client_through_the_gateway() {
     assert_eq!(progress, vec![1.0, 2.0, 3.0]);
 
     let elicited = session
-        .client
-        .call_tool(call("everything__trigger-elicitation-request", json!({})))
-        .await
-        .unwrap();
+        .call("everything__trigger-elicitation-request", json!({}))
+        .await;
     assert!(text(&elicited).contains("Ada"), "{}", text(&elicited));
     assert_eq!(*session.seen.elicitations.lock().unwrap(), 1);
     session.end().await;
@@ -364,11 +347,7 @@ async fn a_tool_no_call_of_which_can_be_admitted_is_not_listed_unless_asked() {
         names.contains(&"everything__get-env".to_owned()),
         "{names:?}"
     );
-    let refused = shown
-        .client
-        .call_tool(call("everything__get-env", json!({})))
-        .await
-        .unwrap();
+    let refused = shown.call("everything__get-env", json!({})).await;
     assert_eq!(refused.is_error, Some(true));
     shown.end().await;
 }
@@ -403,16 +382,12 @@ async fn an_upstream_over_streamable_http_is_gated_the_same() {
     };
     let session = Session::start(&project, config(vec![upstream])).await;
     let allowed = session
-        .client
-        .call_tool(call("everything__echo", json!({"message": "over http"})))
-        .await
-        .unwrap();
+        .call("everything__echo", json!({"message": "over http"}))
+        .await;
     assert_eq!(text(&allowed), "Echo: over http");
     let refused = session
-        .client
-        .call_tool(call("everything__echo", json!({"message": "secret"})))
-        .await
-        .unwrap();
+        .call("everything__echo", json!({"message": "secret"}))
+        .await;
     assert_eq!(refused.is_error, Some(true));
     let run = session.run.clone();
     session.end().await;
@@ -488,13 +463,11 @@ async fn a_call_the_client_cancels_is_cancelled_upstream_and_its_outcome_unknown
     // The retry the client sends the moment it cancels never overtakes the cancelled call's
     // unknown outcome: it is refused until a person reconciles.
     let retry = session
-        .client
-        .call_tool(call(
+        .call(
             "everything__trigger-long-running-operation",
             json!({"duration": 5, "steps": 5}),
-        ))
-        .await
-        .unwrap();
+        )
+        .await;
     assert_eq!(retry.is_error, Some(true), "{}", text(&retry));
     let meta = serde_json::to_value(&retry.meta).unwrap();
     assert_eq!(
@@ -505,10 +478,8 @@ async fn a_call_the_client_cancels_is_cancelled_upstream_and_its_outcome_unknown
     );
     // Other tools go on at once: the gateway does not wait for the cancelled call.
     let echo = session
-        .client
-        .call_tool(call("everything__echo", json!({"message": "next"})))
-        .await
-        .unwrap();
+        .call("everything__echo", json!({"message": "next"}))
+        .await;
     assert_eq!(text(&echo), "Echo: next");
     assert!(
         started.elapsed() < Duration::from_secs(4),
@@ -552,10 +523,8 @@ async fn a_call_a_policy_holds_runs_once_a_person_approves_exactly_it() {
     let project = TestProject::new(APPROVAL_POLICIES);
     let session = Session::start(&project, config(vec![peers.everything("everything")])).await;
     let held = session
-        .client
-        .call_tool(call("everything__echo", json!({"message": "may I?"})))
-        .await
-        .unwrap();
+        .call("everything__echo", json!({"message": "may I?"}))
+        .await;
     assert_eq!(held.is_error, Some(true));
     let told = text(&held);
     assert!(told.contains("a person reads each echo first"), "{told}");
@@ -583,26 +552,17 @@ async fn a_call_a_policy_holds_runs_once_a_person_approves_exactly_it() {
         .unwrap();
     // Another message is another action: held again.
     let other = session
-        .client
-        .call_tool(call(
-            "everything__echo",
-            json!({"message": "something else"}),
-        ))
-        .await
-        .unwrap();
+        .call("everything__echo", json!({"message": "something else"}))
+        .await;
     assert_eq!(other.is_error, Some(true), "{}", text(&other));
     // The identical call runs, once.
     let ran = session
-        .client
-        .call_tool(call("everything__echo", json!({"message": "may I?"})))
-        .await
-        .unwrap();
+        .call("everything__echo", json!({"message": "may I?"}))
+        .await;
     assert_eq!(text(&ran), "Echo: may I?");
     let again = session
-        .client
-        .call_tool(call("everything__echo", json!({"message": "may I?"})))
-        .await
-        .unwrap();
+        .call("everything__echo", json!({"message": "may I?"}))
+        .await;
     assert_eq!(again.is_error, Some(true));
     let run = session.run.clone();
     session.end().await;

@@ -210,42 +210,20 @@ fn load_config(project: &Project, args: &McpProxyArgs) -> Result<GatewayConfig, 
         .config
         .clone()
         .unwrap_or_else(|| project.dir().join(CONFIG_FILE));
-    let mut config = if args.config.is_some() || (path.exists() && args.servers.is_empty()) {
+    let mut config = if args.servers.is_empty() || args.config.is_some() {
+        if !path.exists() && args.config.is_none() {
+            return Err(Failure::new(
+                cairn_mcp::GatewayError::CONFIG_INVALID,
+                format!(
+                    "no upstream MCP server: write `{}` or name one with `--server NAME=COMMAND`",
+                    path.display()
+                ),
+            ));
+        }
         GatewayConfig::load(&path)?
     } else if path.exists() {
         // The file's settings, with the flags' servers.
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            Failure::new(
-                CliCode::IO,
-                format!("cannot read `{}`: {e}", path.display()),
-            )
-        })?;
-        let mut value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-            Failure::new(
-                cairn_mcp::GatewayError::CONFIG_INVALID,
-                format!("`{}`: {e}", path.display()),
-            )
-        })?;
-        if let Some(object) = value.as_object_mut() {
-            object.insert(
-                "servers".to_owned(),
-                serde_json::json!({"placeholder": {"command": "true"}}),
-            );
-        }
-        GatewayConfig::from_json(&value.to_string()).map_err(|reason| {
-            Failure::new(
-                cairn_mcp::GatewayError::CONFIG_INVALID,
-                format!("`{}`: {reason}", path.display()),
-            )
-        })?
-    } else if args.servers.is_empty() {
-        return Err(Failure::new(
-            cairn_mcp::GatewayError::CONFIG_INVALID,
-            format!(
-                "no upstream MCP server: write `{}` or name one with `--server NAME=COMMAND`",
-                path.display()
-            ),
-        ));
+        GatewayConfig::load_settings(&path)?
     } else {
         GatewayConfig::default()
     };

@@ -15,6 +15,17 @@ use serde_json::{Value, json};
 /// How long the service has to answer one request (a held call's hold comes on top).
 const DEADLINE: Duration = Duration::from_secs(30);
 
+/// Where a session's run at the service stands.
+#[derive(Debug)]
+enum RunState {
+    /// No call yet: not opened.
+    NotOpen,
+    /// Opened, with the id the service gave it.
+    Open(String),
+    /// Closed (or never opened before the session ended).
+    Closed,
+}
+
 /// One MCP session's run in `cairn serve`.
 #[derive(Debug)]
 pub struct ServiceAdmission {
@@ -22,8 +33,8 @@ pub struct ServiceAdmission {
     token: String,
     name: String,
     hold: Duration,
-    /// The run's id once the service opened it; `Some("")` after closing.
-    run: Mutex<Option<String>>,
+    /// The session's run at the service.
+    run: Mutex<RunState>,
     /// The runtime the requests are sent on (from whatever thread asks: the gateway's
     /// blocking pool, or a session's closing thread).
     runtime: tokio::runtime::Handle,
@@ -43,7 +54,7 @@ impl ServiceAdmission {
             token,
             name: format!("mcp-{session}"),
             hold,
-            run: Mutex::new(None),
+            run: Mutex::new(RunState::NotOpen),
             runtime,
         }
     }
@@ -90,13 +101,13 @@ impl ServiceAdmission {
     /// The run, opened at the service on first use.
     fn run_id(&self) -> Result<String, GatewayError> {
         let mut run = self.run.lock().unwrap_or_else(PoisonError::into_inner);
-        match run.as_deref() {
-            Some("") => Err(GatewayError::Upstream {
+        match &*run {
+            RunState::Closed => Err(GatewayError::Upstream {
                 server: "cairn serve".to_owned(),
                 reason: "the session's run is closed".to_owned(),
             }),
-            Some(id) => Ok(id.to_owned()),
-            None => {
+            RunState::Open(id) => Ok(id.clone()),
+            RunState::NotOpen => {
                 let opened = self.call(
                     "POST",
                     "/v1/runs",
@@ -114,7 +125,7 @@ impl ServiceAdmission {
                         reason: "the service opened a run without an id".to_owned(),
                     });
                 }
-                *run = Some(id.clone());
+                *run = RunState::Open(id.clone());
                 Ok(id)
             }
         }
@@ -123,12 +134,10 @@ impl ServiceAdmission {
 
 impl Admission for ServiceAdmission {
     fn run(&self) -> String {
-        self.run
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .filter(|id| !id.is_empty())
-            .unwrap_or_else(|| self.name.clone())
+        match &*self.run.lock().unwrap_or_else(PoisonError::into_inner) {
+            RunState::Open(id) => id.clone(),
+            RunState::NotOpen | RunState::Closed => self.name.clone(),
+        }
     }
 
     fn admit(&self, call: &CallRequest) -> Result<Admit, GatewayError> {
@@ -215,8 +224,8 @@ impl Admission for ServiceAdmission {
         Ok(())
     }
 
-    fn could_admit(&self, _server: &str, _tool: &str) -> bool {
-        true
+    fn admissible(&self, tools: &[(String, String)]) -> Vec<bool> {
+        vec![true; tools.len()]
     }
 
     fn learn(&self, _tools: &[cairn_runtime::config::LearnedTool]) -> Result<(), GatewayError> {
@@ -224,23 +233,22 @@ impl Admission for ServiceAdmission {
     }
 
     fn close(&self, ended: Ended) -> Result<(), GatewayError> {
+        // The state stays locked until the service answers: a second close waits, then finds
+        // the run closed.
         let mut run = self.run.lock().unwrap_or_else(PoisonError::into_inner);
-        let Some(id) = run.clone().filter(|id| !id.is_empty()) else {
-            *run = Some(String::new());
-            return Ok(());
-        };
-        let reason = match ended {
-            Ended::Closed => "completed",
-            Ended::Cancelled => "cancelled",
-        };
-        drop(run);
-        self.call(
-            "POST",
-            &format!("/v1/runs/{id}/terminate"),
-            &json!({"reason": reason}),
-            Duration::ZERO,
-        )?;
-        *self.run.lock().unwrap_or_else(PoisonError::into_inner) = Some(String::new());
+        if let RunState::Open(id) = &*run {
+            let reason = match ended {
+                Ended::Closed => "completed",
+                Ended::Cancelled => "cancelled",
+            };
+            self.call(
+                "POST",
+                &format!("/v1/runs/{id}/terminate"),
+                &json!({"reason": reason}),
+                Duration::ZERO,
+            )?;
+        }
+        *run = RunState::Closed;
         Ok(())
     }
 }
