@@ -47,7 +47,7 @@ use cairn_runtime::Executor;
 use cairn_runtime::boundary::SessionFacts;
 use cairn_runtime::continuity::ContinuityStatus;
 use cairn_runtime::decision_files::DecisionFiles;
-use cairn_runtime::decisions::{Comparison, ContinuityHealth, DecisionState};
+use cairn_runtime::decisions::{Comparison, DecisionState};
 use cairn_runtime::envelopes::load_bound_envelope;
 use cairn_runtime::keyring::Keyring;
 use cairn_runtime::ledger::record::{BoundaryEvent, Label, TerminationReason};
@@ -56,9 +56,9 @@ use crate::answer::Answer;
 use crate::context::{ContextFacts, DecisionLine, LaneLine, SummaryNote, render};
 use crate::engine::Session;
 use crate::error::HookError;
-use crate::gate::{RULE_CONFLICTING, RULE_DROPPED, RULE_EVIDENCE_MISSING, Restriction};
 use crate::session::{Boundary, ContinuityNote, DecisionNote, Phase, SnapshotNote};
 use crate::tools::Settle;
+use cairn_runtime::restrictions::Restriction;
 
 /// What became of the decision snapshot before a boundary.
 enum Snap {
@@ -462,14 +462,8 @@ impl Session<'_> {
         let name = self.base.clone();
         Ok(match self.compare_decisions(now) {
             None => None,
-            Some(Ok(comparison)) => restriction_for(&comparison, &name),
-            Some(Err(message)) => Some(Restriction {
-                rule: RULE_EVIDENCE_MISSING,
-                reason: "decision_files_unreadable",
-                message: format!(
-                    "Cairn cannot read the project's decision files ({message}), so it cannot tell whether the task's decisions survived the compaction; consequential calls wait until they are repaired (`cairn decisions list`)."
-                ),
-            }),
+            Some(Ok(comparison)) => cairn_runtime::restrictions::decisions(&comparison, &name),
+            Some(Err(message)) => Some(cairn_runtime::restrictions::decisions_unreadable(&message)),
         })
     }
 
@@ -559,7 +553,9 @@ impl Session<'_> {
                 (Some(("unreadable".to_owned(), message.clone())), Vec::new())
             }
             Some(Ok(comparison)) => {
-                if let Some(restriction) = restriction_for(comparison, &self.base) {
+                if let Some(restriction) =
+                    cairn_runtime::restrictions::decisions(comparison, &self.base)
+                {
                     blocks.push(restriction.message);
                 }
                 let lines: Vec<DecisionLine> = comparison
@@ -716,48 +712,4 @@ fn approval_advice(executor: &Executor, continuity: Option<&(String, String)>) -
         advice.push("An approval exists only as Cairn records it: the summary saying that a person approved something grants nothing.".to_owned());
     }
     advice
-}
-
-/// The restriction a comparison imposes, with the command that resolves it (`name`: the
-/// session's snapshot name).
-fn restriction_for(comparison: &Comparison, name: &str) -> Option<Restriction> {
-    if !comparison.state().restricts_consequential() {
-        return None;
-    }
-    let key = comparison
-        .determining_key()
-        .map_or("?", |k| k.as_str())
-        .to_owned();
-    let result = comparison
-        .determining_key()
-        .and_then(|k| comparison.decision(k));
-    let from = result.map_or(0, |r| r.before().revision);
-    let to = result
-        .and_then(|r| r.after())
-        .and_then(|o| o.revision_ref())
-        .map_or(0, |r| r.revision);
-    let reason = comparison.reason().code();
-    Some(match comparison.state() {
-        ContinuityHealth::Conflicting => Restriction {
-            rule: RULE_CONFLICTING,
-            reason: "decision_conflicting",
-            message: format!(
-                "Cairn stopped consequential work: decision `{key}` changed since the compaction without an approval linking revision {from} to revision {to} (conflicting, {reason}). Ask the user. A person resolves it by approving the change — cairn decisions approve-change {key} --from {from} --to {to} --approval REF — or by restoring the decision's value with `cairn decisions set {key} VALUE`."
-            ),
-        },
-        ContinuityHealth::Dropped => Restriction {
-            rule: RULE_DROPPED,
-            reason: "decision_dropped",
-            message: format!(
-                "Cairn paused consequential work: decision `{key}` is missing since the compaction (dropped, {reason}). Ask the user. A person restores it with `cairn decisions set {key} VALUE`."
-            ),
-        },
-        _ => Restriction {
-            rule: RULE_EVIDENCE_MISSING,
-            reason: "continuity_evidence_missing",
-            message: format!(
-                "Cairn paused consequential work: no decision snapshot was written before the compaction (continuity_evidence_missing), so nobody can tell whether the task's decisions survived it. A person checks them (`cairn decisions list`) and re-establishes the baseline with `cairn decisions snapshot --name {name}`."
-            ),
-        },
-    })
 }

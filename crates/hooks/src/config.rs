@@ -205,35 +205,17 @@ fn approvals_of(raw: RawApprovals, problems: &mut Vec<String>) -> ApprovalConfig
     config
 }
 
-/// Tool name patterns: exact, or a prefix ending in `*`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolClasses {
-    read_only: Vec<String>,
-    consequential: Vec<String>,
-}
+pub use cairn_runtime::restrictions::ToolClasses;
 
-fn matches(pattern: &str, tool: &str) -> bool {
-    pattern
-        .strip_suffix('*')
-        .map_or(pattern == tool, |prefix| tool.starts_with(prefix))
-}
-
-impl Default for ToolClasses {
-    fn default() -> Self {
-        Self {
-            read_only: DEFAULT_READ_ONLY.iter().map(|s| (*s).to_owned()).collect(),
-            consequential: vec!["mcp__*".to_owned()],
-        }
-    }
-}
-
-impl ToolClasses {
-    /// Whether `tool` may change something outside the model.
-    #[must_use]
-    pub fn is_consequential(&self, tool: &str) -> bool {
-        self.consequential.iter().any(|p| matches(p, tool))
-            || !self.read_only.iter().any(|p| matches(p, tool))
-    }
+/// The hooks' tool classes before `.cairn/hooks.json` says otherwise: Claude Code's and
+/// Codex's reading tools are read-only, every MCP tool (`mcp__*`) and every other tool is
+/// consequential.
+#[must_use]
+pub fn default_tool_classes() -> ToolClasses {
+    ToolClasses::new(
+        DEFAULT_READ_ONLY.iter().map(|s| (*s).to_owned()).collect(),
+        vec!["mcp__*".to_owned()],
+    )
 }
 
 /// The hooks' configuration with every default applied.
@@ -280,10 +262,10 @@ impl Default for HookConfig {
             delegated_principal_id: None,
             delegated_scope: None,
             objective: None,
-            tools: ToolClasses::default(),
+            tools: default_tool_classes(),
             explicit_allow: false,
             content_retention: Some(SignedDuration::from_hours(24 * 7)),
-            decision_window: SignedDuration::from_mins(10),
+            decision_window: cairn_runtime::restrictions::DECISION_WINDOW,
             resident_server: true,
             approvals: ApprovalConfig::default(),
         }
@@ -385,7 +367,7 @@ impl HookConfig {
             .flatten()
             .chain(&raw.consequential_tools)
         {
-            if pattern.is_empty() || pattern.trim_end_matches('*').contains('*') {
+            if !ToolClasses::pattern_is_valid(pattern) {
                 problems.push(format!(
                     "tool pattern `{pattern}` must be a name or a prefix ending in `*`"
                 ));
@@ -401,9 +383,9 @@ impl HookConfig {
         config.delegated_scope = raw.delegated_scope;
         config.objective = raw.objective;
         if let Some(read_only) = raw.read_only_tools {
-            config.tools.read_only = read_only;
+            config.tools.set_read_only(read_only);
         }
-        config.tools.consequential.extend(raw.consequential_tools);
+        config.tools.add_consequential(raw.consequential_tools);
         config.explicit_allow = raw.explicit_allow;
         config.resident_server = raw.resident_server.unwrap_or(config.resident_server);
         if let Some(hours) = raw.content_retention_hours {
@@ -425,7 +407,7 @@ mod tests {
 
     #[test]
     fn unknown_tools_are_consequential_and_read_only_tools_are_not() {
-        let tools = ToolClasses::default();
+        let tools = default_tool_classes();
         assert!(tools.is_consequential("Bash"));
         assert!(tools.is_consequential("Write"));
         assert!(tools.is_consequential("mcp__github__create_issue"));

@@ -1,12 +1,8 @@
-//! The gate a hook puts on the executor's path: the project's Cedar policy gate, preceded by
-//! the session's continuity restrictions.
-//!
-//! While the session is blocked on reconciliation (a side effect of unknown outcome) or its
-//! decision invariants are `conflicting`, `dropped` or missing their snapshot, every
-//! *consequential* call is denied with a `cairn.hooks.*` rule, whatever the policy says;
-//! read-only calls still go to the policy. The executor then adds its own checks (the blocked
-//! capability itself, the lane), so every refusal is one recorded intent record naming the
-//! rule that refused it.
+//! The gate a hook puts on the executor's path: the project's Cedar policy gate, with the
+//! session's authorization mode and the test-only faults. (The session's continuity
+//! restrictions — a side effect awaiting reconciliation, decisions conflicting or dropped
+//! after a compaction — are the executor's: [`cairn_runtime::restrictions`], set by
+//! `pre_tool_use` before each call.)
 //!
 //! In a session whose authorization mode is `human_approved`, every consequential call the
 //! policies permit needs a person's approval as well (`cairn.human-approved`): the executor
@@ -21,12 +17,12 @@
 //! process itself) — to prove that each answers a deny (exit 2) within the deadline. A fault
 //! can only ever make a call fail closed: it never allows anything.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use cairn_core::Digest;
-use cairn_runtime::{DenyCause, Gate, GateRequest, GateVerdict};
+use cairn_runtime::{Gate, GateRequest, GateVerdict};
 
-use crate::config::ToolClasses;
+use cairn_runtime::restrictions::ToolClasses;
 
 /// Faults a test can inject into a hook process.
 #[derive(Debug, Clone, Copy)]
@@ -83,33 +79,10 @@ fn overflow(depth: u64) -> u64 {
     overflow(depth + 1).wrapping_add(frame.iter().sum::<u64>())
 }
 
-/// Why consequential calls are refused for now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Restriction {
-    /// The rule recorded with each refusal.
-    pub rule: &'static str,
-    /// The stable reason code.
-    pub reason: &'static str,
-    /// What the model and the user are told, with the command that resolves it.
-    pub message: String,
-}
-
-/// The rule while a side effect of unknown outcome awaits reconciliation.
-pub const RULE_RECONCILIATION: &str = "cairn.hooks.reconciliation-pending";
-/// The rule while a decision is `conflicting`.
-pub const RULE_CONFLICTING: &str = "cairn.hooks.decision-conflicting";
-/// The rule while a decision is `dropped`.
-pub const RULE_DROPPED: &str = "cairn.hooks.decision-dropped";
-/// The rule while the pre-boundary decision snapshot is missing.
-pub const RULE_EVIDENCE_MISSING: &str = "cairn.hooks.continuity-evidence-missing";
-/// The rule when the restrictions were never evaluated (a bug: fail closed).
-const RULE_UNEVALUATED: &str = "cairn.hooks.restrictions-unevaluated";
-
-/// The project's policy gate behind the session's restrictions.
+/// The project's policy gate, as a hook session decides with it.
 pub struct HookGate {
     inner: Arc<dyn Gate>,
     tools: ToolClasses,
-    restriction: OnceLock<Option<Restriction>>,
     fault: Option<Fault>,
     /// The session's authorization mode is `human_approved`: every consequential call the
     /// policies permit needs a person's approval too.
@@ -119,20 +92,18 @@ pub struct HookGate {
 impl std::fmt::Debug for HookGate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HookGate")
-            .field("restriction", &self.restriction)
             .field("fault", &self.fault)
             .finish_non_exhaustive()
     }
 }
 
 impl HookGate {
-    /// Wraps `inner`. Until [`HookGate::restrict`] is called, every call is denied.
+    /// Wraps `inner`.
     #[must_use]
     pub fn new(inner: Arc<dyn Gate>, tools: ToolClasses, fault: Option<Fault>) -> Self {
         Self {
             inner,
             tools,
-            restriction: OnceLock::new(),
             fault,
             human_approved: false,
         }
@@ -146,19 +117,10 @@ impl HookGate {
         self
     }
 
-    /// Sets the session's restriction (once; later calls are ignored).
-    pub fn restrict(&self, restriction: Option<Restriction>) {
-        let _ = self.restriction.set(restriction);
-    }
-
     /// Whether `tool` is consequential.
     #[must_use]
     pub fn is_consequential(&self, tool: &str) -> bool {
         self.tools.is_consequential(tool)
-    }
-
-    fn deny(&self, rule: &str, cause: DenyCause) -> GateVerdict {
-        GateVerdict::built_in_deny(self, rule, cause)
     }
 }
 
@@ -167,24 +129,10 @@ impl Gate for HookGate {
         if let Some(fault) = self.fault {
             fault.strike();
         }
-        match self.restriction.get() {
-            None => self.deny(
-                RULE_UNEVALUATED,
-                DenyCause::Fault {
-                    reason: "restrictions_unevaluated",
-                },
-            ),
-            Some(Some(restriction)) if self.tools.is_consequential(request.tool) => self.deny(
-                restriction.rule,
-                DenyCause::Restricted {
-                    reason: restriction.reason,
-                    message: restriction.message.clone(),
-                },
-            ),
-            Some(_) if self.human_approved && self.tools.is_consequential(request.tool) => {
-                cairn_runtime::approvals::with_a_person(self.inner.decide(request))
-            }
-            Some(_) => self.inner.decide(request),
+        if self.human_approved && self.tools.is_consequential(request.tool) {
+            cairn_runtime::approvals::with_a_person(self.inner.decide(request))
+        } else {
+            self.inner.decide(request)
         }
     }
 

@@ -36,10 +36,11 @@ use serde_json::{Value, json};
 
 use crate::answer::Answer;
 use crate::error::HookError;
-use crate::gate::{HookGate, Restriction};
+use crate::gate::HookGate;
 use crate::input::{ToolOutcome, ToolUse};
 use crate::outcome::OutcomeClass;
 use crate::session::{BackgroundCall, PendingStep};
+use cairn_runtime::restrictions::Restriction;
 
 /// The version recorded for host tools (the hosts do not version them).
 const TOOL_VERSION: &str = "unversioned";
@@ -125,7 +126,7 @@ impl crate::engine::Session<'_> {
         } else {
             None
         };
-        gate.restrict(restriction);
+        executor.restrict(restriction, &self.config.tools);
         let call = ToolCall {
             tool: ToolRef {
                 name: Label::new(&tool.name)?,
@@ -243,13 +244,9 @@ impl crate::engine::Session<'_> {
         run: &str,
     ) -> Result<Option<Restriction>, HookError> {
         if let Some((key, tool)) = executor.unresolved().iter().next() {
-            return Ok(Some(Restriction {
-                rule: crate::gate::RULE_RECONCILIATION,
-                reason: "blocked_on_reconciliation",
-                message: format!(
-                    "Cairn is blocked on reconciliation: a `{tool}` call's side effect has an unknown outcome (idempotency key `{key}`), so no consequential call may run and nothing may be retried blindly. A person must look the effect up and record what happened: cairn reconcile --run {run} --key {key} --outcome applied|not_executed --evidence REF"
-                ),
-            }));
+            return Ok(Some(cairn_runtime::restrictions::reconciliation(
+                run, key, tool,
+            )));
         }
         self.decision_restriction()
     }

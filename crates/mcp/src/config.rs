@@ -9,6 +9,7 @@
 //!   "call_timeout_seconds": 120,
 //!   "approval_hold_seconds": 0,
 //!   "max_message_bytes": 16777216,
+//!   "read_only_tools": ["fs__read_*", "fs__list_directory"],
 //!   "servers": {
 //!     "fs":  { "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."],
 //!              "env": { "LOG": "1" }, "cwd": "." },
@@ -101,6 +102,10 @@ pub struct GatewayConfig {
     pub approval_hold: Duration,
     /// The largest message a client may send, in bytes.
     pub max_message_bytes: usize,
+    /// Exposed tool names (or prefixes ending in `*`) that only read: every other tool is
+    /// consequential, so it is refused while a continuity restriction holds (an unknown
+    /// outcome awaiting reconciliation, a decision conflicting or dropped).
+    pub read_only_tools: Vec<String>,
     /// The upstream servers, in name order.
     pub upstreams: Vec<Upstream>,
 }
@@ -114,6 +119,7 @@ impl Default for GatewayConfig {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             approval_hold: Duration::ZERO,
             max_message_bytes: crate::framing::MAX_MESSAGE_BYTES,
+            read_only_tools: Vec::new(),
             upstreams: Vec::new(),
         }
     }
@@ -129,6 +135,8 @@ struct RawConfig {
     call_timeout_seconds: Option<u64>,
     approval_hold_seconds: Option<u64>,
     max_message_bytes: Option<usize>,
+    #[serde(default)]
+    read_only_tools: Vec<String>,
     #[serde(default)]
     servers: BTreeMap<String, RawServer>,
 }
@@ -241,6 +249,14 @@ impl GatewayConfig {
             }
             config.max_message_bytes = bytes;
         }
+        for (i, pattern) in raw.read_only_tools.iter().enumerate() {
+            if !cairn_runtime::restrictions::ToolClasses::pattern_is_valid(pattern) {
+                return Err(format!(
+                    "`read_only_tools[{i}]`: `{pattern}` is not a tool name or a prefix ending in `*`"
+                ));
+            }
+        }
+        config.read_only_tools = raw.read_only_tools;
         if servers && raw.servers.is_empty() {
             return Err("`servers`: name at least one upstream server".to_owned());
         }

@@ -104,7 +104,7 @@ where
         }
     }
     for upstream in gateway.upstreams() {
-        upstream.service.cancellation_token().cancel();
+        upstream.stop();
     }
     if ended == Ended::Closed {
         // What the protocol wrote last reaches the client (bounded: a client that stopped

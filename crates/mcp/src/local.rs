@@ -10,11 +10,13 @@ use std::time::Duration;
 use cairn_core::{Clock, Digest, RunId, TenantId};
 use cairn_runtime::approvals::{ApprovalId, ApprovalOptions};
 use cairn_runtime::config::{GateCache, LearnedTool};
+use cairn_runtime::decision_files::DecisionFiles;
 use cairn_runtime::keyring::Keyring;
 use cairn_runtime::layout::Project;
 use cairn_runtime::ledger::Store;
 use cairn_runtime::ledger::record::{Label, TerminationReason, ToolRef};
 use cairn_runtime::protect::{ProjectGuard, Protected};
+use cairn_runtime::restrictions::{self, ToolClasses};
 use cairn_runtime::{
     Admitted, ApprovalDenial, CallContext, CallError, DenyCause, Durability, Executor, Gate,
     GateRequest, GateVerdict, IfMissing, RecorderOptions, Replay, RunName, Runs, ToolCall,
@@ -65,6 +67,8 @@ pub struct LocalSessions {
     hold: Duration,
     /// Folders of the store and keys when they live outside the project (protected too).
     extra_protected: Vec<PathBuf>,
+    /// Which tools only read (a continuity restriction refuses the others).
+    tools: ToolClasses,
 }
 
 impl std::fmt::Debug for LocalSessions {
@@ -92,6 +96,9 @@ pub struct LocalSettings {
     /// Files and folders outside the project to protect as well (a store or key folder
     /// given explicitly).
     pub extra_protected: Vec<PathBuf>,
+    /// Exposed tool names (or prefixes ending in `*`) that only read; every other tool is
+    /// consequential.
+    pub read_only_tools: Vec<String>,
 }
 
 impl LocalSessions {
@@ -129,6 +136,7 @@ impl LocalSessions {
             keys_dir,
             hold: settings.hold,
             extra_protected: extra,
+            tools: ToolClasses::new(settings.read_only_tools, Vec::new()),
         }
     }
 
@@ -486,14 +494,32 @@ impl LocalAdmission {
             }),
         };
         let executor = self.executor(&mut slot, host_session.clone())?;
+        self.restrict(executor, host_session.as_deref());
         match executor.admit_with(&tool_call, &context) {
             Err(error) if moved_on(&error) => {
                 self.reopen(&mut slot);
-                let executor = self.executor(&mut slot, host_session)?;
+                let executor = self.executor(&mut slot, host_session.clone())?;
+                self.restrict(executor, host_session.as_deref());
                 Ok(executor.admit_with(&tool_call, &context)?)
             }
             admitted => Ok(admitted?),
         }
+    }
+
+    /// Sets what refuses the session's consequential calls now, as the hooks do: a side
+    /// effect awaiting reconciliation first, then the project's decisions — compared with the
+    /// snapshot of the host session the calls belong to (`host_run`: `mcp-cc-<id>`, whose
+    /// hooks' snapshot is `cc-<id>`), or with the latest snapshot.
+    fn restrict(&self, executor: &mut Executor, host_run: Option<&str>) {
+        let restriction = restrictions::now(
+            executor,
+            Some((
+                DecisionFiles::open(self.sessions.project.state(), &self.sessions.keys_dir),
+                restrictions::DECISION_WINDOW,
+            )),
+            host_run.and_then(|run| run.strip_prefix("mcp-")),
+        );
+        executor.restrict(restriction, &self.sessions.tools);
     }
 
     /// Lets the executor go, so that the next call reads the run again — what another writer

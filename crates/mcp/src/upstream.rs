@@ -12,9 +12,10 @@
 )]
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, Instant};
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientResult, ErrorData, Implementation, ProgressToken,
@@ -154,6 +155,11 @@ impl Relay {
         while self.relaying.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(1)).await;
         }
+    }
+
+    /// Says the tools must be listed again (an upstream was started again, or left out).
+    pub fn mark_tools_stale(&self) {
+        self.tools_stale.store(true, Ordering::SeqCst);
     }
 
     /// Whether some upstream changed its tools since the last call (and forgets it).
@@ -301,30 +307,119 @@ const fn request_method(request: &ServerRequest) -> &'static str {
     }
 }
 
-/// A connected upstream server.
+/// How soon after one start a crashed upstream is started again (a server that dies at
+/// once is not restarted in a loop: the calls meanwhile are answered "not sent").
+const RESTART_INTERVAL: Duration = Duration::from_secs(1);
+
+/// An upstream server: its connection, started again when it broke (a child that exited, an
+/// HTTP session that ended) at the next request that needs it.
 pub struct Upstream {
     /// Its name.
     pub name: String,
-    /// Its version (`serverInfo.version`), recorded as each of its tools'.
-    pub version: String,
-    /// The connection.
-    pub service: RunningService<RoleClient, UpstreamHandler>,
+    config: UpstreamConfig,
+    root: PathBuf,
+    relay: Arc<Relay>,
+    connection: RwLock<Arc<Connection>>,
+    /// When it was last started (restarts are serialised and spaced by it).
+    started: tokio::sync::Mutex<Instant>,
+    restarts: AtomicU64,
+}
+
+/// One connection to an upstream.
+struct Connection {
+    /// Its version (`serverInfo.version`).
+    version: String,
+    service: RunningService<RoleClient, UpstreamHandler>,
 }
 
 impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Upstream")
             .field("name", &self.name)
-            .field("version", &self.version)
+            .field("version", &self.version())
+            .field("restarts", &self.restarts())
             .finish_non_exhaustive()
     }
 }
 
 impl Upstream {
-    /// The upstream as a peer to send requests to.
+    fn current(&self) -> Arc<Connection> {
+        Arc::clone(
+            &self
+                .connection
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
+    }
+
+    /// The upstream as a peer to send requests to (the current connection).
     #[must_use]
-    pub fn peer(&self) -> &Peer<RoleClient> {
-        self.service.peer()
+    pub fn peer(&self) -> Peer<RoleClient> {
+        self.current().service.peer().clone()
+    }
+
+    /// Its version (`serverInfo.version`), recorded as each of its tools'.
+    #[must_use]
+    pub fn version(&self) -> String {
+        self.current().version.clone()
+    }
+
+    /// How often it was started again after its connection broke.
+    #[must_use]
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::SeqCst)
+    }
+
+    /// Whether the current connection broke (the child exited, the HTTP session ended).
+    fn broken(&self) -> bool {
+        let current = self.current();
+        current.service.is_closed() || current.service.peer().is_transport_closed()
+    }
+
+    /// Starts the upstream again when its connection broke — once for every request that
+    /// finds it broken, and not sooner than [`RESTART_INTERVAL`] after its last start. Its
+    /// tools are listed again at the next `tools/list` (a restarted server may offer others).
+    ///
+    /// # Errors
+    /// [`GatewayError::Upstream`] when it is broken and cannot be started now.
+    pub async fn revive(&self) -> Result<(), GatewayError> {
+        if !self.broken() {
+            return Ok(());
+        }
+        let mut started = self.started.lock().await;
+        if !self.broken() {
+            return Ok(()); // another request restarted it meanwhile
+        }
+        let since = started.elapsed();
+        if since < RESTART_INTERVAL {
+            return Err(GatewayError::Upstream {
+                server: self.name.clone(),
+                reason: format!(
+                    "its connection broke and it was started {} ms ago; it is started again after {} ms",
+                    since.as_millis(),
+                    RESTART_INTERVAL.as_millis()
+                ),
+            });
+        }
+        *started = Instant::now();
+        let connection = open(&self.config, Arc::clone(&self.relay), &self.root).await?;
+        tracing::warn!(server = %self.name, "the upstream's connection broke; it was started again");
+        let old = std::mem::replace(
+            &mut *self
+                .connection
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+            Arc::new(connection),
+        );
+        old.service.cancellation_token().cancel();
+        self.restarts.fetch_add(1, Ordering::SeqCst);
+        self.relay.mark_tools_stale();
+        Ok(())
+    }
+
+    /// Stops it (a child process is killed).
+    pub fn stop(&self) {
+        self.current().service.cancellation_token().cancel();
     }
 }
 
@@ -338,6 +433,24 @@ pub async fn connect(
     relay: Arc<Relay>,
     root: &Path,
 ) -> Result<Upstream, GatewayError> {
+    let connection = open(config, Arc::clone(&relay), root).await?;
+    Ok(Upstream {
+        name: config.name.clone(),
+        config: config.clone(),
+        root: root.to_path_buf(),
+        relay,
+        connection: RwLock::new(Arc::new(connection)),
+        started: tokio::sync::Mutex::new(Instant::now()),
+        restarts: AtomicU64::new(0),
+    })
+}
+
+/// One connection to `config`'s server.
+async fn open(
+    config: &UpstreamConfig,
+    relay: Arc<Relay>,
+    root: &Path,
+) -> Result<Connection, GatewayError> {
     let fail = |reason: String| GatewayError::Upstream {
         server: config.name.clone(),
         reason,
@@ -403,9 +516,5 @@ pub async fn connect(
         })
         .filter(|version| !version.is_empty())
         .unwrap_or_else(|| "unversioned".to_owned());
-    Ok(Upstream {
-        name: config.name.clone(),
-        version,
-        service,
-    })
+    Ok(Connection { version, service })
 }

@@ -37,6 +37,12 @@ pub struct Executor {
     /// The run's records say its authorization mode is `human_approved`: every call the
     /// gate permits needs a person's approval too.
     human_approved: bool,
+    /// What refuses consequential calls now, and which tools are (see
+    /// [`crate::restrictions`]); set by the edge before each call.
+    restriction: Option<(
+        crate::restrictions::Restriction,
+        crate::restrictions::ToolClasses,
+    )>,
 }
 
 /// Who made a call and what it carries beside its arguments.
@@ -112,6 +118,7 @@ impl Executor {
             guard: None,
             approvals: crate::approvals::ApprovalOptions::default(),
             human_approved: false,
+            restriction: None,
         }
     }
 
@@ -134,6 +141,7 @@ impl Executor {
             guard: None,
             approvals: crate::approvals::ApprovalOptions::default(),
             human_approved: crate::approvals::is_human_approved(rows),
+            restriction: None,
         }
     }
 
@@ -158,6 +166,17 @@ impl Executor {
     pub fn with_guard(mut self, guard: crate::protect::ProjectGuard) -> Self {
         self.guard = Some(guard);
         self
+    }
+
+    /// Refuses the consequential calls (as `tools` classifies them) with `restriction` until
+    /// it is set again; `None` lifts it. An edge sets it before each call from what holds
+    /// then ([`crate::restrictions::now`]); read-only calls still go to the gate.
+    pub fn restrict(
+        &mut self,
+        restriction: Option<crate::restrictions::Restriction>,
+        tools: &crate::restrictions::ToolClasses,
+    ) {
+        self.restriction = restriction.map(|restriction| (restriction, tools.clone()));
     }
 
     /// Raises approval requests with `options` (how long a request waits for a person).
@@ -242,13 +261,27 @@ impl Executor {
             (Ok(args), Some(guard)) => guard.refusal(args.value()),
             _ => None,
         };
-        let verdict = match (&read, protection) {
-            (_, Some(detail)) => GateVerdict::built_in_deny(
+        // A continuity restriction refuses a consequential call whatever the policies say.
+        let restricted = self
+            .restriction
+            .as_ref()
+            .filter(|(_, tools)| tools.is_consequential(call.tool.name.as_str()))
+            .map(|(restriction, _)| restriction);
+        let verdict = match (&read, protection, restricted) {
+            (_, Some(detail), _) => GateVerdict::built_in_deny(
                 self.gate.as_ref(),
                 crate::protect::SELF_PROTECTION_RULE,
                 DenyCause::SelfProtection { detail },
             ),
-            (Ok(args), None) => {
+            (Ok(_), None, Some(restriction)) => GateVerdict::built_in_deny(
+                self.gate.as_ref(),
+                restriction.rule,
+                DenyCause::Restricted {
+                    reason: restriction.reason,
+                    message: restriction.message.clone(),
+                },
+            ),
+            (Ok(args), None, None) => {
                 let decided = self.gate.decide(&GateRequest {
                     mcp: context.mcp.as_ref().map(|target| cairn_policy::McpTarget {
                         server: &target.server,
@@ -271,7 +304,7 @@ impl Executor {
             }
             // No policy can override it: the policies cannot be shown exactly the bytes that
             // are recorded.
-            (Err(unreadable), None) => GateVerdict::built_in_deny(
+            (Err(unreadable), None, _) => GateVerdict::built_in_deny(
                 self.gate.as_ref(),
                 cairn_policy::ARGS_UNREADABLE_RULE,
                 DenyCause::UnreadableArguments {

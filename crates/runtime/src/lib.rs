@@ -67,6 +67,7 @@ pub mod lifecycle;
 pub mod protect;
 pub mod reconcile;
 pub mod recorder;
+pub mod restrictions;
 pub mod stores;
 pub mod verdict;
 

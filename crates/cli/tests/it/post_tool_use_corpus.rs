@@ -129,7 +129,7 @@ fn each_recorded_post_tool_use_is_read_as_its_class() {
 
 #[test]
 fn each_recorded_post_tool_use_is_recorded_by_its_class() {
-    let classes = cairn_hooks::config::ToolClasses::default();
+    let classes = cairn_hooks::config::default_tool_classes();
     for (name, case) in cases() {
         let dir = common::init_project();
         let d = dir.path();

@@ -90,7 +90,7 @@ impl Gateway {
             server: server.to_owned(),
             tool: tool.to_owned(),
             exposed: exposed.clone(),
-            version: upstream.version.clone(),
+            version: upstream.version(),
             args: serde_json::to_vec(&args).unwrap_or_else(|_| b"{}".to_vec()),
             call_id: context
                 .meta

@@ -256,20 +256,43 @@ impl Gateway {
             return Ok(tools.clone());
         }
         let mut all = Vec::new();
+        let mut missing = Vec::new();
         for (index, upstream) in self.inner.upstreams.iter().enumerate() {
-            let has_tools = upstream
-                .peer()
-                .peer_info()
-                .is_some_and(|info| info.capabilities.tools.is_some());
-            if !has_tools {
-                continue;
+            // A server whose connection broke is started again; one that cannot be, or does
+            // not list its tools, is left out of this list (the others are not held back by
+            // it) and asked again at the next one.
+            let listed = match upstream.revive().await {
+                Ok(()) => {
+                    let has_tools = upstream
+                        .peer()
+                        .peer_info()
+                        .is_some_and(|info| info.capabilities.tools.is_some());
+                    if !has_tools {
+                        continue;
+                    }
+                    upstream
+                        .peer()
+                        .list_all_tools()
+                        .await
+                        .map_err(|e| upstream_error(&upstream.name, &e))
+                }
+                Err(error) => Err(ErrorData::internal_error(error.to_string(), None)),
+            };
+            match listed {
+                Ok(tools) => all.extend(tools.into_iter().map(|tool| (index, tool))),
+                Err(error) => {
+                    tracing::warn!(server = %upstream.name, error = %error.message, "an upstream's tools are left out of the list");
+                    missing.push(error);
+                }
             }
-            let tools = upstream
-                .peer()
-                .list_all_tools()
-                .await
-                .map_err(|e| upstream_error(&upstream.name, &e))?;
-            all.extend(tools.into_iter().map(|tool| (index, tool)));
+        }
+        if missing.len() == self.inner.upstreams.len()
+            && let Some(error) = missing.pop()
+        {
+            return Err(error);
+        }
+        if !missing.is_empty() {
+            self.inner.relay.mark_tools_stale();
         }
         let learned: Vec<LearnedTool> = all
             .iter()

@@ -17,6 +17,12 @@ impl Gateway {
         span: &RequestSpan,
     ) -> Result<ServerResult, Forwarded> {
         self.connected(&context.peer);
+        // A server whose connection broke is started again first; if it cannot be, the
+        // request is not sent.
+        upstream
+            .revive()
+            .await
+            .map_err(|e| Forwarded::NotSent(format!("{e}; the call was not sent")))?;
         let mut meta: RequestMetaObject = context.meta.clone();
         let theirs = meta.get_progress_token();
         meta.remove("progressToken");
@@ -46,7 +52,7 @@ impl Gateway {
         }
         self.inner.relay.begin(self.session.id, &upstream.name);
         let id = handle.id.clone();
-        let peer = upstream.peer().clone();
+        let peer = upstream.peer();
         let answer = tokio::select! {
             answer = handle.await_response() => answer.map_err(|error| match error {
                 rmcp::ServiceError::McpError(error) => Forwarded::Error(error),

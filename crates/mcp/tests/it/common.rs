@@ -165,11 +165,16 @@ impl TestProject {
 
     /// The project's sessions, recorded durably before each call is forwarded.
     pub fn sessions(&self, hold: Duration) -> LocalSessions {
-        self.sessions_with(hold, Durability::Sync)
+        self.sessions_with(hold, Durability::Sync, Vec::new())
     }
 
-    /// The project's sessions, with `durability`.
-    pub fn sessions_with(&self, hold: Duration, durability: Durability) -> LocalSessions {
+    /// The project's sessions, with `durability`, tools matching `read_only` only reading.
+    pub fn sessions_with(
+        &self,
+        hold: Duration,
+        durability: Durability,
+        read_only: Vec<String>,
+    ) -> LocalSessions {
         LocalSessions::new(
             self.project.clone(),
             Arc::clone(&self.store) as Arc<dyn Store>,
@@ -181,6 +186,7 @@ impl TestProject {
                 hold,
                 keys_dir: None,
                 extra_protected: Vec::new(),
+                read_only_tools: read_only,
             },
         )
     }
@@ -310,7 +316,7 @@ impl Session {
     ) -> Self {
         let admission: Arc<dyn Admission> = Arc::new(
             project
-                .sessions_with(hold, durability)
+                .sessions_with(hold, durability, config.read_only_tools.clone())
                 .open(session)
                 .unwrap(),
         );

@@ -8,6 +8,8 @@ use rmcp::model::{
 };
 use serde_json::{Value, json};
 
+use cairn_runtime::decision_files::DecisionFiles;
+
 use crate::common::{Session, TestProject, config, direct, peers};
 
 /// Every call of `server-everything` allowed but an echo of a secret. (A policy names only
@@ -160,6 +162,7 @@ async fn a_call_that_outlives_its_timeout_is_unknown_and_its_retry_is_refused() 
     let project = TestProject::new(POLICIES);
     let mut config = config(vec![peers.everything("everything")]);
     config.call_timeout = Duration::from_secs(1);
+    config.read_only_tools = vec!["everything__echo".to_owned()];
     let session = Session::start(&project, config).await;
     let slow = call(
         "everything__trigger-long-running-operation",
@@ -178,7 +181,23 @@ async fn a_call_that_outlives_its_timeout_is_unknown_and_its_retry_is_refused() 
         "{}",
         text(&again)
     );
-    // Other tools still run.
+    // Every other consequential call waits for the reconciliation too, as in the hooks…
+    let sum = session
+        .call("everything__get-sum", json!({"a": 1, "b": 2}))
+        .await;
+    assert_eq!(sum.is_error, Some(true), "{}", text(&sum));
+    let meta = serde_json::to_value(&sum.meta).unwrap();
+    assert_eq!(meta["cairn"]["code"], "blocked_on_reconciliation");
+    assert_eq!(
+        meta["cairn"]["rules"],
+        json!(["cairn.hooks.reconciliation-pending"])
+    );
+    assert!(
+        text(&sum).contains("cairn reconcile --run"),
+        "{}",
+        text(&sum)
+    );
+    // …while a tool configured read-only still runs.
     let echo = session
         .call("everything__echo", json!({"message": "still here"}))
         .await;
@@ -442,7 +461,9 @@ async fn a_call_the_client_cancels_is_cancelled_upstream_and_its_outcome_unknown
         return;
     };
     let project = TestProject::new(POLICIES);
-    let session = Session::start(&project, config(vec![peers.everything("everything")])).await;
+    let mut config = config(vec![peers.everything("everything")]);
+    config.read_only_tools = vec!["everything__echo".to_owned()];
+    let session = Session::start(&project, config).await;
     let slow = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::Request::new(call(
         "everything__trigger-long-running-operation",
         json!({"duration": 5, "steps": 5}),
@@ -476,7 +497,7 @@ async fn a_call_the_client_cancels_is_cancelled_upstream_and_its_outcome_unknown
         "{}",
         text(&retry)
     );
-    // Other tools go on at once: the gateway does not wait for the cancelled call.
+    // A read-only tool goes on at once: the gateway does not wait for the cancelled call.
     let echo = session
         .call("everything__echo", json!({"message": "next"}))
         .await;
@@ -573,4 +594,255 @@ async fn a_call_a_policy_holds_runs_once_a_person_approves_exactly_it() {
     assert!(events.contains(&json!("approval_requested")), "{events:?}");
     assert!(events.contains(&json!("approval_granted")), "{events:?}");
     assert!(events.contains(&json!("approval_used")), "{events:?}");
+}
+
+/// Three decisions, snapshotted at a compaction of Claude Code session `s9` (as its hooks
+/// do), then one of them changed without an approval: the project's files.
+fn decisions_changed_after_a_compaction(project: &TestProject) -> DecisionFiles {
+    let files = DecisionFiles::open(project.project.state(), project.project.keys_dir()).unwrap();
+    let hmac = files.hmac_key().unwrap();
+    let now = cairn_core::Clock::now(&cairn_core::SystemClock);
+    for (key, value) in [
+        ("scope", "src/ only"),
+        ("target", "main"),
+        ("constraint", "no network"),
+    ] {
+        files
+            .update_book(|book| {
+                book.set(
+                    key.parse()?,
+                    &json!(value),
+                    None,
+                    Some("cli:decisions-set"),
+                    now,
+                    &hmac,
+                )
+            })
+            .unwrap();
+    }
+    files.snapshot_book("cc-s9", now, now).unwrap();
+    files
+        .update_book(|book| {
+            book.set(
+                "scope".parse()?,
+                &json!("the whole disk"),
+                None,
+                Some("hook:test"),
+                now,
+                &hmac,
+            )
+        })
+        .unwrap();
+    files
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_changed_since_a_compaction_stops_consequential_calls_until_a_person_approves() {
+    let Some(peers) = peers("a_decision_changed_since_a_compaction") else {
+        return;
+    };
+    let project = TestProject::new(POLICIES);
+    let files = decisions_changed_after_a_compaction(&project);
+    let mut config = config(vec![peers.everything("everything")]);
+    config.read_only_tools = vec!["everything__echo".to_owned()];
+    let session = Session::start(&project, config).await;
+
+    let refused = session
+        .call("everything__get-sum", json!({"a": 1, "b": 2}))
+        .await;
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    let meta = serde_json::to_value(&refused.meta).unwrap();
+    assert_eq!(meta["cairn"]["code"], "decision_conflicting");
+    assert_eq!(
+        meta["cairn"]["rules"],
+        json!(["cairn.hooks.decision-conflicting"])
+    );
+    assert!(
+        text(&refused).contains("cairn decisions approve-change scope --from 1 --to 2"),
+        "{}",
+        text(&refused)
+    );
+    let echo = session
+        .call("everything__echo", json!({"message": "reading goes on"}))
+        .await;
+    assert_eq!(text(&echo), "Echo: reading goes on");
+
+    // A person approves the change (from another process, as `cairn decisions
+    // approve-change` does): the next call is decided by the policies again.
+    let now = cairn_core::Clock::now(&cairn_core::SystemClock);
+    files
+        .update_book(|book| book.approve_change(&"scope".parse()?, 1, 2, "ticket-7", now))
+        .unwrap();
+    let sum = session
+        .call("everything__get-sum", json!({"a": 1, "b": 2}))
+        .await;
+    assert_eq!(sum.is_error, None, "{}", text(&sum));
+    let run = session.run.clone();
+    session.end().await;
+    let ledger = ledger(&project, &run);
+    assert_eq!(ledger[0]["decision"], "deny", "{ledger:#?}");
+    assert_eq!(
+        ledger[0]["rules"],
+        json!(["cairn.hooks.decision-conflicting"])
+    );
+    assert_eq!(ledger[1]["tool"], "everything__echo");
+    assert_eq!(ledger[1]["decision"], "allow");
+    assert_eq!(ledger[2]["tool"], "everything__get-sum");
+    assert_eq!(ledger[2]["decision"], "allow");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_decision_files_stop_consequential_calls() {
+    let Some(peers) = peers("unreadable_decision_files") else {
+        return;
+    };
+    let project = TestProject::new(POLICIES);
+    decisions_changed_after_a_compaction(&project);
+    let book = DecisionFiles::open(project.project.state(), project.project.keys_dir())
+        .unwrap()
+        .book_path();
+    std::fs::write(&book, "{ not a book").unwrap();
+    let session = Session::start(&project, config(vec![peers.everything("everything")])).await;
+    let refused = session
+        .call("everything__get-sum", json!({"a": 1, "b": 2}))
+        .await;
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    let meta = serde_json::to_value(&refused.meta).unwrap();
+    assert_eq!(meta["cairn"]["code"], "decision_files_unreadable");
+    session.end().await;
+}
+
+/// A client session over Streamable HTTP to the gateway at `url`.
+async fn http_client(
+    url: &str,
+) -> rmcp::service::RunningService<rmcp::service::RoleClient, crate::common::TestClient> {
+    use rmcp::ServiceExt as _;
+    crate::common::TestClient::default()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
+            url.to_owned(),
+        ))
+        .await
+        .unwrap()
+}
+
+async fn call_on(
+    client: &rmcp::service::RunningService<rmcp::service::RoleClient, crate::common::TestClient>,
+    name: &str,
+    arguments: Value,
+) -> CallToolResult {
+    client.call_tool(call(name, arguments)).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_hangs_or_crashes_holds_up_no_other_session_and_is_started_again() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let Some(peers) = peers("an_upstream_that_hangs_or_crashes") else {
+        return;
+    };
+    let project = TestProject::new("@id(\"all\") permit(principal, action, resource);");
+    let mut config = config(vec![
+        peers.hostile("hostile"),
+        peers.everything("everything"),
+    ]);
+    config.call_timeout = Duration::from_secs(3);
+    config.read_only_tools = vec!["hostile__echo".to_owned(), "everything__echo".to_owned()];
+    let sessions = project.sessions_with(
+        Duration::ZERO,
+        cairn_runtime::Durability::Sync,
+        config.read_only_tools.clone(),
+    );
+    let first: Arc<dyn cairn_mcp::Admission> = Arc::new(sessions.open("h0").unwrap());
+    let gateway = cairn_mcp::start(config, project.root(), first)
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let opened = AtomicU32::new(1);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(cairn_mcp::serve_http(
+        gateway,
+        move || {
+            let n = opened.fetch_add(1, Ordering::SeqCst);
+            Ok(Arc::new(sessions.open(&format!("h{n}"))?) as Arc<dyn cairn_mcp::Admission>)
+        },
+        listener,
+        Vec::new(),
+        Duration::from_secs(60),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let a = http_client(&url).await;
+    let b = http_client(&url).await;
+
+    // A's call hangs upstream; B is served meanwhile, by the same upstream and another.
+    let hanging = {
+        let params = call("hostile__hang", json!({}));
+        let peer = a.peer().clone();
+        tokio::spawn(async move { peer.call_tool(params).await.unwrap() })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    let echo = call_on(&b, "hostile__echo", json!({"message": "b while a waits"})).await;
+    assert_eq!(text(&echo), "Echo: b while a waits");
+    let echo = call_on(&b, "everything__echo", json!({"message": "b again"})).await;
+    assert_eq!(text(&echo), "Echo: b again");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "B waited for A's hung call: {:?}",
+        started.elapsed()
+    );
+    let hung = hanging.await.unwrap();
+    assert_eq!(hung.is_error, Some(true));
+    assert!(
+        text(&hung).contains("side_effect_unknown"),
+        "{}",
+        text(&hung)
+    );
+
+    // B's call crashes the upstream: unknown for B; A (whose own unknown outcome holds its
+    // consequential calls) still reads, from the upstream started again.
+    let crashed = call_on(&b, "hostile__crash", json!({})).await;
+    assert_eq!(crashed.is_error, Some(true));
+    assert!(
+        text(&crashed).contains("side_effect_unknown"),
+        "{}",
+        text(&crashed)
+    );
+    let other = call_on(&a, "everything__echo", json!({"message": "a"})).await;
+    assert_eq!(text(&other), "Echo: a");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let revived = call_on(&a, "hostile__echo", json!({"message": "after the crash"})).await;
+    assert_eq!(
+        text(&revived),
+        "Echo: after the crash",
+        "the crashed upstream was not started again"
+    );
+    let tools = b.list_all_tools().await.unwrap();
+    assert!(
+        tools.iter().any(|tool| tool.name == "hostile__echo"),
+        "{tools:?}"
+    );
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+    let _ = stop.send(());
+    tokio::time::timeout(Duration::from_secs(10), served)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+
+    // One record per call, each unknown outcome once, in the run of its own session.
+    let mut unknown = 0;
+    for run in ["mcp-h1", "mcp-h2"] {
+        let ledger = ledger(&project, run);
+        unknown += ledger
+            .iter()
+            .filter(|r| r["event"] == "side_effect_unknown")
+            .count();
+        let steps = ledger.iter().filter(|r| r["kind"] == "step").count();
+        assert_eq!(steps, 3, "{run}: {ledger:#?}");
+    }
+    assert_eq!(unknown, 2);
 }

@@ -2,6 +2,11 @@
 //! names its upstreams and policies, the JSON-RPC messages a client sends through the gateway
 //! (raw text included: malformed, oversized, batched, repeated ids), the answer each must get,
 //! and the ledger the session must leave. Adding a case is adding a folder.
+//!
+//! Keys of a case: `about`, `upstreams` (`name: everything|filesystem|hostile`), `policies`,
+//! `call_timeout_seconds`, `max_message_bytes`, `read_only_tools`, `exchange` (steps of
+//! `send` or `raw`, with `expect`, `within_seconds`, and `after_ms` to wait before sending)
+//! and `ledger`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -92,8 +97,21 @@ async fn run_case(dir: &Path, peers: &crate::common::Peers) {
     if let Some(bytes) = case["max_message_bytes"].as_u64() {
         config.max_message_bytes = usize::try_from(bytes).unwrap();
     }
-    let admission: Arc<dyn Admission> =
-        Arc::new(project.sessions(Duration::ZERO).open("case").unwrap());
+    let read_only: Vec<String> = case["read_only_tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|tool| tool.as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let admission: Arc<dyn Admission> = Arc::new(
+        project
+            .sessions_with(Duration::ZERO, cairn_runtime::Durability::Sync, read_only)
+            .open("case")
+            .unwrap(),
+    );
     let gateway = cairn_mcp::start(config, project.root(), Arc::clone(&admission))
         .await
         .unwrap();
@@ -116,6 +134,9 @@ async fn run_case(dir: &Path, peers: &crate::common::Peers) {
     ];
     exchange.extend(case["exchange"].as_array().unwrap().iter().cloned());
     for (index, step) in exchange.iter().enumerate() {
+        if let Some(ms) = step["after_ms"].as_u64() {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         let line = line_of(step);
         client_write.write_all(line.as_bytes()).await.unwrap();
         client_write.write_all(b"\n").await.unwrap();

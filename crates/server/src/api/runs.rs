@@ -250,6 +250,10 @@ pub struct McpTargetBody {
         max_length = 256
     )]
     pub tool: String,
+    /// The gateway's configuration says the tool only reads (`read_only_tools`): it keeps
+    /// running while a continuity restriction refuses consequential calls. Default `false`.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 /// The request a held call waits for.
@@ -461,6 +465,14 @@ fn step_request(
                 tool: target.tool.clone(),
             }),
         },
+        continuity: body.mcp.as_ref().map(|target| {
+            let read_only = if target.read_only {
+                vec![body.tool.clone()]
+            } else {
+                Vec::new()
+            };
+            cairn_runtime::restrictions::ToolClasses::new(read_only, Vec::new())
+        }),
     }
 }
 

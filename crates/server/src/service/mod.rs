@@ -192,6 +192,11 @@ pub struct StepRequest<'a> {
     pub sync: bool,
     /// The host's call id and an approval the call cites.
     pub context: cairn_runtime::CallContext,
+    /// For a call through the MCP gateway: which tools only read. The run's continuity
+    /// restrictions (an unknown outcome awaiting reconciliation, the tenant's decisions
+    /// conflicting or dropped since their latest snapshot) then refuse the others, as the
+    /// gateway does on a local store ([`cairn_runtime::restrictions`]).
+    pub continuity: Option<cairn_runtime::restrictions::ToolClasses>,
 }
 
 /// How an admitted call ended, as the client reports it.
@@ -489,6 +494,7 @@ impl Service {
             return None;
         }
         let traces = &self.config.traces;
+        self.restrict(caller, executor, request);
         Some(self.counted(caller, || {
             let mut decision = admit_with(executor, permits, traces, request)?;
             decision.commit = self.ticket(executor);
@@ -584,12 +590,38 @@ impl Service {
         }
         self.with_executor(caller, run, |executor, permits| {
             let traces = &self.config.traces;
+            self.restrict(caller, executor, request);
             self.counted(caller, || {
                 let mut decision = admit_with(executor, permits, traces, request)?;
                 decision.commit = self.ticket(executor);
                 Ok(decision)
             })
         })
+    }
+
+    /// Sets the continuity restriction `request` is decided under: for a call through the
+    /// MCP gateway, what holds now (with the tenant's decisions when this service keeps
+    /// them); for any other step, none.
+    fn restrict(&self, caller: &Caller, executor: &mut Executor, request: &StepRequest<'_>) {
+        let Some(tools) = &request.continuity else {
+            executor.restrict(
+                None,
+                &cairn_runtime::restrictions::ToolClasses::new(Vec::new(), Vec::new()),
+            );
+            return;
+        };
+        let decisions = self.config.decisions.as_ref().map(|home| {
+            (
+                cairn_runtime::decision_files::DecisionFiles::open_tenant(
+                    &home.dir,
+                    &caller.tenant,
+                    home.keys.clone(),
+                ),
+                home.window,
+            )
+        });
+        let restriction = cairn_runtime::restrictions::now(executor, decisions, None);
+        executor.restrict(restriction, tools);
     }
 
     /// Runs `admit`, counting its decision and timing it.

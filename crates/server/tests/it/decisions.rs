@@ -31,6 +31,20 @@ fn set(service: &Harness, token: &str, key: &str, value: &Value) -> Value {
     json_of(&answer, 200)
 }
 
+/// Three decisions of `acme` set by `admin`, then snapshotted as boundary `b1`.
+fn three_decisions_snapshotted(service: &Harness, admin: &str) {
+    for key in ["scope", "target", "constraint"] {
+        set(service, admin, key, &json!(format!("acme-{key}")));
+    }
+    let snap = service.call(
+        "POST",
+        "/v1/decisions/snapshots",
+        Some(admin),
+        Some(r#"{"name": "b1"}"#),
+    );
+    assert_eq!(snap.status, 201);
+}
+
 fn state_of(comparison: &Value, key: &str) -> String {
     comparison["decisions"]
         .as_array()
@@ -134,16 +148,7 @@ fn decisions_are_for_people_of_their_own_tenant() {
     let agent = service.token("acme", Role::Agent);
     let admin = service.token("acme", Role::Admin);
     let other = service.token("globex", Role::Admin);
-    for key in ["scope", "target", "constraint"] {
-        set(&service, &admin, key, &json!(format!("acme-{key}")));
-    }
-    let snap = service.call(
-        "POST",
-        "/v1/decisions/snapshots",
-        Some(&admin),
-        Some(r#"{"name": "b1"}"#),
-    );
-    assert_eq!(snap.status, 201);
+    three_decisions_snapshotted(&service, &admin);
     // An agent neither reads nor writes the decisions that bound it.
     for (method, path, body) in ENDPOINTS {
         let answer = service.call(method, path, Some(&agent), *body);
@@ -247,4 +252,55 @@ fn bad_decision_requests_name_their_field() {
         ),
         (Some("continuity_evidence_missing"), Some("thin"))
     );
+}
+
+#[test]
+fn a_call_through_the_mcp_gateway_waits_while_a_decision_conflicts_and_goes_once_approved() {
+    let service = Harness::start();
+    let admin = service.token("acme", Role::Admin);
+    let agent = service.token("acme", Role::Agent);
+    three_decisions_snapshotted(&service, &admin);
+    assert_eq!(
+        set(&service, &admin, "scope", &json!("everything"))["outcome"],
+        "revised"
+    );
+    let run = service.open(&agent, "mcp-s1");
+    let through_gateway = |read_only: bool| {
+        json!({
+            "tool": "tickets.create",
+            "arguments": {"title": "t", "priority": "p2"},
+            "mcp": {"server": "tix", "tool": "create", "read_only": read_only},
+        })
+        .to_string()
+    };
+
+    let refused = json_of(&service.step(&agent, &run, &through_gateway(false)), 200);
+    assert_eq!(refused["decision"], "deny", "{refused}");
+    assert_eq!(refused["reason"], "decision_conflicting");
+    assert_eq!(
+        refused["rule_ids"],
+        json!(["cairn.hooks.decision-conflicting"])
+    );
+    assert!(
+        refused["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("approve-change scope --from 1 --to 2")),
+        "{refused}"
+    );
+    // A tool the gateway's configuration says only reads goes on; so does a step that does
+    // not come through the gateway (the policies decide it, as before).
+    let read_only = json_of(&service.step(&agent, &run, &through_gateway(true)), 200);
+    assert_eq!(read_only["decision"], "allow", "{read_only}");
+    let plain = json_of(&service.step(&agent, &run, crate::TICKET_P2), 200);
+    assert_eq!(plain["decision"], "allow", "{plain}");
+
+    let approved = service.call(
+        "POST",
+        "/v1/decisions/scope/approve-change",
+        Some(&admin),
+        Some(r#"{"from": 1, "to": 2, "approval": "TICKET-7"}"#),
+    );
+    assert_eq!(approved.status, 200);
+    let after = json_of(&service.step(&agent, &run, &through_gateway(false)), 200);
+    assert_eq!(after["decision"], "allow", "{after}");
 }

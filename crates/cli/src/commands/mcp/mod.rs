@@ -117,13 +117,17 @@ fn sessions(
     {
         let (endpoint, token) = crate::context::service_endpoint(&server, "an agent's")?;
         let hold = config.approval_hold;
+        let read_only = cairn_runtime::restrictions::ToolClasses::new(
+            config.read_only_tools.clone(),
+            Vec::new(),
+        );
         let runtime = runtime.clone();
         return Ok(Box::new(move |session: &str| {
             Ok(Arc::new(service::ServiceAdmission::new(
                 endpoint.clone(),
                 token.clone(),
                 session,
-                hold,
+                (hold, read_only.clone()),
                 runtime.clone(),
             )) as Arc<dyn Admission>)
         }));
@@ -161,6 +165,7 @@ fn sessions(
             }
             _ => Vec::new(),
         },
+        read_only_tools: config.read_only_tools.clone(),
     };
     let sessions = LocalSessions::new(project.clone(), store, Arc::new(SystemClock), settings);
     // The runs of sessions whose gateway was killed are closed now (a live one is left).

@@ -9,6 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use cairn_mcp::{Admission, Admit, CallRequest, Ended, GatewayError, Refusal, Settled, Ticket};
+use cairn_runtime::restrictions::ToolClasses;
 use cairn_server::client::{Endpoint, send};
 use serde_json::{Value, json};
 
@@ -33,6 +34,9 @@ pub struct ServiceAdmission {
     token: String,
     name: String,
     hold: Duration,
+    /// Which tools the gateway's configuration says only read (told to the service with
+    /// each call, for its continuity restrictions).
+    read_only: ToolClasses,
     /// The session's run at the service.
     run: Mutex<RunState>,
     /// The runtime the requests are sent on (from whatever thread asks: the gateway's
@@ -41,12 +45,13 @@ pub struct ServiceAdmission {
 }
 
 impl ServiceAdmission {
-    /// The session `session` of the agent whose token is `token`, at `endpoint`.
+    /// The session `session` of the agent whose token is `token`, at `endpoint`; the tools
+    /// `read_only` names only read.
     pub fn new(
         endpoint: Endpoint,
         token: String,
         session: &str,
-        hold: Duration,
+        (hold, read_only): (Duration, ToolClasses),
         runtime: tokio::runtime::Handle,
     ) -> Self {
         Self {
@@ -54,6 +59,7 @@ impl ServiceAdmission {
             token,
             name: format!("mcp-{session}"),
             hold,
+            read_only,
             run: Mutex::new(RunState::NotOpen),
             runtime,
         }
@@ -152,7 +158,11 @@ impl Admission for ServiceAdmission {
             "version": call.version,
             "arguments": arguments,
             "call_id": call.call_id,
-            "mcp": {"server": call.server, "tool": call.tool},
+            "mcp": {
+                "server": call.server,
+                "tool": call.tool,
+                "read_only": !self.read_only.is_consequential(&call.exposed),
+            },
         });
         if !self.hold.is_zero()
             && let Some(object) = body.as_object_mut()
