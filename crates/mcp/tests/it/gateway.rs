@@ -245,6 +245,55 @@ async fn progress_and_elicitation_reach_the_client_through_the_gateway() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_and_elicitation_answer_as_the_server_does_directly() {
+    let Some(peers) = peers("sampling_and_elicitation_answer_as_directly") else {
+        return;
+    };
+    let project = TestProject::new(POLICIES);
+    let upstream = peers.everything("everything");
+    let straight = direct(&upstream).await;
+    let session = Session::start(&project, config(vec![upstream])).await;
+    // The server asks the client (sampling, then elicitation) in the middle of a call; the
+    // same test client answers both ways, so the results must be the same.
+    for (tool, arguments) in [
+        (
+            "trigger-sampling-request",
+            json!({"prompt": "say hi", "maxTokens": 20}),
+        ),
+        ("trigger-elicitation-request", json!({})),
+    ] {
+        let straight_result = straight
+            .call_tool(call(tool, arguments.clone()))
+            .await
+            .unwrap();
+        let through = session
+            .call(&format!("everything__{tool}"), arguments)
+            .await;
+        assert_eq!(through.is_error, straight_result.is_error, "{tool}");
+        assert_eq!(
+            serde_json::to_value(&through.content).unwrap(),
+            serde_json::to_value(&straight_result.content).unwrap(),
+            "{tool}"
+        );
+        let answered = if tool == "trigger-sampling-request" {
+            "a sampled answer"
+        } else {
+            "Ada"
+        };
+        assert!(
+            text(&through).contains(answered),
+            "{tool}: {}",
+            text(&through)
+        );
+    }
+    let run = session.run.clone();
+    session.end().await;
+    straight.cancel().await.unwrap();
+    let ledger = ledger(&project, &run);
+    assert_eq!(ledger.len(), 3, "{ledger:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prompts_and_resources_answer_as_the_server_does_directly() {
     let Some(peers) = peers("prompts_and_resources_answer_as_directly") else {
         return;
