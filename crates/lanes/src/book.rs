@@ -531,6 +531,33 @@ impl LaneBook {
         }
     }
 
+    /// Whether some call of `tool` by `principal` could lie within the active lane — what a
+    /// tool list shows (the MCP gateway's `tools/list`): `false` when no lane is active, the
+    /// lane refuses every call of `principal` (another owner, suspended, closed), the tool has
+    /// no binding, or its fixed effects lie outside the lane's scope; `true` when its effects
+    /// depend on the arguments (some arguments may fit).
+    #[must_use]
+    pub fn could_admit(&self, principal: &str, tool: &str) -> bool {
+        let verdict = self.check(&LaneCall {
+            principal,
+            lane: None,
+            tool,
+            args: None,
+            current: None,
+            resolve: None,
+        });
+        match verdict {
+            LaneVerdict::Inside { .. } => true,
+            LaneVerdict::Denied { rule, .. } => {
+                rule == UNBOUND_TOOL_RULE
+                    && matches!(
+                        self.config.bindings().effects_resolved(tool, None, None),
+                        Err(UnknownEffects::MissingArgument(_))
+                    )
+            }
+        }
+    }
+
     /// Compares a restored view of the lanes (the lanes as a summary or a restored document
     /// states them, `responsibility_lanes` rows in RLC 0.1 form) with the durable state. The
     /// durable state is never changed by it: every disagreement is a finding, and the gate

@@ -408,7 +408,7 @@ impl LocalAdmission {
                 });
             }
             let root = sessions.project.root().to_path_buf();
-            let lanes = cairn_runtime::config::load_lanes(&sessions.project.lanes(), &root)?;
+            let lanes = self.lane_book()?;
             let name = host_session
                 .clone()
                 .unwrap_or_else(|| self.run_id().to_string());
@@ -470,6 +470,28 @@ impl LocalAdmission {
         }
         slot.as_mut()
             .ok_or_else(|| GatewayError::Panic("the executor vanished".to_owned()))
+    }
+
+    /// The project's lanes as a new run starts with them, the upstream tools the
+    /// configuration says only read bound as changing nothing (as the hooks bind theirs), so
+    /// that a lanes file does not quietly refuse every read.
+    fn lane_book(&self) -> Result<Option<cairn_runtime::lanes::LaneBook>, GatewayError> {
+        let sessions = &self.sessions;
+        let mut lanes =
+            cairn_runtime::config::load_lanes(&sessions.project.lanes(), sessions.project.root())?;
+        if let Some(book) = lanes.as_mut() {
+            let learned = self
+                .gate
+                .learned
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            for (tool, _) in learned.iter() {
+                if !sessions.tools.is_consequential(tool) {
+                    book.bind_read_only(tool);
+                }
+            }
+        }
+        Ok(lanes)
     }
 
     fn admit_once(&self, call: &CallRequest) -> Result<Admitted, GatewayError> {
@@ -619,14 +641,29 @@ impl Admission for LocalAdmission {
 
     fn admissible(&self, tools: &[(String, String)]) -> Vec<bool> {
         let loaded = self.gate.refresh(&self.sessions.project).is_ok();
+        // The lanes as the session's run has them (rulings recorded in it included), or as a
+        // new run would; lanes that do not load admit nothing.
+        let slot = self.executor.lock().unwrap_or_else(PoisonError::into_inner);
+        let fresh;
+        let lanes = match slot.as_ref() {
+            Some(executor) => Ok(executor.lanes()),
+            None => {
+                fresh = self.lane_book();
+                fresh.as_ref().map(Option::as_ref)
+            }
+        };
+        let principal = &self.sessions.principal;
         tools
             .iter()
             .map(|(server, tool)| {
+                let exposed = crate::names::exposed(server, tool);
                 loaded
-                    && self.gate.could_allow(
-                        &crate::names::exposed(server, tool),
-                        &self.sessions.principal,
-                    )
+                    && self.gate.could_allow(&exposed, principal)
+                    && match lanes {
+                        Ok(Some(book)) => book.could_admit(principal, &exposed),
+                        Ok(None) => true,
+                        Err(_) => false,
+                    }
             })
             .collect()
     }

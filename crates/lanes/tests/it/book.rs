@@ -450,3 +450,22 @@ fn absolute_and_project_relative_paths_and_scopes_are_judged_alike() {
         ],
     );
 }
+
+#[test]
+fn a_tool_list_shows_what_some_call_in_the_active_lane_could_do() {
+    let book = book_of(&config());
+    // The authoring lane is active: editing depends on the path, reading changes nothing.
+    assert!(book.could_admit(AUTHOR, "fs.edit"));
+    assert!(book.could_admit(AUTHOR, "fs.read"));
+    // Its fixed effect lies outside the lane; a tool without a binding has unknown effects;
+    // the verifier owns no call in the authoring lane.
+    assert!(!book.could_admit(AUTHOR, "tests.run"));
+    assert!(!book.could_admit(AUTHOR, "fs.delete"));
+    assert!(!book.could_admit(VERIFIER, "fs.read"));
+    // With the verification lane active, running the tests is what it may do.
+    let mut verifying = config();
+    verifying["active_lane_id"] = json!("verification");
+    let book = book_of(&verifying);
+    assert!(book.could_admit(VERIFIER, "tests.run"));
+    assert!(!book.could_admit(AUTHOR, "tests.run"));
+}

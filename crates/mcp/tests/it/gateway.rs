@@ -895,3 +895,62 @@ async fn an_upstream_that_hangs_or_crashes_holds_up_no_other_session_and_is_star
     }
     assert_eq!(unknown, 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_shows_only_what_the_active_lane_could_do() {
+    let Some(peers) = peers("tools_list_shows_only_what_the_active_lane_could_do") else {
+        return;
+    };
+    let project = TestProject::new("@id(\"all\") permit(principal, action, resource);");
+    // The gateway's agent owns the active lane, which may echo; summing is another lane's,
+    // and `get-env` has no binding (its effects are unknown). `get-tiny-image` is configured
+    // read-only: it changes nothing, so every lane admits it.
+    let lanes = json!({
+        "schema_version": "cairn.lanes/v1",
+        "active_lane_id": "echoing",
+        "lanes": [
+            {"lane_id": "echoing", "owner_ref": "mcp-agent", "objective": "echo",
+             "mutation_scope": {"allowed_refs": ["capability:echo"], "denied_refs": []},
+             "done_condition": ["evidence:echoed"]},
+            {"lane_id": "summing", "owner_ref": "mcp-agent", "objective": "sum",
+             "mutation_scope": {"allowed_refs": ["capability:sum"], "denied_refs": []},
+             "done_condition": ["evidence:summed"]}
+        ],
+        "tool_bindings": {
+            "everything__echo": {"effect_refs": ["capability:echo"]},
+            "everything__get-sum": {"effect_refs": ["capability:sum"]}
+        }
+    });
+    std::fs::write(project.project.lanes(), lanes.to_string()).unwrap();
+    let mut config = config(vec![peers.everything("everything")]);
+    config.read_only_tools = vec!["everything__get-tiny-image".to_owned()];
+    let session = Session::start(&project, config).await;
+    let names: Vec<String> = session
+        .client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    for listed in ["everything__echo", "everything__get-tiny-image"] {
+        assert!(names.contains(&listed.to_owned()), "{listed}: {names:?}");
+    }
+    for hidden in ["everything__get-sum", "everything__get-env"] {
+        assert!(!names.contains(&hidden.to_owned()), "{hidden}: {names:?}");
+    }
+    // What the list hides, a call is refused by the lane (and recorded); what it shows runs.
+    let sum = session
+        .call("everything__get-sum", json!({"a": 1, "b": 2}))
+        .await;
+    assert_eq!(sum.is_error, Some(true), "{}", text(&sum));
+    let meta = serde_json::to_value(&sum.meta).unwrap();
+    assert_eq!(meta["cairn"]["code"], "outside_lane");
+    let echo = session
+        .call("everything__echo", json!({"message": "in lane"}))
+        .await;
+    assert_eq!(text(&echo), "Echo: in lane");
+    let image = session.call("everything__get-tiny-image", json!({})).await;
+    assert_eq!(image.is_error, None, "{}", text(&image));
+    session.end().await;
+}
