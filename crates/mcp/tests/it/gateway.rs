@@ -48,6 +48,19 @@ fn text(result: &CallToolResult) -> String {
         .join("\n")
 }
 
+/// The names of the tools `client` is listed.
+async fn tool_names(
+    client: &rmcp::service::RunningService<rmcp::service::RoleClient, crate::common::TestClient>,
+) -> Vec<String> {
+    client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
 /// The records' `(kind, tool, decision, rules, boundary event)`, in step order.
 fn ledger(project: &TestProject, run: &str) -> Vec<Value> {
     project
@@ -384,14 +397,7 @@ async fn a_tool_no_call_of_which_can_be_admitted_is_not_listed_unless_asked() {
     );
     let project = TestProject::new(&policies);
     let hidden = Session::start(&project, config(vec![peers.everything("everything")])).await;
-    let names: Vec<String> = hidden
-        .client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = tool_names(&hidden.client).await;
     assert!(
         !names.contains(&"everything__get-env".to_owned()),
         "{names:?}"
@@ -403,14 +409,7 @@ async fn a_tool_no_call_of_which_can_be_admitted_is_not_listed_unless_asked() {
     let mut shown = config(vec![peers.everything("everything")]);
     shown.tools_list = cairn_mcp::ToolsList::Show;
     let shown = Session::start_with(&project, shown, Duration::ZERO, "s2").await;
-    let names: Vec<String> = shown
-        .client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = tool_names(&shown.client).await;
     assert!(
         names.contains(&"everything__get-env".to_owned()),
         "{names:?}"
@@ -925,14 +924,7 @@ async fn tools_list_shows_only_what_the_active_lane_could_do() {
     let mut config = config(vec![peers.everything("everything")]);
     config.read_only_tools = vec!["everything__get-tiny-image".to_owned()];
     let session = Session::start(&project, config).await;
-    let names: Vec<String> = session
-        .client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = tool_names(&session.client).await;
     for listed in ["everything__echo", "everything__get-tiny-image"] {
         assert!(names.contains(&listed.to_owned()), "{listed}: {names:?}");
     }
