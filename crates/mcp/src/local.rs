@@ -533,8 +533,7 @@ impl LocalAdmission {
     /// snapshot of the host session the calls belong to (`host_run`: `mcp-cc-<id>`, whose
     /// hooks' snapshot is `cc-<id>`), or with the latest snapshot.
     fn restrict(&self, executor: &mut Executor, host_run: Option<&str>) {
-        let restriction = restrictions::now(
-            executor,
+        let restriction = executor.continuity_restriction(
             Some((
                 DecisionFiles::open(self.sessions.project.state(), &self.sessions.keys_dir),
                 restrictions::DECISION_WINDOW,

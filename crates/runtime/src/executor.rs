@@ -170,13 +170,39 @@ impl Executor {
 
     /// Refuses the consequential calls (as `tools` classifies them) with `restriction` until
     /// it is set again; `None` lifts it. An edge sets it before each call from what holds
-    /// then ([`crate::restrictions::now`]); read-only calls still go to the gate.
+    /// then ([`Executor::continuity_restriction`]); read-only calls still go to the gate.
     pub fn restrict(
         &mut self,
         restriction: Option<crate::restrictions::Restriction>,
         tools: &crate::restrictions::ToolClasses,
     ) {
         self.restriction = restriction.map(|restriction| (restriction, tools.clone()));
+    }
+
+    /// What refuses the run's consequential calls now: a side effect of unknown outcome
+    /// awaiting reconciliation first, then the decisions
+    /// ([`crate::restrictions::decisions_now`] with the decision files and observation
+    /// window of `decisions`, when the edge keeps any, and `session`). Set it with
+    /// [`Executor::restrict`].
+    #[must_use]
+    pub fn continuity_restriction(
+        &self,
+        decisions: Option<(
+            Result<crate::decision_files::DecisionFiles, crate::decision_files::DecisionFilesError>,
+            jiff::SignedDuration,
+        )>,
+        session: Option<&str>,
+    ) -> Option<crate::restrictions::Restriction> {
+        match self.unresolved.iter().next() {
+            Some((key, tool)) => Some(crate::restrictions::reconciliation(
+                self.recorder.run_id().as_str(),
+                key,
+                tool,
+            )),
+            None => decisions.and_then(|(files, window)| {
+                crate::restrictions::decisions_now(files, session, self.recorder.now(), window)
+            }),
+        }
     }
 
     /// Raises approval requests with `options` (how long a request waits for a person).

@@ -197,24 +197,6 @@ pub fn decisions_now(
     }
 }
 
-/// What refuses the consequential calls of `executor`'s run now: a side effect of unknown
-/// outcome awaiting reconciliation first, then the decisions ([`decisions_now`] with the
-/// decision files and observation window of `decisions`, when the edge keeps any, and
-/// `session`). Set it with [`crate::Executor::restrict`].
-#[must_use]
-pub fn now(
-    executor: &crate::Executor,
-    decisions: Option<(Result<DecisionFiles, DecisionFilesError>, SignedDuration)>,
-    session: Option<&str>,
-) -> Option<Restriction> {
-    let recorder = executor.recorder_ref();
-    match executor.unresolved().iter().next() {
-        Some((key, tool)) => Some(reconciliation(recorder.run_id().as_str(), key, tool)),
-        None => decisions
-            .and_then(|(files, window)| decisions_now(files, session, recorder.now(), window)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     //! Tool classes: fail closed for unknown tools.

@@ -620,7 +620,7 @@ impl Service {
                 home.window,
             )
         });
-        let restriction = cairn_runtime::restrictions::now(executor, decisions, None);
+        let restriction = executor.continuity_restriction(decisions, None);
         executor.restrict(restriction, tools);
     }
 
