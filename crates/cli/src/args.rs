@@ -190,7 +190,8 @@ pub struct McpProxyArgs {
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
     /// Serve Streamable HTTP at `http://ADDR/mcp` instead of stdio (each client session its
-    /// own run), e.g. `127.0.0.1:8471`.
+    /// own run), e.g. `127.0.0.1:8471`. With `CAIRN_MCP_HTTP_TOKEN` set, every request must
+    /// carry `Authorization: Bearer <it>`; a non-loopback address requires it.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
     /// A `Host` the HTTP listener accepts besides the loopback names (DNS rebinding

@@ -116,11 +116,42 @@ where
     Ok(ended)
 }
 
+/// How the HTTP listener admits its clients.
+#[derive(Clone, Default)]
+pub struct HttpAccess {
+    /// `Host`s accepted besides the loopback names (DNS rebinding).
+    pub allowed_hosts: Vec<String>,
+    /// When set, every request must carry `Authorization: Bearer <token>` (compared in
+    /// constant time); others are answered 401.
+    pub bearer: Option<String>,
+}
+
+impl std::fmt::Debug for HttpAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpAccess")
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("bearer", &self.bearer.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
+/// Whether `request` carries `Authorization: Bearer <token>`.
+fn bears(request: &axum::extract::Request, token: &str) -> bool {
+    use subtle::ConstantTimeEq as _;
+    request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .is_some_and(|presented| bool::from(presented.as_bytes().ct_eq(token.as_bytes())))
+}
+
 /// Serves MCP over Streamable HTTP at `/mcp` on `listener` until `shutdown` completes: each
 /// client session is a session of `gateway` over the same upstreams, admitting its calls
 /// through the admission `open` gives it (its own run, closed when the session ends or
 /// expires after `idle` without a request). Only loopback `Host`s are accepted unless
-/// `allowed_hosts` names others (DNS rebinding).
+/// `access` names others (DNS rebinding), and with a bearer token only requests that carry
+/// it.
 ///
 /// # Errors
 /// The listener fails.
@@ -128,10 +159,14 @@ pub async fn serve_http(
     gateway: Gateway,
     open: impl Fn() -> Result<Arc<dyn Admission>, GatewayError> + Send + Sync + 'static,
     listener: tokio::net::TcpListener,
-    allowed_hosts: Vec<String>,
+    access: HttpAccess,
     idle: std::time::Duration,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), GatewayError> {
+    let HttpAccess {
+        allowed_hosts,
+        bearer,
+    } = access;
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
@@ -158,7 +193,28 @@ pub async fn serve_http(
         Arc::new(sessions),
         config,
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    let mut router = axum::Router::new().nest_service("/mcp", service);
+    if let Some(token) = bearer {
+        let token: Arc<str> = token.into();
+        router = router.layer(axum::middleware::from_fn(
+            move |request: axum::extract::Request, next: axum::middleware::Next| {
+                let token = Arc::clone(&token);
+                async move {
+                    if bears(&request, &token) {
+                        next.run(request).await
+                    } else {
+                        use axum::response::IntoResponse as _;
+                        (
+                            http::StatusCode::UNAUTHORIZED,
+                            [(http::header::WWW_AUTHENTICATE, "Bearer")],
+                            "this MCP gateway needs `Authorization: Bearer <token>`\n",
+                        )
+                            .into_response()
+                    }
+                }
+            },
+        ));
+    }
     let local = listener.local_addr().ok();
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {

@@ -515,3 +515,35 @@ fn each_request_is_a_span_after_the_mcp_conventions_child_of_the_clients_trace()
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[test]
+fn a_listener_beyond_loopback_needs_a_bearer_token_and_a_token_must_be_long() {
+    let project = init_project();
+    let listen = |token: Option<&str>| {
+        let mut command = command_in(project.path());
+        command.args([
+            "mcp",
+            "proxy",
+            "--listen",
+            "0.0.0.0:0",
+            "--server",
+            "never=false",
+        ]);
+        match token {
+            Some(token) => command.env("CAIRN_MCP_HTTP_TOKEN", token),
+            None => command.env_remove("CAIRN_MCP_HTTP_TOKEN"),
+        };
+        command.stdin(Stdio::null()).output().unwrap()
+    };
+    let open = listen(None);
+    assert_eq!(open.status.code(), Some(2), "{open:?}");
+    let said = String::from_utf8_lossy(&open.stderr);
+    assert!(said.contains("CAIRN_MCP_HTTP_TOKEN"), "{said}");
+    assert!(said.contains("non-loopback"), "{said}");
+    let short = listen(Some("secret"));
+    assert_eq!(short.status.code(), Some(2), "{short:?}");
+    assert!(
+        String::from_utf8_lossy(&short.stderr).contains("at least 16"),
+        "{short:?}"
+    );
+}

@@ -760,17 +760,37 @@ async fn unreadable_decision_files_stop_consequential_calls() {
     session.end().await;
 }
 
-/// A client session over Streamable HTTP to the gateway at `url`.
+/// The bearer token of the HTTP listener in these tests.
+const BEARER: &str = "a-test-token-0123456789";
+
+/// A client session over Streamable HTTP to the gateway at `url`, bearing `token`.
+async fn http_client_with(
+    url: &str,
+    token: Option<&str>,
+) -> Result<
+    rmcp::service::RunningService<rmcp::service::RoleClient, crate::common::TestClient>,
+    rmcp::service::ClientInitializeError,
+> {
+    use rmcp::ServiceExt as _;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    // reqwest's rustls takes the process's provider: ring's, as the gateway installs it.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
+    if let Some(token) = token {
+        config = config.auth_header(token);
+    }
+    crate::common::TestClient::default()
+        .serve(rmcp::transport::StreamableHttpClientTransport::from_config(
+            config,
+        ))
+        .await
+}
+
+/// A client session over Streamable HTTP to the gateway at `url`, with its token.
 async fn http_client(
     url: &str,
 ) -> rmcp::service::RunningService<rmcp::service::RoleClient, crate::common::TestClient> {
-    use rmcp::ServiceExt as _;
-    crate::common::TestClient::default()
-        .serve(rmcp::transport::StreamableHttpClientTransport::from_uri(
-            url.to_owned(),
-        ))
-        .await
-        .unwrap()
+    http_client_with(url, Some(BEARER)).await.unwrap()
 }
 
 async fn call_on(
@@ -815,12 +835,22 @@ async fn an_upstream_that_hangs_or_crashes_holds_up_no_other_session_and_is_star
             Ok(Arc::new(sessions.open(&format!("h{n}"))?) as Arc<dyn cairn_mcp::Admission>)
         },
         listener,
-        Vec::new(),
+        cairn_mcp::HttpAccess {
+            allowed_hosts: Vec::new(),
+            bearer: Some(BEARER.to_owned()),
+        },
         Duration::from_secs(60),
         async move {
             let _ = stopped.await;
         },
     ));
+    // Without the token, or with another, no session starts.
+    assert!(http_client_with(&url, None).await.is_err());
+    assert!(
+        http_client_with(&url, Some("a-test-token-0123456780"))
+            .await
+            .is_err()
+    );
     let a = http_client(&url).await;
     let b = http_client(&url).await;
 

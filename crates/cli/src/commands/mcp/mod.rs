@@ -68,14 +68,14 @@ fn proxy(ctx: &Context, args: &McpProxyArgs) -> Result<Outcome, Failure> {
         if let Ok(address) = listener.local_addr() {
             eprintln!("cairn mcp proxy: serving MCP at http://{address}/mcp");
         }
-        let hosts = args.allow_hosts.clone();
+        let access = http_access(args, &listener)?;
         let idle = std::time::Duration::from_secs(args.idle_seconds.max(1));
         runtime.block_on(async {
             let gateway = cairn_mcp::start(config, &root, admission).await?;
             let kept = gateway.clone();
             let each = move || open(&random_session());
             let served =
-                cairn_mcp::serve_http(gateway, each, listener, hosts, idle, shutdown_signal())
+                cairn_mcp::serve_http(gateway, each, listener, access, idle, shutdown_signal())
                     .await;
             // The sessions still open when the gateway stops are closed before it exits.
             let _ = tokio::task::spawn_blocking(move || kept.close_all(Ended::Cancelled)).await;
@@ -98,6 +98,47 @@ fn proxy(ctx: &Context, args: &McpProxyArgs) -> Result<Outcome, Failure> {
     traces.shutdown();
     served?;
     Ok(Outcome::already_written())
+}
+
+/// The environment variable holding the HTTP listener's bearer token.
+pub const HTTP_TOKEN_ENV: &str = "CAIRN_MCP_HTTP_TOKEN";
+
+/// The shortest bearer token accepted.
+const MIN_TOKEN_BYTES: usize = 16;
+
+/// Who the HTTP listener serves: with `CAIRN_MCP_HTTP_TOKEN` set, only requests bearing it;
+/// without it, only a loopback listener (anyone who can reach a wider address could call
+/// every upstream tool as the gateway's principal — refused, fail closed).
+fn http_access(
+    args: &McpProxyArgs,
+    listener: &tokio::net::TcpListener,
+) -> Result<cairn_mcp::HttpAccess, Failure> {
+    let bearer = std::env::var(HTTP_TOKEN_ENV).ok().filter(|t| !t.is_empty());
+    if let Some(token) = &bearer
+        && (token.len() < MIN_TOKEN_BYTES || token.chars().any(|c| !c.is_ascii_graphic()))
+    {
+        return Err(Failure::new(
+            CliCode::USAGE,
+            format!(
+                "{HTTP_TOKEN_ENV} must be at least {MIN_TOKEN_BYTES} printable ASCII characters without spaces (e.g. `openssl rand -hex 32`)"
+            ),
+        ));
+    }
+    let loopback = listener
+        .local_addr()
+        .is_ok_and(|address| address.ip().is_loopback());
+    if bearer.is_none() && !loopback {
+        return Err(Failure::new(
+            CliCode::USAGE,
+            format!(
+                "--listen on a non-loopback address serves every upstream tool to whoever reaches it: set {HTTP_TOKEN_ENV} to a secret (clients then send `Authorization: Bearer <it>`), or listen on 127.0.0.1"
+            ),
+        ));
+    }
+    Ok(cairn_mcp::HttpAccess {
+        allowed_hosts: args.allow_hosts.clone(),
+        bearer,
+    })
 }
 
 /// Opens each session's way into the runtime: `cairn serve`'s when `CAIRN_SERVER` is set (and
