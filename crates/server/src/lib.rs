@@ -72,6 +72,7 @@
 
 pub mod api;
 pub mod client;
+pub mod console;
 pub mod error;
 pub mod listen;
 pub mod metrics;

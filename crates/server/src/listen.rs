@@ -203,7 +203,10 @@ impl Server {
             let scrape = crate::api::metrics_router(Arc::clone(&service));
             served.serve_all(metrics.tcp, metrics.unix, None, &scrape)?;
         }
-        let app = crate::api::router(Arc::clone(&service));
+        let app = crate::api::router(Arc::clone(&service)).merge(crate::console::router(
+            Arc::clone(&service),
+            crate::console::ConsoleOptions { tls: tls.is_some() },
+        ));
         served.serve_all(tcp, unix, tls.as_ref(), &app)?;
         let Listeners {
             mut tasks, sockets, ..

@@ -13,6 +13,7 @@
 mod api;
 mod approvals;
 mod checks;
+mod console;
 mod decisions;
 mod durability;
 mod lanes;

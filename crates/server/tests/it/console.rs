@@ -1,0 +1,311 @@
+//! The web console (`/ui`) as a browser meets it, over plain HTTP: who may sign in, what the
+//! session cookie and the forms demand, the headers every page carries, and a run's text
+//! shown as text. (The browser tests in real Chromium come with the console's pages.)
+
+use std::io::{Read as _, Write as _};
+use std::time::Duration;
+
+use cairn_server::client::Endpoint;
+use cairn_server::console::url_encode;
+use cairn_server::tokens::Role;
+
+use crate::Harness;
+
+/// One HTTP answer: status, headers (lower-cased names) and body.
+struct Page {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Page {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn cookies(&self) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(key, _)| key == "set-cookie")
+            .map(|(_, value)| value.as_str())
+            .collect()
+    }
+
+    /// The value the page sets for cookie `name`.
+    fn cookie(&self, name: &str) -> Option<String> {
+        self.cookies().into_iter().find_map(|cookie| {
+            cookie
+                .split(';')
+                .next()
+                .and_then(|pair| pair.split_once('='))
+                .filter(|(key, value)| *key == name && !value.is_empty())
+                .map(|(_, value)| value.to_owned())
+        })
+    }
+
+    /// The value of the hidden form field `csrf`.
+    fn csrf(&self) -> String {
+        let at = self
+            .body
+            .find("name=\"csrf\" value=\"")
+            .expect("a csrf field")
+            + 19;
+        self.body[at..]
+            .split('"')
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+/// Sends one request to the harness's TCP listener (HTTP/1.1, `Connection: close`).
+fn send(
+    service: &Harness,
+    method: &str,
+    path: &str,
+    cookie: Option<&str>,
+    form: Option<&str>,
+) -> Page {
+    let Endpoint::Tcp(address) = &service.tcp else {
+        panic!("a TCP endpoint")
+    };
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut request =
+        format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n");
+    if let Some(cookie) = cookie {
+        request.push_str(&format!("Cookie: {cookie}\r\n"));
+    }
+    let body = form.unwrap_or("");
+    if form.is_some() {
+        request.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(key, value)| (key.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    Page {
+        status,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+/// Signs in with `token` as a browser does (the form, its cookie, the post); the answer.
+fn sign_in(service: &Harness, token: &str) -> Page {
+    let form = send(service, "GET", "/ui/login", None, None);
+    assert_eq!(form.status, 200);
+    let login_cookie = form.cookie("cairn_ui_login").expect("the form's cookie");
+    send(
+        service,
+        "POST",
+        "/ui/login",
+        Some(&format!("cairn_ui_login={login_cookie}")),
+        Some(&format!("token={}&csrf={}", url_encode(token), form.csrf())),
+    )
+}
+
+/// A signed-in session's cookie header.
+fn session_of(service: &Harness, token: &str) -> String {
+    let signed = sign_in(service, token);
+    assert_eq!(signed.status, 303, "{}", signed.body);
+    assert_eq!(signed.header("location"), Some("/ui/runs"));
+    format!(
+        "cairn_ui={}",
+        signed.cookie("cairn_ui").expect("a session cookie")
+    )
+}
+
+#[test]
+fn a_person_signs_in_with_a_persons_token_and_an_agent_cannot() {
+    let service = Harness::start();
+    let cookie = session_of(&service, &service.token("acme", Role::Investigator));
+    let runs = send(&service, "GET", "/ui/runs", Some(&cookie), None);
+    assert_eq!(runs.status, 200, "{}", runs.body);
+    assert!(runs.body.contains("Runs"), "{}", runs.body);
+    assert!(
+        runs.body.contains("cairn runs list"),
+        "the page names its CLI command"
+    );
+    // The session cookie is HttpOnly, SameSite=Strict and scoped to the console.
+    let signed = sign_in(&service, &service.token("acme", Role::Approver));
+    let set = signed
+        .cookies()
+        .into_iter()
+        .find(|c| c.starts_with("cairn_ui="))
+        .expect("a session cookie")
+        .to_owned();
+    for part in ["HttpOnly", "SameSite=Strict", "Path=/ui"] {
+        assert!(set.contains(part), "{set}");
+    }
+
+    let agent = sign_in(&service, &service.token("acme", Role::Agent));
+    assert_eq!(agent.status, 403);
+    assert!(agent.body.contains("agent"), "{}", agent.body);
+    assert!(agent.cookie("cairn_ui").is_none());
+    let unknown = sign_in(&service, "cairn_nope_nope");
+    assert_eq!(unknown.status, 401);
+    assert!(unknown.cookie("cairn_ui").is_none());
+}
+
+#[test]
+fn every_console_page_needs_a_live_session_and_revoking_its_token_ends_it() {
+    let service = Harness::start();
+    for (cookie, why) in [
+        (None, "no session"),
+        (Some("cairn_ui=0123456789abcdef"), "an unknown session"),
+    ] {
+        let page = send(&service, "GET", "/ui/runs", cookie, None);
+        assert_eq!(page.status, 303, "{why}");
+        assert_eq!(page.header("location"), Some("/ui/login"), "{why}");
+        let logout = send(&service, "POST", "/ui/logout", cookie, Some("csrf=x"));
+        assert_eq!(logout.status, 303, "{why}");
+    }
+    let admin = service.token("acme", Role::Admin);
+    let investigator = service.token("acme", Role::Investigator);
+    let cookie = session_of(&service, &investigator);
+    assert_eq!(
+        send(&service, "GET", "/ui/runs", Some(&cookie), None).status,
+        200
+    );
+    let id = investigator.split('_').nth(1).unwrap_or_default();
+    let revoked = service.call(
+        "POST",
+        &format!("/v1/tokens/{id}/revoke"),
+        Some(&admin),
+        None,
+    );
+    assert_eq!(
+        revoked.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&revoked.body)
+    );
+    service.tokens_reloaded();
+    let after = send(&service, "GET", "/ui/runs", Some(&cookie), None);
+    assert_eq!(after.status, 303, "a revoked token's session ends");
+}
+
+#[test]
+fn forms_demand_their_csrf_token() {
+    let service = Harness::start();
+    // Sign-in: a post without the form's cookie, or with another token, is refused.
+    let form = send(&service, "GET", "/ui/login", None, None);
+    let token = service.token("acme", Role::Admin);
+    let forged = send(
+        &service,
+        "POST",
+        "/ui/login",
+        None,
+        Some(&format!(
+            "token={}&csrf={}",
+            url_encode(&token),
+            form.csrf()
+        )),
+    );
+    assert_eq!(forged.status, 403);
+    assert!(forged.cookie("cairn_ui").is_none());
+    let mismatched = send(
+        &service,
+        "POST",
+        "/ui/login",
+        Some("cairn_ui_login=aaaa"),
+        Some(&format!(
+            "token={}&csrf={}",
+            url_encode(&token),
+            form.csrf()
+        )),
+    );
+    assert_eq!(mismatched.status, 403);
+
+    // Sign-out: the session's own token only.
+    let cookie = session_of(&service, &token);
+    let wrong = send(
+        &service,
+        "POST",
+        "/ui/logout",
+        Some(&cookie),
+        Some("csrf=0000"),
+    );
+    assert_eq!(wrong.status, 403);
+    assert_eq!(
+        send(&service, "GET", "/ui/runs", Some(&cookie), None).status,
+        200
+    );
+    let page = send(&service, "GET", "/ui/runs", Some(&cookie), None);
+    let out = send(
+        &service,
+        "POST",
+        "/ui/logout",
+        Some(&cookie),
+        Some(&format!("csrf={}", page.csrf())),
+    );
+    assert_eq!(out.status, 303);
+    assert_eq!(
+        send(&service, "GET", "/ui/runs", Some(&cookie), None).status,
+        303
+    );
+}
+
+#[test]
+fn every_page_carries_the_policy_and_what_a_request_echoes_is_shown_as_text() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    service.open(&agent, "session-1");
+    let cookie = session_of(&service, &service.token("acme", Role::Investigator));
+    // The task filter is echoed into the page: markup in it must stay text.
+    let hostile = "/ui/runs?state=open&task=%22%3E%3Cscript%3Ealert(1)%3C%2Fscript%3E";
+    for (path, cookie) in [
+        ("/ui/login", None),
+        ("/ui/runs", Some(cookie.as_str())),
+        (hostile, Some(cookie.as_str())),
+        ("/ui/static/console.css", None),
+    ] {
+        let page = send(&service, "GET", path, cookie, None);
+        assert_eq!(page.status, 200, "{path}");
+        let policy = page.header("content-security-policy").unwrap_or_default();
+        assert!(policy.contains("default-src 'none'"), "{path}: {policy}");
+        assert!(
+            !policy.contains("script-src"),
+            "{path}: no script is ever allowed"
+        );
+        assert_eq!(
+            page.header("x-content-type-options"),
+            Some("nosniff"),
+            "{path}"
+        );
+        assert!(!page.body.contains("<script"), "{path}: {}", page.body);
+    }
+    let echoed = send(&service, "GET", hostile, Some(&cookie), None);
+    assert!(
+        echoed
+            .body
+            .contains("&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "the filter is shown escaped: {}",
+        echoed.body
+    );
+    let runs = send(&service, "GET", "/ui/runs", Some(&cookie), None);
+    assert!(runs.body.contains(".session-1"), "{}", runs.body);
+    assert!(runs.body.contains("open"), "{}", runs.body);
+}
