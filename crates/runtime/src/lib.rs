@@ -81,13 +81,15 @@ pub mod ledger {
     /// What a record says.
     pub mod record {
         pub use cairn_ledger::record::{
-            AllowDeny, BoundaryEvent, Label, TerminationReason, ToolRef,
+            AllowDeny, BoundaryEvent, IntentRecord, Label, RecordKind, TerminationReason, ToolRef,
         };
     }
 
     /// What a store lists.
     pub mod store {
-        pub use cairn_ledger::store::{CostDimension, CostRow, RunFilter, RunInfo};
+        pub use cairn_ledger::store::{
+            CostDimension, CostRow, RowFault, RunFilter, RunInfo, StoredRow,
+        };
     }
 }
 

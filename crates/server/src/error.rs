@@ -141,6 +141,12 @@ impl ApiError {
         self.code.name()
     }
 
+    /// What went wrong, in words.
+    #[must_use]
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
     /// The HTTP status.
     #[must_use]
     pub const fn status(&self) -> StatusCode {

@@ -206,6 +206,7 @@ pub fn router(service: Arc<Service>, options: ConsoleOptions) -> Router {
         .route("/ui/login", get(login_form).post(login))
         .route("/ui/logout", post(logout))
         .route("/ui/runs", get(runs))
+        .route("/ui/runs/{run}", get(run_timeline))
         .route("/ui/static/console.css", get(stylesheet))
         .layer(axum::middleware::from_fn(security_headers))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_FORM_BYTES))
@@ -389,4 +390,65 @@ async fn runs(
         Ok(Err(error)) => error.into_response(),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "listing the runs failed").into_response(),
     }
+}
+
+/// The timeline page's position.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct TimelineQuery {
+    /// The first step shown.
+    #[serde(default)]
+    pub from: Option<u64>,
+}
+
+async fn run_timeline(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    axum::extract::Path(run): axum::extract::Path<String>,
+    Query(query): Query<TimelineQuery>,
+) -> Response {
+    let Some(person) = console.person(&headers) else {
+        return to_login();
+    };
+    let run = match Service::run_id(&person.caller, &run) {
+        Ok(run) => run,
+        Err(error) => return problem(&person, &error),
+    };
+    let service = Arc::clone(&console.service);
+    let caller = person.caller.clone();
+    let from = query.from.unwrap_or(0);
+    let read = tokio::task::spawn_blocking(move || {
+        service.records_page(&caller, &run, from, pages::RECORDS_PER_PAGE)
+    })
+    .await;
+    match read {
+        Ok(Ok((info, rows))) => {
+            Html(pages::timeline(&person.caller, &person.csrf, &info, from, &rows).into_string())
+                .into_response()
+        }
+        Ok(Err(error)) => problem(&person, &error),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "reading the run failed").into_response(),
+    }
+}
+
+/// `error` as a page in the console's frame, with its HTTP status.
+fn problem(person: &Person, error: &crate::error::ApiError) -> Response {
+    let status = error.status();
+    let title = if status == StatusCode::NOT_FOUND {
+        "Not found"
+    } else {
+        "Something went wrong"
+    };
+    (
+        status,
+        Html(
+            pages::problem(
+                &person.caller,
+                &person.csrf,
+                title,
+                &format!("{} ({})", error.message(), error.code()),
+            )
+            .into_string(),
+        ),
+    )
+        .into_response()
 }

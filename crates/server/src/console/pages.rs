@@ -3,14 +3,16 @@
 
 use maud::{DOCTYPE, Markup, html};
 
-use cairn_runtime::ledger::record::TerminationReason;
-use cairn_runtime::ledger::store::RunInfo;
+use cairn_runtime::ledger::record::{IntentRecord, TerminationReason};
+use cairn_runtime::ledger::store::{RunInfo, StoredRow};
 
 use super::RunsQuery;
 use crate::tokens::Caller;
 
 /// Runs shown per page.
 pub(super) const RUNS_PER_PAGE: usize = 50;
+/// Records shown per timeline page.
+pub(super) const RECORDS_PER_PAGE: u64 = 100;
 
 /// The frame of every page: the title, the navigation and who is signed in.
 fn layout(title: &str, person: Option<(&Caller, &str)>, body: &Markup) -> Markup {
@@ -61,6 +63,13 @@ pub(super) fn login(csrf: &str, error: Option<&str>) -> Markup {
         }
     };
     layout("Sign in", None, &body)
+}
+
+/// A table's head row of `columns`.
+fn head(columns: &[&str]) -> Markup {
+    html! {
+        thead { tr { @for column in columns { th scope="col" { (column) } } } }
+    }
 }
 
 /// What a run's state is, as a person sorts them: open runs may need someone.
@@ -127,15 +136,14 @@ pub(super) fn runs(
         }
         p { (total) " run(s)" @if pages > 1 { ", page " (page) " of " (pages) } "." }
         table.runs {
-            thead { tr {
-                th scope="col" { "Run" } th scope="col" { "Task" } th scope="col" { "State" }
-                th scope="col" { "Records" } th scope="col" { "Last activity" } th scope="col" { "Checkpoint" }
-            } }
+            (head(&["Run", "Task", "State", "Records", "Last activity", "Checkpoint"]))
             tbody {
                 @for run in shown {
                     @let (state, class) = state_of(run);
                     tr {
-                        td.mono data-label="Run" { (run.meta.run_id.as_str()) }
+                        td.mono data-label="Run" {
+                            a href={"/ui/runs/" (url_encode(run.meta.run_id.as_str()))} { (run.meta.run_id.as_str()) }
+                        }
                         td.mono data-label="Task" { (run.meta.task_id.as_str()) }
                         td data-label="State" { span class={"state " (class)} { (state) }
                             @if let Some(reason) = &run.termination { " (" (reason.as_str()) ")" } }
@@ -172,4 +180,106 @@ pub fn url_encode(text: &str) -> String {
             }
         })
         .collect()
+}
+
+/// What one record says, in a line: the tool and decision with its rules, the boundary event
+/// with its reason, or why the run ended.
+fn what(record: &IntentRecord) -> Markup {
+    html! {
+        @if let Some(tool) = &record.tool {
+            code { (tool.name.as_str()) }
+            @if let Some(admission) = &record.admission {
+                " " span class={"decision " (admission.decision.as_str())} { (admission.decision.as_str()) }
+                @if !admission.rule_ids.is_empty() {
+                    " by "
+                    @for (i, rule) in admission.rule_ids.iter().enumerate() {
+                        @if i > 0 { ", " }
+                        code { (rule.as_str()) }
+                    }
+                }
+            }
+            @if let Some(agent) = &record.agent { " (agent " code { (agent.as_str()) } ")" }
+        }
+        @if let Some(boundary) = &record.boundary {
+            strong { (boundary.event.as_str()) }
+            @if let Some(reason) = &boundary.reason { " — " (reason.as_str()) }
+            @if let Some(key) = &boundary.idempotency_key { " · key " code { (key.as_str()) } }
+            @if let Some(status) = &boundary.side_effect_status { " · " (status.as_str()) }
+        }
+        @if let Some(termination) = &record.termination {
+            strong { "run closed: " (termination.reason.as_str()) }
+            @if let Some(detail) = &termination.detail { " (" (detail.as_str()) ")" }
+        }
+    }
+}
+
+/// A run's records in step order, a page at a time from step `from`.
+pub(super) fn timeline(
+    caller: &Caller,
+    csrf: &str,
+    info: &RunInfo,
+    from: u64,
+    rows: &[StoredRow],
+) -> Markup {
+    let run = info.meta.run_id.as_str();
+    let (state, class) = state_of(info);
+    let page = |from: u64| format!("/ui/runs/{}?from={from}", url_encode(run));
+    let body = html! {
+        p { a href="/ui/runs" { "← Runs" } }
+        h1.mono { (run) }
+        p {
+            "Task " code { (info.meta.task_id.as_str()) } " · "
+            span class={"state " (class)} { (state) }
+            @if let Some(reason) = &info.termination { " (" (reason.as_str()) ")" }
+            " · " (info.records) " records · checkpoint "
+            @if info.checkpointed { "signed" } @else { "none yet" }
+        }
+        table.timeline {
+            (head(&["Step", "Kind", "What", "Lane", "Recorded", "Digest"]))
+            tbody {
+                @for row in rows {
+                    @match row {
+                        Ok(record) => tr {
+                            td.num { (record.step_index) }
+                            td { (record.kind.as_str()) }
+                            td { (what(record)) }
+                            td.mono { @if let Some(lane) = &record.lane_id { (lane.as_str()) } }
+                            td.mono { (record.recorded_at.to_string()) }
+                            td.mono title=(record.digest.to_string()) { (short(&record.digest.to_string())) }
+                        },
+                        Err(fault) => tr {
+                            td.num { (fault.step_index) }
+                            td colspan="5" { strong.error { "this row does not read: " } (fault.detail) }
+                        },
+                    }
+                }
+            }
+        }
+        nav.pager aria-label="Pages" {
+            @if from > 0 { a href=(page(from.saturating_sub(RECORDS_PER_PAGE))) rel="prev" { "← Earlier" } }
+            @if from.saturating_add(RECORDS_PER_PAGE) < info.records {
+                a href=(page(from + RECORDS_PER_PAGE)) rel="next" { "Later →" }
+            }
+        }
+        p.cli { "The same in the CLI: " code { "cairn ledger export --run " (run) " --format jsonl" } }
+    };
+    layout(run, Some((caller, csrf)), &body)
+}
+
+/// A digest shortened for a table (`sha256:0123456789ab…`); the whole one is its title.
+fn short(digest: &str) -> String {
+    match digest.split_once(':') {
+        Some((algorithm, hex)) => format!("{algorithm}:{}…", hex.get(..12).unwrap_or(hex)),
+        None => digest.to_owned(),
+    }
+}
+
+/// A page that says what went wrong (a run not found, a store failure), in the console's frame.
+pub(super) fn problem(caller: &Caller, csrf: &str, title: &str, message: &str) -> Markup {
+    let body = html! {
+        p { a href="/ui/runs" { "← Runs" } }
+        h1 { (title) }
+        p.error role="alert" { (message) }
+    };
+    layout(title, Some((caller, csrf)), &body)
 }

@@ -404,6 +404,30 @@ impl Service {
             .ok_or_else(|| ApiError::run_not_found(run.as_str()))
     }
 
+    /// Up to `count` records of `run` from step `from`, read one by one (a page of a run of
+    /// any length costs the same), with the run's summary. A row that does not read is
+    /// returned as its fault, never skipped.
+    ///
+    /// # Errors
+    /// `run_not_found`; store failures.
+    pub fn records_page(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        from: u64,
+        count: u64,
+    ) -> Result<(RunInfo, Vec<cairn_runtime::ledger::store::StoredRow>), ApiError> {
+        let info = self.run_info(caller, run)?;
+        let end = from.saturating_add(count).min(info.records);
+        let mut rows = Vec::new();
+        for step in from..end {
+            if let Some(row) = self.config.store.record(&caller.tenant, run, step)? {
+                rows.push(row);
+            }
+        }
+        Ok((info, rows))
+    }
+
     /// The runs `caller` may see, with the CLI's filters.
     ///
     /// # Errors

@@ -309,3 +309,64 @@ fn every_page_carries_the_policy_and_what_a_request_echoes_is_shown_as_text() {
     assert!(runs.body.contains(".session-1"), "{}", runs.body);
     assert!(runs.body.contains("open"), "{}", runs.body);
 }
+
+#[test]
+fn a_runs_timeline_shows_each_record_with_its_rules_a_page_at_a_time() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "timeline");
+    assert_eq!(service.step(&agent, &run, crate::READ_A).status, 200);
+    let refused = service.step(
+        &agent,
+        &run,
+        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p0"}}"#,
+    );
+    assert_eq!(refused.json()["decision"], "deny");
+    for _ in 0..120 {
+        assert_eq!(service.step(&agent, &run, crate::READ_A).status, 200);
+    }
+    let cookie = session_of(&service, &service.token("acme", Role::Investigator));
+    let runs = send(&service, "GET", "/ui/runs", Some(&cookie), None);
+    let link = format!("/ui/runs/{}", url_encode(&run));
+    assert!(
+        runs.body.contains(&link),
+        "the runs page links the run: {}",
+        runs.body
+    );
+
+    let first = send(&service, "GET", &link, Some(&cookie), None);
+    assert_eq!(first.status, 200, "{}", first.body);
+    for seen in [
+        "files.read",
+        "read-ok",
+        "tickets.create",
+        "deny",
+        "no-p0",
+        "cairn ledger export --run",
+    ] {
+        assert!(first.body.contains(seen), "{seen}: {}", first.body);
+    }
+    assert!(first.body.contains("122 records"), "{}", first.body);
+    // A page holds 100 records; the next one starts where it ended.
+    assert!(first.body.contains("?from=100"), "{}", first.body);
+    assert!(
+        !first.body.contains(">121<"),
+        "step 121 is on the next page"
+    );
+    let second = send(
+        &service,
+        "GET",
+        &format!("{link}?from=100"),
+        Some(&cookie),
+        None,
+    );
+    assert!(second.body.contains(">121<"), "{}", second.body);
+    assert!(second.body.contains("?from=0"), "{}", second.body);
+
+    // Another tenant's person finds no such run.
+    let other = session_of(&service, &service.token("globex", Role::Admin));
+    let hidden = send(&service, "GET", &link, Some(&other), None);
+    assert_eq!(hidden.status, 404, "{}", hidden.body);
+    assert!(hidden.body.contains("Not found"), "{}", hidden.body);
+    assert!(!hidden.body.contains("files.read"));
+}
