@@ -48,7 +48,7 @@ impl FromRequestParts<Arc<Service>> for Authenticated {
 }
 
 /// Who may call an endpoint, the sets the handlers name.
-pub(super) mod roles {
+pub(crate) mod roles {
     use crate::tokens::Role;
 
     /// An agent only: it opens runs and writes in its own.

@@ -4,7 +4,7 @@
 //! the offending field), and runs the service's synchronous operation on the blocking pool.
 //! A run another tenant or another agent holds answers exactly as a run that does not exist.
 
-mod approvals;
+pub(crate) mod approvals;
 mod boundaries;
 mod checks;
 mod cost;

@@ -170,6 +170,25 @@ impl Console {
         }
     }
 
+    /// The person who posted a form with the CSRF token `csrf`: signed in, and the token
+    /// their session's; else the answer (the sign-in page, or 403).
+    fn poster(&self, headers: &HeaderMap, csrf: &str) -> Result<Person, Box<Response>> {
+        let Some(person) = self.person(headers) else {
+            return Err(Box::new(to_login()));
+        };
+        if same(&person.csrf, csrf) {
+            Ok(person)
+        } else {
+            Err(Box::new(
+                (
+                    StatusCode::FORBIDDEN,
+                    "the form's CSRF token does not match your session",
+                )
+                    .into_response(),
+            ))
+        }
+    }
+
     /// Opens a session for `bearer`, forgetting the oldest when there are too many.
     fn open(&self, bearer: String) -> (String, String) {
         let id = random_token();
@@ -207,6 +226,9 @@ pub fn router(service: Arc<Service>, options: ConsoleOptions) -> Router {
         .route("/ui/logout", post(logout))
         .route("/ui/runs", get(runs))
         .route("/ui/runs/{run}", get(run_timeline))
+        .route("/ui/approvals", get(approvals_queue))
+        .route("/ui/approvals/{id}", get(approval_page))
+        .route("/ui/approvals/{id}/{action}", post(decide_approval))
         .route("/ui/static/console.css", get(stylesheet))
         .layer(axum::middleware::from_fn(security_headers))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_FORM_BYTES))
@@ -337,15 +359,8 @@ async fn logout(
     headers: HeaderMap,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let Some(person) = console.person(&headers) else {
-        return to_login();
-    };
-    if !same(&person.csrf, &form.csrf) {
-        return (
-            StatusCode::FORBIDDEN,
-            "the form's CSRF token does not match your session",
-        )
-            .into_response();
+    if let Err(answer) = console.poster(&headers, &form.csrf) {
+        return *answer;
     }
     if let Some(id) = cookie(&headers, SESSION_COOKIE) {
         console.lock().remove(id);
@@ -451,4 +466,173 @@ fn problem(person: &Person, error: &crate::error::ApiError) -> Response {
         ),
     )
         .into_response()
+}
+
+/// The approvals queue's filter.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct ApprovalsQuery {
+    /// Every request, not only those waiting.
+    #[serde(default)]
+    pub all: Option<String>,
+}
+
+/// `person`'s caller when their role is one of `roles` (the API's role sets), else why not.
+fn in_role(person: &Person, roles: &[Role], what: &str) -> Result<Caller, crate::error::ApiError> {
+    if roles.contains(&person.caller.role) {
+        Ok(person.caller.clone())
+    } else {
+        Err(crate::error::ApiError::new(
+            crate::error::ServerCode::ROLE_FORBIDDEN,
+            format!(
+                "a token of role `{}` may not {what}",
+                person.caller.role.as_str()
+            ),
+        ))
+    }
+}
+
+async fn approvals_queue(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    Query(query): Query<ApprovalsQuery>,
+) -> Response {
+    use crate::api::extract::roles::APPROVAL_READERS;
+    let Some(person) = console.person(&headers) else {
+        return to_login();
+    };
+    let caller = match in_role(&person, APPROVAL_READERS, "read approval requests") {
+        Ok(caller) => caller,
+        Err(error) => return problem(&person, &error),
+    };
+    let all = query.all.is_some();
+    let service = Arc::clone(&console.service);
+    match tokio::task::spawn_blocking(move || service.list_approvals(&caller, all)).await {
+        Ok(Ok(listed)) => {
+            Html(pages::approvals(&person.caller, &person.csrf, all, &listed).into_string())
+                .into_response()
+        }
+        Ok(Err(error)) => problem(&person, &error),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "listing the requests failed",
+        )
+            .into_response(),
+    }
+}
+
+async fn approval_page(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    axum::extract::Path(id): axum::extract::Path<String>,
+) -> Response {
+    use crate::api::extract::roles::APPROVAL_READERS;
+    let Some(person) = console.person(&headers) else {
+        return to_login();
+    };
+    let caller = match in_role(&person, APPROVAL_READERS, "read approval requests") {
+        Ok(caller) => caller,
+        Err(error) => return problem(&person, &error),
+    };
+    let service = Arc::clone(&console.service);
+    let read = tokio::task::spawn_blocking(move || {
+        let listed = service.approval(&caller, &id)?;
+        // The held step, for the rules that asked for a person.
+        let request = &listed.approval.request;
+        let (_, rows) = service.records_page(&caller, &request.run, request.step, 1)?;
+        Ok::<_, crate::error::ApiError>((listed, rows.into_iter().next()))
+    })
+    .await;
+    match read {
+        Ok(Ok((listed, held))) => Html(
+            pages::approval(&person.caller, &person.csrf, &listed, held.as_ref()).into_string(),
+        )
+        .into_response(),
+        Ok(Err(error)) => problem(&person, &error),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "reading the request failed",
+        )
+            .into_response(),
+    }
+}
+
+/// An approver's decision, as the request's page posts it.
+#[derive(Deserialize)]
+struct DecisionForm {
+    csrf: String,
+    #[serde(default)]
+    expires_in: Option<String>,
+    #[serde(default)]
+    uses: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+async fn decide_approval(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    axum::extract::Path((id, action)): axum::extract::Path<(String, String)>,
+    Form(form): Form<DecisionForm>,
+) -> Response {
+    use crate::api::extract::roles::APPROVERS;
+    use cairn_runtime::approvals::PersonDecision;
+    let person = match console.poster(&headers, &form.csrf) {
+        Ok(person) => person,
+        Err(answer) => return *answer,
+    };
+    let caller = match in_role(&person, APPROVERS, "decide approval requests") {
+        Ok(caller) => caller,
+        Err(error) => return problem(&person, &error),
+    };
+    let decision = match action.as_str() {
+        "approve" => {
+            let expires_in = cairn_runtime::duration::parse_duration(
+                "expires_in",
+                form.expires_in
+                    .as_deref()
+                    .filter(|t| !t.trim().is_empty())
+                    .unwrap_or("15m")
+                    .trim(),
+            );
+            let uses = form
+                .uses
+                .as_deref()
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map_or(Ok(1), str::parse::<u64>);
+            match (expires_in, uses) {
+                (Ok(expires_in), Ok(uses)) => PersonDecision::Approve { expires_in, uses },
+                (Err(error), _) => return problem(&person, &crate::error::ApiError::from(error)),
+                (_, Err(_)) => {
+                    return problem(
+                        &person,
+                        &crate::error::ApiError::new(
+                            crate::error::ServerCode::BODY_INVALID,
+                            "`uses` must be a whole number (1 by default: one call)",
+                        )
+                        .at("form.uses"),
+                    );
+                }
+            }
+        }
+        "deny" => PersonDecision::Deny,
+        "revoke" => PersonDecision::Revoke,
+        _ => return (StatusCode::NOT_FOUND, "no such decision").into_response(),
+    };
+    let note = form.note.filter(|note| !note.trim().is_empty());
+    let service = Arc::clone(&console.service);
+    let target = format!("/ui/approvals/{}", pages::url_encode(&id));
+    let decided = tokio::task::spawn_blocking(move || {
+        service.decide_approval(&caller, &id, &decision, note.as_deref())
+    })
+    .await;
+    match decided {
+        Ok(Ok(_)) => Redirect::to(&target).into_response(),
+        Ok(Err(error)) => problem(&person, &error),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "recording the decision failed",
+        )
+            .into_response(),
+    }
 }

@@ -7,6 +7,7 @@ use cairn_runtime::ledger::record::{IntentRecord, TerminationReason};
 use cairn_runtime::ledger::store::{RunInfo, StoredRow};
 
 use super::RunsQuery;
+use crate::api::approvals::ApprovalView;
 use crate::tokens::Caller;
 
 /// Runs shown per page.
@@ -31,6 +32,7 @@ fn layout(title: &str, person: Option<(&Caller, &str)>, body: &Markup) -> Markup
                     @if let Some((caller, csrf)) = person {
                         nav aria-label="Console" {
                             a href="/ui/runs" { "Runs" }
+                            a href="/ui/approvals" { "Approvals" }
                         }
                         span.mono { (caller.tenant.as_str()) " · " (caller.role.as_str()) " " (caller.token_id) }
                         form method="post" action="/ui/logout" {
@@ -282,4 +284,122 @@ pub(super) fn problem(caller: &Caller, csrf: &str, title: &str, message: &str) -
         p.error role="alert" { (message) }
     };
     layout(title, Some((caller, csrf)), &body)
+}
+
+/// The requests of the tenant: those waiting for a person (or, `all`, every one).
+pub(super) fn approvals(
+    caller: &Caller,
+    csrf: &str,
+    all: bool,
+    listed: &[cairn_runtime::approvals::Listed],
+) -> Markup {
+    let views: Vec<ApprovalView> = listed.iter().map(ApprovalView::from).collect();
+    let body = html! {
+        h1 { @if all { "Approval requests" } @else { "Waiting for a person" } }
+        p {
+            @if all { a href="/ui/approvals" { "Only those waiting" } }
+            @else { a href="/ui/approvals?all=1" { "Every request, decided ones too" } }
+        }
+        @if views.is_empty() {
+            p { "No request waits for a person." }
+        } @else {
+            table.runs {
+                (head(&["Request", "Tool", "Run", "Step", "State", "Decide by"]))
+                tbody {
+                    @for view in &views {
+                        tr {
+                            td.mono data-label="Request" {
+                                a href={"/ui/approvals/" (url_encode(&view.id))} { (view.id) }
+                            }
+                            td.mono data-label="Tool" { (view.tool) }
+                            td.mono data-label="Run" {
+                                a href={"/ui/runs/" (url_encode(&view.run_id))} { (view.run_id) }
+                            }
+                            td.num data-label="Step" { (view.step) }
+                            td data-label="State" { span class={"state " (if view.state == "pending" { "needs-person" } else { "closed" })} { (view.state) } }
+                            td.mono data-label="Decide by" { (view.decide_by) }
+                        }
+                    }
+                }
+            }
+        }
+        p.cli { "The same in the CLI: " code { @if all { "cairn approvals list --all" } @else { "cairn approvals list" } } }
+    };
+    layout("Approvals", Some((caller, csrf)), &body)
+}
+
+/// One request: what was held and why, its state, and — for an approver — the decision forms.
+pub(super) fn approval(
+    caller: &Caller,
+    csrf: &str,
+    listed: &cairn_runtime::approvals::Listed,
+    held: Option<&StoredRow>,
+) -> Markup {
+    let view = ApprovalView::from(listed);
+    let decides = matches!(
+        caller.role,
+        crate::tokens::Role::Approver | crate::tokens::Role::Admin
+    );
+    let action = |verb: &str| format!("/ui/approvals/{}/{verb}", url_encode(&view.id));
+    let body = html! {
+        p { a href="/ui/approvals" { "← Approvals" } }
+        h1.mono { (view.id) }
+        table {
+            tbody {
+                tr { th scope="row" { "State" } td { strong { (view.state) } } }
+                tr { th scope="row" { "Tool" } td.mono { (view.tool) " " (view.tool_version) } }
+                tr { th scope="row" { "Run and step" } td.mono {
+                    a href={"/ui/runs/" (url_encode(&view.run_id)) "?from=" (view.step)} { (view.run_id) " step " (view.step) }
+                } }
+                tr { th scope="row" { "Asked by" } td {
+                    @match held {
+                        Some(Ok(record)) => (what(record)),
+                        Some(Err(fault)) => span.error { "the held step does not read: " (fault.detail) },
+                        None => "—",
+                    }
+                } }
+                tr { th scope="row" { "Action digest" } td.mono { (view.action_digest) } }
+                tr { th scope="row" { "Policy set" } td.mono { (view.policy_set_version.as_deref().unwrap_or("—")) } }
+                tr { th scope="row" { "Requested" } td.mono { (view.requested_at) } }
+                tr { th scope="row" { "Decide by" } td.mono { (view.decide_by) } }
+                @if let Some(decision) = &view.decision {
+                    tr { th scope="row" { "Decision" } td { (decision) " by " code { (view.decided_by.as_deref().unwrap_or("?")) } } }
+                }
+                @if let Some(expires) = &view.approval_expires_at {
+                    tr { th scope="row" { "Admits calls until" } td.mono { (expires) } }
+                }
+                @if let Some(uses) = view.uses {
+                    tr { th scope="row" { "Uses" } td { (view.used.len()) " of " (uses) } }
+                }
+                @if let Some(by) = &view.revoked_by {
+                    tr { th scope="row" { "Revoked by" } td.mono { (by) } }
+                }
+            }
+        }
+        p { "An approval admits exactly this action — the same tool and arguments (their digest above) in the same run — and nothing else." }
+        @if decides && view.state == "pending" && !view.run_closed {
+            h2 { "Decide" }
+            form.filters method="post" action=(action("approve")) {
+                input type="hidden" name="csrf" value=(csrf);
+                label { "Admits calls for" input type="text" name="expires_in" value="15m" size="6"; }
+                label { "Calls" input type="number" name="uses" value="1" min="1" max="1000"; }
+                label { "Note" input type="text" name="note" maxlength="1024"; }
+                button type="submit" { "Approve" }
+            }
+            form.filters method="post" action=(action("deny")) {
+                input type="hidden" name="csrf" value=(csrf);
+                label { "Note" input type="text" name="note" maxlength="1024"; }
+                button type="submit" { "Deny" }
+            }
+        }
+        @if decides && view.state == "active" {
+            form.filters method="post" action=(action("revoke")) {
+                input type="hidden" name="csrf" value=(csrf);
+                label { "Note" input type="text" name="note" maxlength="1024"; }
+                button type="submit" { "Revoke" }
+            }
+        }
+        p.cli { "The same in the CLI: " code { "cairn approvals show " (view.id) } }
+    };
+    layout(&view.id, Some((caller, csrf)), &body)
 }

@@ -370,3 +370,78 @@ fn a_runs_timeline_shows_each_record_with_its_rules_a_page_at_a_time() {
     assert!(hidden.body.contains("Not found"), "{}", hidden.body);
     assert!(!hidden.body.contains("files.read"));
 }
+
+#[test]
+fn an_approver_decides_a_held_call_in_the_queue_and_an_investigator_only_reads_it() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "refunds");
+    let refund =
+        r#"{"tool": "payments.refund", "arguments": {"amount": 500}, "call_id": "toolu_1"}"#;
+    let held = service.step(&agent, &run, refund).json();
+    assert_eq!(held["reason"], "approval_pending", "{held}");
+    let id = held["approval"]["id"].as_str().unwrap().to_owned();
+    let page = format!("/ui/approvals/{id}");
+
+    // An investigator sees the queue and the request, with the rule that asked, and no form.
+    let investigator = session_of(&service, &service.token("acme", Role::Investigator));
+    let queue = send(&service, "GET", "/ui/approvals", Some(&investigator), None);
+    assert_eq!(queue.status, 200, "{}", queue.body);
+    assert!(queue.body.contains(&id), "{}", queue.body);
+    assert!(queue.body.contains("payments.refund"));
+    let request = send(&service, "GET", &page, Some(&investigator), None);
+    for seen in ["pending", "refunds-ask", "sha256:", "cairn approvals show"] {
+        assert!(request.body.contains(seen), "{seen}: {}", request.body);
+    }
+    assert!(
+        !request.body.contains("Approve"),
+        "an investigator decides nothing"
+    );
+    let tried = send(
+        &service,
+        "POST",
+        &format!("{page}/approve"),
+        Some(&investigator),
+        Some(&format!("csrf={}", request.csrf())),
+    );
+    assert_eq!(tried.status, 403, "{}", tried.body);
+
+    // An approver approves it, with a note; the forged form (no CSRF token) is refused first.
+    let approver = session_of(&service, &service.token("acme", Role::Approver));
+    let request = send(&service, "GET", &page, Some(&approver), None);
+    assert!(request.body.contains("Approve"), "{}", request.body);
+    let forged = send(
+        &service,
+        "POST",
+        &format!("{page}/approve"),
+        Some(&approver),
+        Some("expires_in=10m&uses=1"),
+    );
+    assert!(
+        forged.status == 403 || forged.status == 422,
+        "{}",
+        forged.status
+    );
+    let approved = send(
+        &service,
+        "POST",
+        &format!("{page}/approve"),
+        Some(&approver),
+        Some(&format!(
+            "csrf={}&expires_in=10m&uses=1&note={}",
+            request.csrf(),
+            url_encode("checked <the> ticket")
+        )),
+    );
+    assert_eq!(approved.status, 303, "{}", approved.body);
+    let decided = send(&service, "GET", &page, Some(&approver), None);
+    assert!(decided.body.contains("active"), "{}", decided.body);
+    assert!(decided.body.contains("approved by"), "{}", decided.body);
+    assert!(decided.body.contains("Revoke"), "{}", decided.body);
+    // The identical call now runs, admitted by the approval.
+    let admitted = service.step(&agent, &run, refund).json();
+    assert_eq!(admitted["decision"], "allow", "{admitted}");
+    // Nothing waits any more.
+    let queue = send(&service, "GET", "/ui/approvals", Some(&approver), None);
+    assert!(queue.body.contains("No request waits"), "{}", queue.body);
+}
