@@ -25,6 +25,7 @@ fn layout(title: &str, person: Option<(&Caller, &str)>, body: &Markup) -> Markup
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · Cairn" }
                 link rel="stylesheet" href="/ui/static/console.css";
+                link rel="icon" href="/ui/static/icon.svg" type="image/svg+xml";
             }
             body {
                 header {
@@ -191,7 +192,12 @@ fn what(record: &IntentRecord) -> Markup {
         @if let Some(tool) = &record.tool {
             code { (tool.name.as_str()) }
             @if let Some(admission) = &record.admission {
-                " " span class={"decision " (admission.decision.as_str())} { (admission.decision.as_str()) }
+                @let held = admission
+                    .rule_ids
+                    .iter()
+                    .any(|rule| rule.as_str() == cairn_runtime::approvals::rules::PENDING);
+                @let decision = if held { "held for a person" } else { admission.decision.as_str() };
+                " " span class={"decision " (if held { "held" } else { admission.decision.as_str() })} { (decision) }
                 @if !admission.rule_ids.is_empty() {
                     " by "
                     @for (i, rule) in admission.rule_ids.iter().enumerate() {

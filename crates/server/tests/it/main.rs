@@ -14,6 +14,7 @@ mod api;
 mod approvals;
 mod checks;
 mod console;
+mod console_browser;
 mod decisions;
 mod durability;
 mod lanes;
