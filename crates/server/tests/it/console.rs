@@ -112,6 +112,19 @@ fn send(
     }
 }
 
+/// The run `name` of `agent`: a read allowed (`read-ok`), a `p0` ticket refused (`no-p0`).
+pub fn a_read_and_a_refusal(service: &Harness, agent: &str, name: &str) -> String {
+    let run = service.open(agent, name);
+    assert_eq!(service.step(agent, &run, crate::READ_A).status, 200);
+    let refused = service.step(
+        agent,
+        &run,
+        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p0"}}"#,
+    );
+    assert_eq!(refused.json()["decision"], "deny");
+    run
+}
+
 /// Signs in with `token` as a browser does (the form, its cookie, the post); the answer.
 fn sign_in(service: &Harness, token: &str) -> Page {
     let form = send(service, "GET", "/ui/login", None, None);
@@ -314,14 +327,7 @@ fn every_page_carries_the_policy_and_what_a_request_echoes_is_shown_as_text() {
 fn a_runs_timeline_shows_each_record_with_its_rules_a_page_at_a_time() {
     let service = Harness::start();
     let agent = service.token("acme", Role::Agent);
-    let run = service.open(&agent, "timeline");
-    assert_eq!(service.step(&agent, &run, crate::READ_A).status, 200);
-    let refused = service.step(
-        &agent,
-        &run,
-        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p0"}}"#,
-    );
-    assert_eq!(refused.json()["decision"], "deny");
+    let run = a_read_and_a_refusal(&service, &agent, "timeline");
     for _ in 0..120 {
         assert_eq!(service.step(&agent, &run, crate::READ_A).status, 200);
     }

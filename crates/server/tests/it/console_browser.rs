@@ -60,14 +60,7 @@ fn a_person_finds_a_run_reads_a_refusal_and_approves_a_held_call_by_keyboard() {
     let service = Harness::start();
     let agent = service.token("acme", Role::Agent);
     let admin = service.token("acme", Role::Admin);
-    let run = service.open(&agent, "incident");
-    assert_eq!(service.step(&agent, &run, crate::READ_A).status, 200);
-    let refused = service.step(
-        &agent,
-        &run,
-        r#"{"tool": "tickets.create", "arguments": {"title": "t", "priority": "p0"}}"#,
-    );
-    assert_eq!(refused.json()["decision"], "deny");
+    let run = crate::console::a_read_and_a_refusal(&service, &agent, "incident");
     let held = service.step(&agent, &run, REFUND).json();
     let approval = held["approval"]["id"]
         .as_str()
