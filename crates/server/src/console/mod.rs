@@ -226,6 +226,7 @@ pub fn router(service: Arc<Service>, options: ConsoleOptions) -> Router {
         .route("/ui/logout", post(logout))
         .route("/ui/runs", get(runs))
         .route("/ui/runs/{run}", get(run_timeline))
+        .route("/ui/runs/{run}/verify", get(verify_run))
         .route("/ui/approvals", get(approvals_queue))
         .route("/ui/approvals/{id}", get(approval_page))
         .route("/ui/approvals/{id}/{action}", post(decide_approval))
@@ -645,6 +646,40 @@ async fn decide_approval(
         Err(_) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             "recording the decision failed",
+        )
+            .into_response(),
+    }
+}
+
+/// Verifies a run now — its chain, its records and its signed checkpoint against the
+/// service's trusted keys — each time the page is asked for (investigator, admin).
+async fn verify_run(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    axum::extract::Path(run): axum::extract::Path<String>,
+) -> Response {
+    use crate::api::extract::roles::PEOPLE;
+    let Some(person) = console.person(&headers) else {
+        return to_login();
+    };
+    let caller = match in_role(&person, PEOPLE, "verify runs") {
+        Ok(caller) => caller,
+        Err(error) => return problem(&person, &error),
+    };
+    let run = match Service::run_id(&caller, &run) {
+        Ok(run) => run,
+        Err(error) => return problem(&person, &error),
+    };
+    let service = Arc::clone(&console.service);
+    match tokio::task::spawn_blocking(move || service.verify(&caller, &run)).await {
+        Ok(Ok(report)) => {
+            Html(pages::verification(&person.caller, &person.csrf, &report).into_string())
+                .into_response()
+        }
+        Ok(Err(error)) => problem(&person, &error),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "verifying the run failed",
         )
             .into_response(),
     }

@@ -269,6 +269,7 @@ pub(super) fn timeline(
                 a href=(page(from + RECORDS_PER_PAGE)) rel="next" { "Later →" }
             }
         }
+        p { a href={"/ui/runs/" (url_encode(run)) "/verify"} { "Verify this run now" } }
         p.cli { "The same in the CLI: " code { "cairn ledger export --run " (run) " --format jsonl" } }
     };
     layout(run, Some((caller, csrf)), &body)
@@ -408,4 +409,68 @@ pub(super) fn approval(
         p.cli { "The same in the CLI: " code { "cairn approvals show " (view.id) } }
     };
     layout(&view.id, Some((caller, csrf)), &body)
+}
+
+/// A run's verification, as it came out now: intact or not, the checkpoint and its signers,
+/// and every finding at its step.
+pub(super) fn verification(
+    caller: &Caller,
+    csrf: &str,
+    report: &cairn_runtime::ledger::verify::RunReport,
+) -> Markup {
+    use cairn_runtime::ledger::verify::CheckpointState;
+    let run = report.run_id.as_str();
+    let timeline = |step: u64| {
+        format!(
+            "/ui/runs/{}?from={}",
+            url_encode(run),
+            step - step % RECORDS_PER_PAGE
+        )
+    };
+    let body = html! {
+        p { a href={"/ui/runs/" (url_encode(run))} { "← " (run) } }
+        h1 { "Verification" }
+        @if report.is_intact() {
+            p.state.closed role="status" { "Intact: every record's digest, the chain and the signed checkpoint check out." }
+        } @else {
+            p.state.needs-person role="alert" { "TAMPERED: " (report.findings.len()) " finding(s) below." }
+        }
+        table {
+            tbody {
+                tr { th scope="row" { "Records examined" } td { (report.records) } }
+                tr { th scope="row" { "Closed" } td { @if report.terminated { "yes, with its terminal record" } @else { "no (still open)" } } }
+                tr { th scope="row" { "Checkpoint" } td {
+                    @match &report.checkpoint {
+                        CheckpointState::Verified { size, signers } => {
+                            "signed, covering " (size) " records, by "
+                            @for (i, signer) in signers.iter().enumerate() { @if i > 0 { ", " } code { (signer) } }
+                        }
+                        CheckpointState::Absent => "none (a run gets one when it closes)",
+                        CheckpointState::Failed { reason } => span.error { "does not verify: " (reason) },
+                    }
+                } }
+            }
+        }
+        @if !report.findings.is_empty() {
+            h2 { "Where it breaks" }
+            table {
+                (head(&["Step", "What", "Evidence"]))
+                tbody {
+                    @for finding in &report.findings {
+                        tr {
+                            td.num { @match finding.step {
+                                Some(step) => a href=(timeline(step)) { (step) },
+                                None => "—",
+                            } }
+                            td { strong { (finding.kind.as_str()) } }
+                            td { (finding.message) }
+                        }
+                    }
+                }
+            }
+        }
+        p { a href={"/ui/runs/" (url_encode(run)) "/verify"} { "Verify again" } }
+        p.cli { "The same in the CLI: " code { "cairn ledger verify --run " (run) } }
+    };
+    layout("Verification", Some((caller, csrf)), &body)
 }

@@ -451,3 +451,42 @@ fn an_approver_decides_a_held_call_in_the_queue_and_an_investigator_only_reads_i
     let queue = send(&service, "GET", "/ui/approvals", Some(&approver), None);
     assert!(queue.body.contains("No request waits"), "{}", queue.body);
 }
+
+#[test]
+fn a_run_is_verified_on_demand_and_a_rewritten_record_shows_where_it_breaks() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let run = a_read_and_a_refusal(&service, &agent, "audited");
+    let investigator = session_of(&service, &service.token("acme", Role::Investigator));
+    let page = format!("/ui/runs/{}/verify", url_encode(&run));
+    let intact = send(&service, "GET", &page, Some(&investigator), None);
+    assert_eq!(intact.status, 200, "{}", intact.body);
+    assert!(intact.body.contains("Intact"), "{}", intact.body);
+    assert!(
+        intact.body.contains("cairn ledger verify --run"),
+        "{}",
+        intact.body
+    );
+
+    // Someone with the database rewrites the refusal into an allow.
+    let db = rusqlite::Connection::open(service.dir.path().join("cairn.db")).unwrap();
+    let changed = db
+        .execute(
+            "UPDATE records SET body = replace(body, '\"deny\"', '\"allow\"') WHERE step_index = 1",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let tampered = send(&service, "GET", &page, Some(&investigator), None);
+    assert!(tampered.body.contains("TAMPERED"), "{}", tampered.body);
+    assert!(
+        tampered.body.contains("?from=0"),
+        "the finding links its step: {}",
+        tampered.body
+    );
+
+    // An approver reads runs but does not verify them (as in the API).
+    let approver = session_of(&service, &service.token("acme", Role::Approver));
+    let refused = send(&service, "GET", &page, Some(&approver), None);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+}
