@@ -53,6 +53,7 @@
 pub mod approvals;
 pub mod boundary;
 pub mod config;
+pub mod content;
 pub mod decision_files;
 pub mod duration;
 pub mod effects;

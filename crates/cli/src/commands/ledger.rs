@@ -4,8 +4,6 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
 
-use cairn_core::Digest;
-use cairn_ledger::Store;
 use cairn_ledger::bundle::{CheckpointLine, parse_bundle_bytes, write_bundle};
 use cairn_ledger::keys::TrustedKeys;
 use cairn_ledger::proof::{InclusionProof, build_proof, verify_proof};
@@ -308,32 +306,31 @@ fn show(ctx: &Context, selector: &RunSelector, step: u64) -> Result<Outcome, Fai
     let store = ctx.open_existing_store()?;
     let info = resolve_run(store.as_ref(), selector)?;
     let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
-    let row = store.record(tenant, run, step)?.ok_or_else(|| {
-        Failure::new(
-            CliCode::STEP_NOT_FOUND,
-            format!(
-                "run `{tenant}/{run}` has no step {step} (it has {} records)",
-                info.records
-            ),
-        )
-    })?;
-    let record = row.map_err(|fault| {
+    let view =
+        cairn_runtime::content::step_view(store.as_ref(), tenant, run, step)?.ok_or_else(|| {
+            Failure::new(
+                CliCode::STEP_NOT_FOUND,
+                format!(
+                    "run `{tenant}/{run}` has no step {step} (it has {} records)",
+                    info.records
+                ),
+            )
+        })?;
+    let record = view.row.map_err(|fault| {
         Failure::new(
             CliCode::RECORD_UNREADABLE,
             format!("run `{tenant}/{run}` step {step}: {}", fault.detail),
         )
     })?;
-    let args = record.args.as_ref().map(|a| a.digest);
-    let args_content = args
-        .map(|d| fetch_content(store.as_ref(), &d))
-        .transpose()?
-        .flatten();
-    let obs_content = record
-        .observation_digest
-        .map(|d| fetch_content(store.as_ref(), &d))
-        .transpose()?
-        .flatten();
-    let digest_ok = record.compute_digest().ok() == Some(record.digest);
+    let args_content = match (view.args, &record.args) {
+        (Some(retained), Some(args)) => shown_content(retained, &args.digest)?,
+        _ => None,
+    };
+    let obs_content = match (view.observation, &record.observation_digest) {
+        (Some(retained), Some(digest)) => shown_content(retained, digest)?,
+        _ => None,
+    };
+    let digest_ok = view.digest_matches;
     let human = show_human(
         &record,
         digest_ok,
@@ -354,20 +351,23 @@ fn show(ctx: &Context, selector: &RunSelector, step: u64) -> Result<Outcome, Fai
     ))
 }
 
-/// Content by digest, re-hashed against the digest the record holds (I-4).
-fn fetch_content(store: &dyn Store, digest: &Digest) -> Result<Option<Vec<u8>>, Failure> {
-    let Some(content) = store.content(digest)? else {
-        return Ok(None);
-    };
-    if Digest::of(&content.bytes) != *digest {
-        return Err(Failure::new(
+/// Retained content as `ledger show` prints it: the bytes, nothing when not retained, and an
+/// error when the store's bytes do not hash to the record's digest (I-4).
+fn shown_content(
+    retained: cairn_runtime::content::Retained,
+    digest: &cairn_core::Digest,
+) -> Result<Option<Vec<u8>>, Failure> {
+    use cairn_runtime::content::Retained;
+    match retained {
+        Retained::Matches(bytes) => Ok(Some(bytes)),
+        Retained::Gone => Ok(None),
+        Retained::Altered { actual } => Err(Failure::new(
             CliCode::CONTENT_DIGEST_MISMATCH,
             format!(
-                "retained content for {digest} does not hash to its digest: the content store was altered"
+                "retained content for {digest} does not hash to its digest (it hashes to {actual}): the content store was altered"
             ),
-        ));
+        )),
     }
-    Ok(Some(content.bytes))
 }
 
 fn show_human(

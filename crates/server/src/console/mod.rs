@@ -227,6 +227,7 @@ pub fn router(service: Arc<Service>, options: ConsoleOptions) -> Router {
         .route("/ui/runs", get(runs))
         .route("/ui/runs/{run}", get(run_timeline))
         .route("/ui/runs/{run}/verify", get(verify_run))
+        .route("/ui/runs/{run}/steps/{step}", get(step_page))
         .route("/ui/approvals", get(approvals_queue))
         .route("/ui/approvals/{id}", get(approval_page))
         .route("/ui/approvals/{id}/{action}", post(decide_approval))
@@ -682,5 +683,47 @@ async fn verify_run(
             "verifying the run failed",
         )
             .into_response(),
+    }
+}
+
+/// One step for an incident: its digests, policy version, lane and rules, and its retained
+/// arguments and observation re-hashed as they are shown (people who read approval requests
+/// read them: deciding needs the exact arguments).
+async fn step_page(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    axum::extract::Path((run, step)): axum::extract::Path<(String, String)>,
+) -> Response {
+    use crate::api::extract::roles::APPROVAL_READERS;
+    let Some(person) = console.person(&headers) else {
+        return to_login();
+    };
+    let caller = match in_role(&person, APPROVAL_READERS, "read a step's content") {
+        Ok(caller) => caller,
+        Err(error) => return problem(&person, &error),
+    };
+    let run = match Service::run_id(&caller, &run) {
+        Ok(run) => run,
+        Err(error) => return problem(&person, &error),
+    };
+    let Ok(step) = step.parse::<u64>() else {
+        return problem(
+            &person,
+            &crate::error::ApiError::new(
+                crate::error::ServerCode::PARAMETER_INVALID,
+                format!("`{step}` is not a step number"),
+            )
+            .at("path.step"),
+        );
+    };
+    let service = Arc::clone(&console.service);
+    let shown = run.clone();
+    match tokio::task::spawn_blocking(move || service.step_view(&caller, &run, step)).await {
+        Ok(Ok(view)) => Html(
+            pages::step(&person.caller, &person.csrf, shown.as_str(), step, &view).into_string(),
+        )
+        .into_response(),
+        Ok(Err(error)) => problem(&person, &error),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "reading the step failed").into_response(),
     }
 }

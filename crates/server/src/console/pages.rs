@@ -248,7 +248,7 @@ pub(super) fn timeline(
                 @for row in rows {
                     @match row {
                         Ok(record) => tr {
-                            td.num { (record.step_index) }
+                            td.num { a href={"/ui/runs/" (url_encode(run)) "/steps/" (record.step_index)} { (record.step_index) } }
                             td { (record.kind.as_str()) }
                             td { (what(record)) }
                             td.mono { @if let Some(lane) = &record.lane_id { (lane.as_str()) } }
@@ -473,4 +473,70 @@ pub(super) fn verification(
         p.cli { "The same in the CLI: " code { "cairn ledger verify --run " (run) } }
     };
     layout("Verification", Some((caller, csrf)), &body)
+}
+
+/// Retained content as it is shown: the bytes when they hash to the record's digest, else
+/// what is wrong with them.
+fn content(label: &str, retained: Option<&cairn_runtime::content::Retained>) -> Markup {
+    use cairn_runtime::content::Retained;
+    html! {
+        h2 { (label) }
+        @match retained {
+            None => p { "The record names none." },
+            Some(Retained::Gone) => p { "Not retained (never kept, or its retention ended): only its digest is known." },
+            Some(Retained::Altered { actual }) => p.error role="alert" {
+                "ALTERED: the content store's bytes hash to " code { (actual.to_string()) } ", not to the digest the record holds. They are not shown."
+            },
+            Some(Retained::Matches(bytes)) => {
+                p.state.closed { "Re-hashed now: matches the record's digest." }
+                pre.mono { (String::from_utf8_lossy(bytes)) }
+            },
+        }
+    }
+}
+
+/// One step of run `run` for an incident.
+pub(super) fn step(
+    caller: &Caller,
+    csrf: &str,
+    run: &str,
+    step: u64,
+    view: &cairn_runtime::content::StepView,
+) -> Markup {
+    let body = html! {
+        p { a href={"/ui/runs/" (url_encode(run)) "?from=" (step - step % RECORDS_PER_PAGE)} { "← " (run) } }
+        h1 { "Step " (step) }
+        @match &view.row {
+            Err(fault) => p.error role="alert" { "This record does not read: " (fault.detail) },
+            Ok(record) => {
+                @if !view.digest_matches {
+                    p.error role="alert" { "TAMPERED: the record's content does not hash to its digest." }
+                }
+                table {
+                    tbody {
+                        tr { th scope="row" { "Kind" } td { (record.kind.as_str()) } }
+                        tr { th scope="row" { "What" } td { (what(record)) } }
+                        @if let Some(tool) = &record.tool {
+                            tr { th scope="row" { "Tool version" } td.mono { (tool.version.as_str()) } }
+                        }
+                        @if let Some(admission) = &record.admission {
+                            tr { th scope="row" { "Policy set" } td.mono { (admission.policy_set_version.to_string()) } }
+                        }
+                        tr { th scope="row" { "Lane" } td.mono { @match &record.lane_id { Some(lane) => (lane.as_str()), None => "—" } } }
+                        @if let Some(args) = &record.args {
+                            tr { th scope="row" { "Arguments digest" } td.mono { (args.digest.to_string()) " (" (args.size) " bytes)" } }
+                        }
+                        tr { th scope="row" { "Observation digest" } td.mono { @match &record.observation_digest { Some(d) => (d.to_string()), None => "—" } } }
+                        tr { th scope="row" { "Record digest" } td.mono { (record.digest.to_string()) } }
+                        tr { th scope="row" { "Previous digest" } td.mono { @match &record.prev_digest { Some(d) => (d.to_string()), None => "— (first record)" } } }
+                        tr { th scope="row" { "Recorded" } td.mono { (record.recorded_at.to_string()) } }
+                    }
+                }
+                @if record.args.is_some() { (content("Arguments", view.args.as_ref())) }
+                (content("What the model was shown before it", view.observation.as_ref()))
+            },
+        }
+        p.cli { "The same in the CLI: " code { "cairn ledger show --run " (run) " --step " (step) } }
+    };
+    layout(&format!("Step {step}"), Some((caller, csrf)), &body)
 }

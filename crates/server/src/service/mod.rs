@@ -428,6 +428,31 @@ impl Service {
         Ok((info, rows))
     }
 
+    /// One step of `run` for an incident, as `cairn ledger show` reads it
+    /// ([`cairn_runtime::content::step_view`]).
+    ///
+    /// # Errors
+    /// `run_not_found`; `record_not_found`; store failures.
+    pub fn step_view(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        step: u64,
+    ) -> Result<cairn_runtime::content::StepView, ApiError> {
+        let info = self.run_info(caller, run)?;
+        cairn_runtime::content::step_view(self.config.store.as_ref(), &caller.tenant, run, step)?
+            .ok_or_else(|| {
+                ApiError::new(
+                    ServerCode::RECORD_NOT_FOUND,
+                    format!(
+                        "run `{run}` has no step {step} (it has {} records)",
+                        info.records
+                    ),
+                )
+                .at("path.step")
+            })
+    }
+
     /// The runs `caller` may see, with the CLI's filters.
     ///
     /// # Errors

@@ -490,3 +490,78 @@ fn a_run_is_verified_on_demand_and_a_rewritten_record_shows_where_it_breaks() {
     let refused = send(&service, "GET", &page, Some(&approver), None);
     assert_eq!(refused.status, 403, "{}", refused.body);
 }
+
+#[test]
+fn a_steps_retained_content_is_rehashed_as_it_is_shown_and_an_altered_store_shows_as_altered() {
+    let service = Harness::start_retaining();
+    let agent = service.token("acme", Role::Agent);
+    let run = service.open(&agent, "content");
+    let hostile =
+        r#"{"tool": "files.read", "arguments": {"path": "<img src=x onerror=alert(1)>"}}"#;
+    assert_eq!(service.step(&agent, &run, hostile).status, 200);
+    let observed = r#"{"tool": "files.read", "arguments": {"path": "b"}, "observation": {"said": "<script>alert(2)</script>"}}"#;
+    assert_eq!(service.step(&agent, &run, observed).status, 200);
+    let investigator = session_of(&service, &service.token("acme", Role::Investigator));
+    let timeline = send(
+        &service,
+        "GET",
+        &format!("/ui/runs/{}", url_encode(&run)),
+        Some(&investigator),
+        None,
+    );
+    let first = format!("/ui/runs/{}/steps/0", url_encode(&run));
+    assert!(
+        timeline.body.contains(&first),
+        "the timeline links each step: {}",
+        timeline.body
+    );
+
+    let page = send(&service, "GET", &first, Some(&investigator), None);
+    assert_eq!(page.status, 200, "{}", page.body);
+    for seen in [
+        "read-ok",
+        "Policy set",
+        "matches the record",
+        "&lt;img src=x onerror=alert(1)&gt;",
+        "cairn ledger show --run",
+    ] {
+        assert!(page.body.contains(seen), "{seen}: {}", page.body);
+    }
+    assert!(!page.body.contains("<img"), "{}", page.body);
+    let second = send(
+        &service,
+        "GET",
+        &format!("/ui/runs/{}/steps/1", url_encode(&run)),
+        Some(&investigator),
+        None,
+    );
+    assert!(
+        second
+            .body
+            .contains("&lt;script&gt;alert(2)&lt;/script&gt;"),
+        "{}",
+        second.body
+    );
+    assert!(!second.body.contains("<script"), "{}", second.body);
+
+    // Someone rewrites the retained arguments of step 0: shown as altered, not as content.
+    let db = rusqlite::Connection::open(service.dir.path().join("cairn.db")).unwrap();
+    let changed = db
+        .execute(
+            "UPDATE content SET bytes = CAST('{\"path\":\"innocent\"}' AS BLOB) WHERE bytes LIKE '%onerror%'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let altered = send(&service, "GET", &first, Some(&investigator), None);
+    assert!(altered.body.contains("ALTERED"), "{}", altered.body);
+    assert!(!altered.body.contains("innocent"), "{}", altered.body);
+    let missing = send(
+        &service,
+        "GET",
+        &format!("/ui/runs/{}/steps/99", url_encode(&run)),
+        Some(&investigator),
+        None,
+    );
+    assert_eq!(missing.status, 404, "{}", missing.body);
+}

@@ -88,7 +88,19 @@ impl Harness {
     }
 
     pub fn start_traced(durability: Commit, traces: cairn_server::traces::Traces) -> Self {
-        Self::start_full(durability, traces, None, None, None)
+        Self::start_full(durability, traces, None, None, None, None)
+    }
+
+    /// A service that keeps each call's arguments and observation for a day.
+    pub fn start_retaining() -> Self {
+        Self::start_full(
+            Commit::Group,
+            cairn_server::traces::Traces::none(),
+            None,
+            None,
+            None,
+            Some(jiff::SignedDuration::from_hours(24)),
+        )
     }
 
     /// A service that holds calls and pushes new approval requests as `approvals` says.
@@ -99,6 +111,7 @@ impl Harness {
             None,
             None,
             Some(approvals),
+            None,
         )
     }
 
@@ -109,6 +122,7 @@ impl Harness {
             cairn_server::traces::Traces::none(),
             None,
             Some(lanes_json),
+            None,
             None,
         )
     }
@@ -121,6 +135,7 @@ impl Harness {
             Commit::Group,
             cairn_server::traces::Traces::none(),
             Some(config),
+            None,
             None,
             None,
         );
@@ -141,6 +156,7 @@ impl Harness {
         tls: Option<std::sync::Arc<rustls::ServerConfig>>,
         lanes: Option<&str>,
         approvals: Option<cairn_server::ApprovalSettings>,
+        retention: Option<jiff::SignedDuration>,
     ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let lanes_file = dir.path().join("lanes.json");
@@ -164,7 +180,7 @@ impl Harness {
             trusted,
             tokens: TokenBook::load(&tokens).expect("tokens"),
             durability,
-            content_retention: None,
+            content_retention: retention,
             clock: Arc::new(SystemClock),
             max_body_bytes: 64 << 10,
             hooks: None,
