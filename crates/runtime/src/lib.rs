@@ -107,7 +107,7 @@ pub use executor::{
     Arguments, CallContext, CallError, EffectOutcome, Executor, GateRequest, UnreadableArguments,
     UpstreamTool,
 };
-pub use lifecycle::{IfMissing, Opened, Replay, RunName, Runs};
+pub use lifecycle::{Attention, IfMissing, Opened, Replay, RunName, Runs};
 pub use recorder::{
     ClosedRun, Durability, Receipt, Recorder, RecorderOptions, ToolCall, WaitingCopy,
 };

@@ -74,6 +74,32 @@ pub enum Replay {
     Skip,
 }
 
+/// What a person should know of a run at a glance: what blocks it, what waits for them, and
+/// how much was refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Attention {
+    /// Side effects of unknown outcome awaiting reconciliation (the run is blocked on them).
+    pub unresolved: usize,
+    /// Approval requests waiting for a person's decision.
+    pub waiting: usize,
+    /// Calls refused.
+    pub denials: u64,
+    /// Calls held for a person.
+    pub held: u64,
+    /// Boundary records (compactions, rehydrations, reconciliations, approvals, lanes).
+    pub boundaries: u64,
+    /// Rows that do not read (verify the run).
+    pub unreadable: u64,
+}
+
+impl Attention {
+    /// Whether a person must act: a reconciliation, an approval, or a damaged record.
+    #[must_use]
+    pub const fn needs_a_person(&self) -> bool {
+        self.unresolved > 0 || self.waiting > 0 || self.unreadable > 0
+    }
+}
+
 /// Where runs are written and how: the store, the clock and the recorder's durability and
 /// retention. Cheap to clone.
 #[derive(Clone)]
@@ -268,6 +294,47 @@ impl Runs {
     #[must_use]
     pub fn approvals(&self) -> crate::approvals::Approvals {
         crate::approvals::Approvals::new(Arc::clone(&self.store), Arc::clone(&self.clock))
+    }
+
+    /// What a person should know of `run` at a glance, read from its records in one pass
+    /// (see [`Attention`]).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn attention(&self, tenant: &TenantId, run: &RunId) -> Result<Attention, RuntimeError> {
+        let rows = self.store.rows(tenant, run)?;
+        let now = self.clock.now();
+        let mut attention = Attention {
+            unresolved: Unresolved::from_rows(&rows).iter().count(),
+            waiting: crate::approvals::ApprovalBook::from_rows(&rows)
+                .iter()
+                .filter(|a| a.state(now) == crate::approvals::ApprovalState::Pending)
+                .count(),
+            ..Attention::default()
+        };
+        for row in &rows {
+            let Ok(record) = row else {
+                attention.unreadable += 1;
+                continue;
+            };
+            if record.boundary.is_some() {
+                attention.boundaries += 1;
+            }
+            if let Some(admission) = &record.admission
+                && admission.decision == AllowDeny::Deny
+            {
+                let held = admission
+                    .rule_ids
+                    .iter()
+                    .any(|rule| rule.as_str() == crate::approvals::rules::PENDING);
+                if held {
+                    attention.held += 1;
+                } else {
+                    attention.denials += 1;
+                }
+            }
+        }
+        Ok(attention)
     }
 
     /// The side effects of `run` awaiting reconciliation, read from its records.

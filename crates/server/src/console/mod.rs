@@ -411,13 +411,31 @@ async fn runs(
     };
     let service = Arc::clone(&console.service);
     let caller = person.caller.clone();
-    let open_only = query.state.as_deref() == Some("open");
-    let listed =
-        tokio::task::spawn_blocking(move || service.list_runs(&caller, open_only, None)).await;
+    let open_only = matches!(query.state.as_deref(), Some("open" | "attention"));
+    let listed = tokio::task::spawn_blocking(move || {
+        let runs = service.list_runs(&caller, open_only, None)?;
+        // What needs a person is read from the open runs' records (the most recently active
+        // first, at most ATTENTION_RUNS of them).
+        let mut open: Vec<&cairn_runtime::ledger::store::RunInfo> =
+            runs.iter().filter(|run| !run.terminated()).collect();
+        open.sort_by_key(|run| std::cmp::Reverse(run.last_recorded_at));
+        let ids: Vec<cairn_core::RunId> = open
+            .iter()
+            .take(pages::ATTENTION_RUNS)
+            .map(|run| run.meta.run_id.clone())
+            .collect();
+        let attention = service.attention(&caller, &ids)?;
+        let attention: HashMap<cairn_core::RunId, cairn_runtime::Attention> =
+            ids.into_iter().zip(attention).collect();
+        Ok::<_, crate::error::ApiError>((runs, attention))
+    })
+    .await;
     match listed {
-        Ok(Ok(runs)) => Html(pages::runs(&person.caller, &person.csrf, &query, runs).into_string())
-            .into_response(),
-        Ok(Err(error)) => error.into_response(),
+        Ok(Ok((runs, attention))) => {
+            Html(pages::runs(&person.caller, &person.csrf, &query, runs, &attention).into_string())
+                .into_response()
+        }
+        Ok(Err(error)) => problem(&person, &error),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "listing the runs failed").into_response(),
     }
 }

@@ -12,6 +12,8 @@ use crate::tokens::Caller;
 
 /// Runs shown per page.
 pub(super) const RUNS_PER_PAGE: usize = 50;
+/// The open runs whose records are read for what needs a person (the most recently active).
+pub(super) const ATTENTION_RUNS: usize = 100;
 /// Records shown per timeline page.
 pub(super) const RECORDS_PER_PAGE: u64 = 100;
 
@@ -75,31 +77,53 @@ fn head(columns: &[&str]) -> Markup {
     }
 }
 
-/// What a run's state is, as a person sorts them: open runs may need someone.
-fn state_of(run: &RunInfo) -> (&'static str, &'static str) {
+/// What a run's state is, as a person reads it: what needs them first.
+fn state_of(run: &RunInfo, attention: Option<&cairn_runtime::Attention>) -> (String, &'static str) {
+    if let Some(attention) = attention.filter(|a| a.needs_a_person()) {
+        let mut needs = Vec::new();
+        if attention.unresolved > 0 {
+            needs.push("blocked on reconciliation");
+        }
+        if attention.waiting > 0 {
+            needs.push("waiting for approval");
+        }
+        if attention.unreadable > 0 {
+            needs.push("records that do not read");
+        }
+        return (needs.join(", "), "needs-person");
+    }
     match run.termination {
-        None => ("open", "running"),
-        Some(TerminationReason::Completed) => ("completed", "closed"),
-        Some(_) => ("ended", "closed"),
+        None => ("running".to_owned(), "running"),
+        Some(TerminationReason::Completed) => ("closed".to_owned(), "closed"),
+        Some(reason) => (format!("closed ({})", reason.as_str()), "closed"),
     }
 }
 
-/// The runs of the signed-in person's tenant, open ones first, filtered and paged.
+/// The runs of the signed-in person's tenant — those that need a person first, then the
+/// open ones, then by last activity — filtered and paged.
 pub(super) fn runs(
     caller: &Caller,
     csrf: &str,
     query: &RunsQuery,
     mut runs: Vec<RunInfo>,
+    attention: &std::collections::HashMap<cairn_core::RunId, cairn_runtime::Attention>,
 ) -> Markup {
     let wanted_state = query.state.as_deref().unwrap_or("all");
     let task = query.task.as_deref().unwrap_or("").trim();
+    let needs = |run: &RunInfo| {
+        attention
+            .get(&run.meta.run_id)
+            .is_some_and(cairn_runtime::Attention::needs_a_person)
+    };
     runs.retain(|run| {
         (wanted_state != "closed" || run.terminated())
+            && (wanted_state != "attention" || needs(run))
             && (task.is_empty() || run.meta.task_id.as_str().contains(task))
     });
     runs.sort_by(|a, b| {
-        a.terminated()
-            .cmp(&b.terminated())
+        needs(b)
+            .cmp(&needs(a))
+            .then(a.terminated().cmp(&b.terminated()))
             .then(b.last_recorded_at.cmp(&a.last_recorded_at))
     });
     let total = runs.len();
@@ -117,17 +141,23 @@ pub(super) fn runs(
         }
         url
     };
-    let cli = if wanted_state == "open" {
+    let cli = if matches!(wanted_state, "open" | "attention") {
         "cairn runs list --unterminated"
     } else {
         "cairn runs list"
     };
+    let states = [
+        ("all", "all"),
+        ("attention", "needs a person"),
+        ("open", "open"),
+        ("closed", "closed"),
+    ];
     let body = html! {
         h1 { "Runs" }
         form.filters method="get" action="/ui/runs" {
             label { "State"
                 select name="state" {
-                    @for (value, label) in [("all", "all"), ("open", "open (may need a person)"), ("closed", "closed")] {
+                    @for (value, label) in states {
                         option value=(value) selected[value == wanted_state] { (label) }
                     }
                 }
@@ -139,18 +169,24 @@ pub(super) fn runs(
         }
         p { (total) " run(s)" @if pages > 1 { ", page " (page) " of " (pages) } "." }
         table.runs {
-            (head(&["Run", "Task", "State", "Records", "Last activity", "Checkpoint"]))
+            (head(&["Run", "Task", "State", "Records", "Denied · held · boundaries", "Last activity", "Checkpoint"]))
             tbody {
                 @for run in shown {
-                    @let (state, class) = state_of(run);
+                    @let seen = attention.get(&run.meta.run_id);
+                    @let (state, class) = state_of(run, seen);
                     tr {
                         td.mono data-label="Run" {
                             a href={"/ui/runs/" (url_encode(run.meta.run_id.as_str()))} { (run.meta.run_id.as_str()) }
                         }
                         td.mono data-label="Task" { (run.meta.task_id.as_str()) }
-                        td data-label="State" { span class={"state " (class)} { (state) }
-                            @if let Some(reason) = &run.termination { " (" (reason.as_str()) ")" } }
+                        td data-label="State" { span class={"state " (class)} { (state) } }
                         td.num data-label="Records" { (run.records) }
+                        td.num data-label="Denied · held · boundaries" {
+                            @match seen {
+                                Some(seen) => { (seen.denials) " · " (seen.held) " · " (seen.boundaries) }
+                                None => "—",
+                            }
+                        }
                         td.mono data-label="Last activity" {
                             @match &run.last_recorded_at { Some(at) => (at.to_string()), None => "—" }
                         }
@@ -165,6 +201,7 @@ pub(super) fn runs(
                 @if page < pages { a href=(link(page + 1)) rel="next" { "Older →" } }
             }
         }
+        p { "What needs a person, and the counts, are read from the records of the " (ATTENTION_RUNS) " most recently active open runs; a closed run shows — (open it, or verify it)." }
         p.cli { "The same in the CLI: " code { (cli) } }
     };
     layout("Runs", Some((caller, csrf)), &body)
@@ -230,7 +267,7 @@ pub(super) fn timeline(
     rows: &[StoredRow],
 ) -> Markup {
     let run = info.meta.run_id.as_str();
-    let (state, class) = state_of(info);
+    let (state, class) = state_of(info, None);
     let page = |from: u64| format!("/ui/runs/{}?from={from}", url_encode(run));
     let body = html! {
         p { a href="/ui/runs" { "← Runs" } }
@@ -238,7 +275,6 @@ pub(super) fn timeline(
         p {
             "Task " code { (info.meta.task_id.as_str()) } " · "
             span class={"state " (class)} { (state) }
-            @if let Some(reason) = &info.termination { " (" (reason.as_str()) ")" }
             " · " (info.records) " records · checkpoint "
             @if info.checkpointed { "signed" } @else { "none yet" }
         }

@@ -453,6 +453,25 @@ impl Service {
             })
     }
 
+    /// What a person should know of each of `runs` at a glance (`runtime::Runs::attention`:
+    /// one read of each run's records).
+    ///
+    /// # Errors
+    /// Store failures.
+    pub fn attention(
+        &self,
+        caller: &Caller,
+        runs: &[RunId],
+    ) -> Result<Vec<cairn_runtime::Attention>, ApiError> {
+        let reader = self.runs();
+        runs.iter()
+            .map(|run| {
+                self.flush_run(&caller.tenant, run)?;
+                Ok(reader.attention(&caller.tenant, run)?)
+            })
+            .collect()
+    }
+
     /// The runs `caller` may see, with the CLI's filters.
     ///
     /// # Errors

@@ -565,3 +565,61 @@ fn a_steps_retained_content_is_rehashed_as_it_is_shown_and_an_altered_store_show
     );
     assert_eq!(missing.status, 404, "{}", missing.body);
 }
+
+#[test]
+fn the_runs_that_need_a_person_come_first_with_what_they_need() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let quiet = a_read_and_a_refusal(&service, &agent, "quiet");
+    let held = service.open(&agent, "held");
+    let refund = r#"{"tool": "payments.refund", "arguments": {"amount": 500}}"#;
+    assert_eq!(
+        service.step(&agent, &held, refund).json()["reason"],
+        "approval_pending"
+    );
+    let blocked = service.open(&agent, "blocked");
+    assert_eq!(
+        service.step(&agent, &blocked, crate::TICKET_P2).json()["decision"],
+        "allow"
+    );
+    let unknown = service.on_run(
+        "POST",
+        &agent,
+        &blocked,
+        "steps/0/outcome",
+        Some(r#"{"status": "unknown", "error": "timed out after dispatch"}"#),
+    );
+    assert_eq!(
+        unknown.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&unknown.body)
+    );
+    // The quiet run was active last, yet the two that need a person come first.
+    assert_eq!(service.step(&agent, &quiet, crate::READ_A).status, 200);
+
+    let cookie = session_of(&service, &service.token("acme", Role::Investigator));
+    let runs = send(&service, "GET", "/ui/runs", Some(&cookie), None);
+    let at = |text: &str| {
+        runs.body
+            .find(text)
+            .unwrap_or_else(|| panic!("{text}: {}", runs.body))
+    };
+    assert!(at("waiting for approval") < at(&quiet), "{}", runs.body);
+    assert!(
+        at("blocked on reconciliation") < at(&quiet),
+        "{}",
+        runs.body
+    );
+    // The quiet run: two reads allowed, one refusal, nothing held, no boundary.
+    assert!(runs.body.contains("1 · 0 · 0"), "{}", runs.body);
+    let only = send(
+        &service,
+        "GET",
+        "/ui/runs?state=attention",
+        Some(&cookie),
+        None,
+    );
+    assert!(only.body.contains("2 run(s)"), "{}", only.body);
+    assert!(!only.body.contains(&quiet), "{}", only.body);
+}
