@@ -76,7 +76,7 @@ pub enum Replay {
 
 /// What a person should know of a run at a glance: what blocks it, what waits for them, and
 /// how much was refused.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attention {
     /// Side effects of unknown outcome awaiting reconciliation (the run is blocked on them).
     pub unresolved: usize,
@@ -90,7 +90,20 @@ pub struct Attention {
     pub boundaries: u64,
     /// Rows that do not read (verify the run).
     pub unreadable: u64,
+    /// Calls admitted.
+    pub admitted: u64,
+    /// The run's latest continuity boundary — a compaction, a rehydration, a failed
+    /// validation, a reconciliation — as (step, event, reason).
+    pub continuity: Option<(u64, Label, Option<Label>)>,
 }
+
+/// The boundary events that say where a run's continuity stands.
+const CONTINUITY_EVENTS: [&str; 4] = [
+    "context_compaction",
+    "context_rehydration",
+    "continuity_validation_failed",
+    "reconciliation",
+];
 
 impl Attention {
     /// Whether a person must act: a reconciliation, an approval, or a damaged record.
@@ -317,8 +330,22 @@ impl Runs {
                 attention.unreadable += 1;
                 continue;
             };
-            if record.boundary.is_some() {
+            if let Some(boundary) = &record.boundary {
                 attention.boundaries += 1;
+                if CONTINUITY_EVENTS.contains(&boundary.event.as_str()) {
+                    attention.continuity = Some((
+                        record.step_index,
+                        boundary.event.clone(),
+                        boundary.reason.clone(),
+                    ));
+                }
+            }
+            if record
+                .admission
+                .as_ref()
+                .is_some_and(|a| a.decision == AllowDeny::Allow)
+            {
+                attention.admitted += 1;
             }
             if let Some(admission) = &record.admission
                 && admission.decision == AllowDeny::Deny

@@ -465,14 +465,31 @@ async fn run_timeline(
     let caller = person.caller.clone();
     let from = query.from.unwrap_or(0);
     let read = tokio::task::spawn_blocking(move || {
-        service.records_page(&caller, &run, from, pages::RECORDS_PER_PAGE)
+        let (info, rows) = service.records_page(&caller, &run, from, pages::RECORDS_PER_PAGE)?;
+        // The health of a run is read from all its records: for long runs, not on every page.
+        let health = if info.records <= pages::HEALTH_MAX_RECORDS {
+            service
+                .attention(&caller, std::slice::from_ref(&run))?
+                .pop()
+        } else {
+            None
+        };
+        Ok::<_, crate::error::ApiError>((info, rows, health))
     })
     .await;
     match read {
-        Ok(Ok((info, rows))) => {
-            Html(pages::timeline(&person.caller, &person.csrf, &info, from, &rows).into_string())
-                .into_response()
-        }
+        Ok(Ok((info, rows, health))) => Html(
+            pages::timeline(
+                &person.caller,
+                &person.csrf,
+                &info,
+                from,
+                &rows,
+                health.as_ref(),
+            )
+            .into_string(),
+        )
+        .into_response(),
         Ok(Err(error)) => problem(&person, &error),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "reading the run failed").into_response(),
     }

@@ -14,6 +14,8 @@ use crate::tokens::Caller;
 pub(super) const RUNS_PER_PAGE: usize = 50;
 /// The open runs whose records are read for what needs a person (the most recently active).
 pub(super) const ATTENTION_RUNS: usize = 100;
+/// The longest run whose health is read (from all its records) with each page of it.
+pub(super) const HEALTH_MAX_RECORDS: u64 = 10_000;
 /// Records shown per timeline page.
 pub(super) const RECORDS_PER_PAGE: u64 = 100;
 
@@ -265,9 +267,10 @@ pub(super) fn timeline(
     info: &RunInfo,
     from: u64,
     rows: &[StoredRow],
+    health: Option<&cairn_runtime::Attention>,
 ) -> Markup {
     let run = info.meta.run_id.as_str();
-    let (state, class) = state_of(info, None);
+    let (state, class) = state_of(info, health);
     let page = |from: u64| format!("/ui/runs/{}?from={from}", url_encode(run));
     let body = html! {
         p { a href="/ui/runs" { "← Runs" } }
@@ -278,6 +281,7 @@ pub(super) fn timeline(
             " · " (info.records) " records · checkpoint "
             @if info.checkpointed { "signed" } @else { "none yet" }
         }
+        (health_panels(info, health))
         table.timeline {
             (head(&["Step", "Kind", "What", "Lane", "Recorded", "Digest"]))
             tbody {
@@ -575,4 +579,56 @@ pub(super) fn step(
         p.cli { "The same in the CLI: " code { "cairn ledger show --run " (run) " --step " (step) } }
     };
     layout(&format!("Step {step}"), Some((caller, csrf)), &body)
+}
+
+/// Activity health and continuity health side by side, never merged into one light (SPEC
+/// D-3): a run can look busy and healthy while what it carries across a boundary is broken.
+fn health_panels(info: &RunInfo, health: Option<&cairn_runtime::Attention>) -> Markup {
+    let Some(health) = health else {
+        return html! {
+            p { "Health is read from all of a run's records, so it is not shown with each page of a run over "
+                (HEALTH_MAX_RECORDS) " records: the runs list shows what it needs, "
+                code { "cairn inspect-continuity" } " its continuity." }
+        };
+    };
+    let run = info.meta.run_id.as_str();
+    let at = |step: u64| format!("/ui/runs/{}/steps/{step}", url_encode(run));
+    html! {
+        div.health {
+            section aria-labelledby="activity" {
+                h2 #activity { "Activity" }
+                ul {
+                    li { (health.admitted) " call(s) admitted, " (health.denials) " refused, " (health.held) " held for a person" }
+                    li { "last record " @match &info.last_recorded_at { Some(at) => (at.to_string()), None => "—" } }
+                    li { @if info.terminated() { "closed" } @else { "open" } }
+                }
+            }
+            section aria-labelledby="continuity" {
+                h2 #continuity { "Continuity" }
+                ul {
+                    @if health.unresolved > 0 {
+                        li.error { "BLOCKED on reconciliation: " (health.unresolved) " side effect(s) of unknown outcome; nothing consequential runs until a person reconciles" }
+                    }
+                    @match &health.continuity {
+                        None => li { "no boundary yet: nothing has been carried across a compaction" },
+                        Some((step, event, reason)) => li {
+                            @match event.as_str() {
+                                "context_compaction" => { "compacted at " a href=(at(*step)) { "step " (step) } "; no rehydration recorded since" },
+                                "context_rehydration" => { "rehydrated at " a href=(at(*step)) { "step " (step) } ": validated" },
+                                "continuity_validation_failed" => span.error { "BROKEN at " a href=(at(*step)) { "step " (step) } ": validation failed" },
+                                _ => { "reconciled at " a href=(at(*step)) { "step " (step) } },
+                            }
+                            @if let Some(reason) = reason { " (" code { (reason.as_str()) } ")" }
+                        },
+                    }
+                    @if health.waiting > 0 {
+                        li { (health.waiting) " approval request(s) waiting for a person" }
+                    }
+                    @if health.unreadable > 0 {
+                        li.error { (health.unreadable) " record(s) that do not read: verify the run" }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -623,3 +623,53 @@ fn the_runs_that_need_a_person_come_first_with_what_they_need() {
     assert!(only.body.contains("2 run(s)"), "{}", only.body);
     assert!(!only.body.contains(&quiet), "{}", only.body);
 }
+
+#[test]
+fn a_runs_activity_and_continuity_health_are_shown_side_by_side() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let investigator_token = service.token("acme", Role::Investigator);
+    let run = service.open(&agent, "boundaries");
+    let (_, key) = service.write_timing_out(&agent, &run, "timed out");
+    let summary = r#"{"summary": "The ticket was created; retry it to be sure.", "trigger": "auto", "facts": {"objective": "triage"}}"#;
+    assert_eq!(
+        service
+            .on_run("POST", &agent, &run, "compact", Some(summary))
+            .status,
+        200
+    );
+    let cookie = session_of(&service, &investigator_token);
+    let page = format!("/ui/runs/{}", url_encode(&run));
+
+    // Busy and admitted, yet blocked across the compaction: both are said, apart.
+    let blocked = send(&service, "GET", &page, Some(&cookie), None);
+    for seen in [
+        "Activity",
+        "1 call(s) admitted",
+        "Continuity",
+        "BLOCKED on reconciliation",
+        "compacted at",
+    ] {
+        assert!(blocked.body.contains(seen), "{seen}: {}", blocked.body);
+    }
+
+    // Reconciled, then rehydrated: the continuity panel says so.
+    service.reconcile(&investigator_token, &run, &key, "ticket:T-9");
+    let rehydrate = r#"{"summary": "The ticket was created; retry it to be sure.", "facts": {"objective": "triage"}}"#;
+    let after = service
+        .on_run("POST", &agent, &run, "rehydrate", Some(rehydrate))
+        .json();
+    assert_eq!(after["status"], "reauthorization_required", "{after}");
+    let validated = send(&service, "GET", &page, Some(&cookie), None);
+    assert!(
+        validated.body.contains("rehydrated at"),
+        "{}",
+        validated.body
+    );
+    assert!(validated.body.contains(": validated"), "{}", validated.body);
+    assert!(
+        !validated.body.contains("BLOCKED on reconciliation"),
+        "{}",
+        validated.body
+    );
+}

@@ -109,6 +109,10 @@ fn a_person_finds_a_run_reads_a_refusal_and_approves_a_held_call_by_keyboard() {
         Some("/ui/login")
     );
     assert!(text(&seen, "runs").contains(&run), "{seen:#}");
+    assert!(
+        text(&seen, "runs").contains("waiting for approval"),
+        "{seen:#}"
+    );
     let timeline = text(&seen, "timeline");
     for read in [
         "tickets.create",
