@@ -673,3 +673,45 @@ fn a_runs_activity_and_continuity_health_are_shown_side_by_side() {
         validated.body
     );
 }
+
+#[test]
+fn every_page_answers_each_role_and_another_tenant_as_the_api_would() {
+    let service = Harness::start();
+    let agent = service.token("acme", Role::Agent);
+    let run = a_read_and_a_refusal(&service, &agent, "roles");
+    let refund = r#"{"tool": "payments.refund", "arguments": {"amount": 500}}"#;
+    let held = service.step(&agent, &run, refund).json();
+    let id = held["approval"]["id"].as_str().expect("held").to_owned();
+    let run_page = format!("/ui/runs/{}", url_encode(&run));
+    let pages = [
+        ("/ui/runs".to_owned(), [200, 200, 200, 200]),
+        (run_page.clone(), [200, 200, 200, 404]),
+        (format!("{run_page}/steps/1"), [200, 200, 200, 404]),
+        (format!("{run_page}/verify"), [200, 403, 200, 404]),
+        ("/ui/approvals".to_owned(), [200, 200, 200, 200]),
+        (format!("/ui/approvals/{id}"), [200, 200, 200, 404]),
+    ];
+    let sessions = [
+        session_of(&service, &service.token("acme", Role::Investigator)),
+        session_of(&service, &service.token("acme", Role::Approver)),
+        session_of(&service, &service.token("acme", Role::Admin)),
+        session_of(&service, &service.token("globex", Role::Admin)),
+    ];
+    for (path, expected) in &pages {
+        for (cookie, status) in sessions.iter().zip(expected) {
+            let page = send(&service, "GET", path, Some(cookie), None);
+            assert_eq!(page.status, *status, "{path} as {cookie}: {}", page.body);
+            // Another tenant learns nothing of this one.
+            if *status == 404 {
+                assert!(!page.body.contains("files.read"), "{path}");
+            }
+        }
+        let anonymous = send(&service, "GET", path, None, None);
+        assert_eq!(anonymous.status, 303, "{path} without a session");
+    }
+    // Another tenant's lists hold nothing of this one.
+    let theirs = send(&service, "GET", "/ui/approvals", Some(&sessions[3]), None);
+    assert!(!theirs.body.contains(&id), "{}", theirs.body);
+    let their_runs = send(&service, "GET", "/ui/runs", Some(&sessions[3]), None);
+    assert!(!their_runs.body.contains(&run), "{}", their_runs.body);
+}
