@@ -516,12 +516,12 @@ impl LocalAdmission {
             }),
         };
         let executor = self.executor(&mut slot, host_session.clone())?;
-        self.restrict(executor, host_session.as_deref());
+        self.restrict(executor, &call.exposed, host_session.as_deref());
         match executor.admit_with(&tool_call, &context) {
             Err(error) if moved_on(&error) => {
                 self.reopen(&mut slot);
                 let executor = self.executor(&mut slot, host_session.clone())?;
-                self.restrict(executor, host_session.as_deref());
+                self.restrict(executor, &call.exposed, host_session.as_deref());
                 Ok(executor.admit_with(&tool_call, &context)?)
             }
             admitted => Ok(admitted?),
@@ -532,7 +532,13 @@ impl LocalAdmission {
     /// effect awaiting reconciliation first, then the project's decisions — compared with the
     /// snapshot of the host session the calls belong to (`host_run`: `mcp-cc-<id>`, whose
     /// hooks' snapshot is `cc-<id>`), or with the latest snapshot.
-    fn restrict(&self, executor: &mut Executor, host_run: Option<&str>) {
+    /// A call the configuration says only reads is never restricted: its decision files are
+    /// not read.
+    fn restrict(&self, executor: &mut Executor, tool: &str, host_run: Option<&str>) {
+        if !self.sessions.tools.is_consequential(tool) {
+            executor.restrict(None, &self.sessions.tools);
+            return;
+        }
         let restriction = executor.continuity_restriction(
             Some((
                 DecisionFiles::open(self.sessions.project.state(), &self.sessions.keys_dir),

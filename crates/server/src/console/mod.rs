@@ -170,12 +170,17 @@ impl Console {
         }
     }
 
-    /// The person who posted a form with the CSRF token `csrf`: signed in, and the token
-    /// their session's; else the answer (the sign-in page, or 403).
-    fn poster(&self, headers: &HeaderMap, csrf: &str) -> Result<Person, Box<Response>> {
-        let Some(person) = self.person(headers) else {
-            return Err(Box::new(to_login()));
-        };
+    /// The person who posted a form with the CSRF token `csrf`: signed in in one of `roles`
+    /// (see [`Console::enter`]), and the token their session's; else the answer (403 for a
+    /// token that does not match).
+    fn poster(
+        &self,
+        headers: &HeaderMap,
+        csrf: &str,
+        roles: &[Role],
+        what: &str,
+    ) -> Result<Person, Box<Response>> {
+        let person = self.enter(headers, roles, what)?;
         if same(&person.csrf, csrf) {
             Ok(person)
         } else {
@@ -374,7 +379,7 @@ async fn logout(
     headers: HeaderMap,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    if let Err(answer) = console.poster(&headers, &form.csrf) {
+    if let Err(answer) = console.poster(&headers, &form.csrf, SIGNED_IN, "sign out") {
         return *answer;
     }
     if let Some(id) = cookie(&headers, SESSION_COOKIE) {
@@ -406,14 +411,14 @@ async fn runs(
     headers: HeaderMap,
     Query(query): Query<RunsQuery>,
 ) -> Response {
-    let Some(person) = console.person(&headers) else {
-        return to_login();
+    let person = match console.enter(&headers, SIGNED_IN, "read runs") {
+        Ok(person) => person,
+        Err(answer) => return *answer,
     };
     let service = Arc::clone(&console.service);
-    let caller = person.caller.clone();
     let open_only = matches!(query.state.as_deref(), Some("open" | "attention"));
-    let listed = tokio::task::spawn_blocking(move || {
-        let runs = service.list_runs(&caller, open_only, None)?;
+    let read = move |caller: &Caller| {
+        let runs = service.list_runs(caller, open_only, None)?;
         // What needs a person is read from the open runs' records (the most recently active
         // first, at most ATTENTION_RUNS of them).
         let mut open: Vec<&cairn_runtime::ledger::store::RunInfo> =
@@ -424,20 +429,15 @@ async fn runs(
             .take(pages::ATTENTION_RUNS)
             .map(|run| run.meta.run_id.clone())
             .collect();
-        let attention = service.attention(&caller, &ids)?;
+        let attention = service.attention(caller, &ids)?;
         let attention: HashMap<cairn_core::RunId, cairn_runtime::Attention> =
             ids.into_iter().zip(attention).collect();
-        Ok::<_, crate::error::ApiError>((runs, attention))
+        Ok((runs, attention))
+    };
+    rendered(&person, read, |person, (runs, attention)| {
+        pages::runs(&person.caller, &person.csrf, &query, runs, &attention)
     })
-    .await;
-    match listed {
-        Ok(Ok((runs, attention))) => {
-            Html(pages::runs(&person.caller, &person.csrf, &query, runs, &attention).into_string())
-                .into_response()
-        }
-        Ok(Err(error)) => problem(&person, &error),
-        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "listing the runs failed").into_response(),
-    }
+    .await
 }
 
 /// The timeline page's position.
@@ -454,45 +454,34 @@ async fn run_timeline(
     axum::extract::Path(run): axum::extract::Path<String>,
     Query(query): Query<TimelineQuery>,
 ) -> Response {
-    let Some(person) = console.person(&headers) else {
-        return to_login();
-    };
-    let run = match Service::run_id(&person.caller, &run) {
-        Ok(run) => run,
-        Err(error) => return problem(&person, &error),
+    let person = match console.enter(&headers, SIGNED_IN, "read runs") {
+        Ok(person) => person,
+        Err(answer) => return *answer,
     };
     let service = Arc::clone(&console.service);
-    let caller = person.caller.clone();
     let from = query.from.unwrap_or(0);
-    let read = tokio::task::spawn_blocking(move || {
-        let (info, rows) = service.records_page(&caller, &run, from, pages::RECORDS_PER_PAGE)?;
+    let read = move |caller: &Caller| {
+        let run = Service::run_id(caller, &run)?;
+        let (info, rows) = service.records_page(caller, &run, from, pages::RECORDS_PER_PAGE)?;
         // The health of a run is read from all its records: for long runs, not on every page.
         let health = if info.records <= pages::HEALTH_MAX_RECORDS {
-            service
-                .attention(&caller, std::slice::from_ref(&run))?
-                .pop()
+            service.attention(caller, std::slice::from_ref(&run))?.pop()
         } else {
             None
         };
-        Ok::<_, crate::error::ApiError>((info, rows, health))
-    })
-    .await;
-    match read {
-        Ok(Ok((info, rows, health))) => Html(
-            pages::timeline(
-                &person.caller,
-                &person.csrf,
-                &info,
-                from,
-                &rows,
-                health.as_ref(),
-            )
-            .into_string(),
+        Ok((info, rows, health))
+    };
+    rendered(&person, read, |person, (info, rows, health)| {
+        pages::timeline(
+            &person.caller,
+            &person.csrf,
+            &info,
+            from,
+            &rows,
+            health.as_ref(),
         )
-        .into_response(),
-        Ok(Err(error)) => problem(&person, &error),
-        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "reading the run failed").into_response(),
-    }
+    })
+    .await
 }
 
 /// `error` as a page in the console's frame, with its HTTP status.
@@ -526,20 +515,55 @@ pub(crate) struct ApprovalsQuery {
     pub all: Option<String>,
 }
 
-/// `person`'s caller when their role is one of `roles` (the API's role sets), else why not.
-fn in_role(person: &Person, roles: &[Role], what: &str) -> Result<Caller, crate::error::ApiError> {
-    if roles.contains(&person.caller.role) {
-        Ok(person.caller.clone())
-    } else {
-        Err(crate::error::ApiError::new(
+impl Console {
+    /// The signed-in person, when their role is one of `roles` (the API's own role sets);
+    /// else the answer: the sign-in form, or a page that says the role may not `what`.
+    fn enter(
+        &self,
+        headers: &HeaderMap,
+        roles: &[Role],
+        what: &str,
+    ) -> Result<Person, Box<Response>> {
+        let Some(person) = self.person(headers) else {
+            return Err(Box::new(to_login()));
+        };
+        if roles.contains(&person.caller.role) {
+            return Ok(person);
+        }
+        let refused = crate::error::ApiError::new(
             crate::error::ServerCode::ROLE_FORBIDDEN,
             format!(
                 "a token of role `{}` may not {what}",
                 person.caller.role.as_str()
             ),
-        ))
+        );
+        Err(Box::new(problem(&person, &refused)))
     }
 }
+
+/// Reads what a page shows on the blocking pool, as `person` (the store is read there), and
+/// renders it; an error is a page in the console's frame.
+async fn rendered<T: Send + 'static>(
+    person: &Person,
+    read: impl FnOnce(&Caller) -> Result<T, crate::error::ApiError> + Send + 'static,
+    render: impl FnOnce(&Person, T) -> maud::Markup,
+) -> Response {
+    let caller = person.caller.clone();
+    match tokio::task::spawn_blocking(move || read(&caller)).await {
+        Ok(Ok(value)) => Html(render(person, value).into_string()).into_response(),
+        Ok(Err(error)) => problem(person, &error),
+        Err(_) => problem(
+            person,
+            &crate::error::ApiError::new(
+                crate::error::ServerCode::INTERNAL,
+                "reading what this page shows failed (the service logged it)",
+            ),
+        ),
+    }
+}
+
+/// Who signs in to the console: people, never the agent.
+const SIGNED_IN: &[Role] = crate::api::extract::roles::APPROVAL_READERS;
 
 async fn approvals_queue(
     State(console): State<Arc<Console>>,
@@ -547,27 +571,18 @@ async fn approvals_queue(
     Query(query): Query<ApprovalsQuery>,
 ) -> Response {
     use crate::api::extract::roles::APPROVAL_READERS;
-    let Some(person) = console.person(&headers) else {
-        return to_login();
+    let person = match console.enter(&headers, APPROVAL_READERS, "read approval requests") {
+        Ok(person) => person,
+        Err(answer) => return *answer,
     };
-    let caller = match in_role(&person, APPROVAL_READERS, "read approval requests") {
-        Ok(caller) => caller,
-        Err(error) => return problem(&person, &error),
-    };
-    let all = query.all.is_some();
     let service = Arc::clone(&console.service);
-    match tokio::task::spawn_blocking(move || service.list_approvals(&caller, all)).await {
-        Ok(Ok(listed)) => {
-            Html(pages::approvals(&person.caller, &person.csrf, all, &listed).into_string())
-                .into_response()
-        }
-        Ok(Err(error)) => problem(&person, &error),
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "listing the requests failed",
-        )
-            .into_response(),
-    }
+    let all = query.all.is_some();
+    rendered(
+        &person,
+        move |caller: &Caller| service.list_approvals(caller, all),
+        |person, listed| pages::approvals(&person.caller, &person.csrf, all, &listed),
+    )
+    .await
 }
 
 async fn approval_page(
@@ -576,34 +591,22 @@ async fn approval_page(
     axum::extract::Path(id): axum::extract::Path<String>,
 ) -> Response {
     use crate::api::extract::roles::APPROVAL_READERS;
-    let Some(person) = console.person(&headers) else {
-        return to_login();
-    };
-    let caller = match in_role(&person, APPROVAL_READERS, "read approval requests") {
-        Ok(caller) => caller,
-        Err(error) => return problem(&person, &error),
+    let person = match console.enter(&headers, APPROVAL_READERS, "read approval requests") {
+        Ok(person) => person,
+        Err(answer) => return *answer,
     };
     let service = Arc::clone(&console.service);
-    let read = tokio::task::spawn_blocking(move || {
-        let listed = service.approval(&caller, &id)?;
+    let read = move |caller: &Caller| {
+        let listed = service.approval(caller, &id)?;
         // The held step, for the rules that asked for a person.
         let request = &listed.approval.request;
-        let (_, rows) = service.records_page(&caller, &request.run, request.step, 1)?;
-        Ok::<_, crate::error::ApiError>((listed, rows.into_iter().next()))
+        let (_, rows) = service.records_page(caller, &request.run, request.step, 1)?;
+        Ok((listed, rows.into_iter().next()))
+    };
+    rendered(&person, read, |person, (listed, held)| {
+        pages::approval(&person.caller, &person.csrf, &listed, held.as_ref())
     })
-    .await;
-    match read {
-        Ok(Ok((listed, held))) => Html(
-            pages::approval(&person.caller, &person.csrf, &listed, held.as_ref()).into_string(),
-        )
-        .into_response(),
-        Ok(Err(error)) => problem(&person, &error),
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "reading the request failed",
-        )
-            .into_response(),
-    }
+    .await
 }
 
 /// An approver's decision, as the request's page posts it.
@@ -626,14 +629,11 @@ async fn decide_approval(
 ) -> Response {
     use crate::api::extract::roles::APPROVERS;
     use cairn_runtime::approvals::PersonDecision;
-    let person = match console.poster(&headers, &form.csrf) {
+    let person = match console.poster(&headers, &form.csrf, APPROVERS, "decide approval requests") {
         Ok(person) => person,
         Err(answer) => return *answer,
     };
-    let caller = match in_role(&person, APPROVERS, "decide approval requests") {
-        Ok(caller) => caller,
-        Err(error) => return problem(&person, &error),
-    };
+    let caller = person.caller.clone();
     let decision = match action.as_str() {
         "approve" => {
             let expires_in = cairn_runtime::duration::parse_duration(
@@ -679,11 +679,13 @@ async fn decide_approval(
     match decided {
         Ok(Ok(_)) => Redirect::to(&target).into_response(),
         Ok(Err(error)) => problem(&person, &error),
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "recording the decision failed",
-        )
-            .into_response(),
+        Err(_) => problem(
+            &person,
+            &crate::error::ApiError::new(
+                crate::error::ServerCode::INTERNAL,
+                "recording the decision failed (the service logged it)",
+            ),
+        ),
     }
 }
 
@@ -695,30 +697,17 @@ async fn verify_run(
     axum::extract::Path(run): axum::extract::Path<String>,
 ) -> Response {
     use crate::api::extract::roles::PEOPLE;
-    let Some(person) = console.person(&headers) else {
-        return to_login();
-    };
-    let caller = match in_role(&person, PEOPLE, "verify runs") {
-        Ok(caller) => caller,
-        Err(error) => return problem(&person, &error),
-    };
-    let run = match Service::run_id(&caller, &run) {
-        Ok(run) => run,
-        Err(error) => return problem(&person, &error),
+    let person = match console.enter(&headers, PEOPLE, "verify runs") {
+        Ok(person) => person,
+        Err(answer) => return *answer,
     };
     let service = Arc::clone(&console.service);
-    match tokio::task::spawn_blocking(move || service.verify(&caller, &run)).await {
-        Ok(Ok(report)) => {
-            Html(pages::verification(&person.caller, &person.csrf, &report).into_string())
-                .into_response()
-        }
-        Ok(Err(error)) => problem(&person, &error),
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "verifying the run failed",
-        )
-            .into_response(),
-    }
+    rendered(
+        &person,
+        move |caller: &Caller| service.verify(caller, &Service::run_id(caller, &run)?),
+        |person, report| pages::verification(&person.caller, &person.csrf, &report),
+    )
+    .await
 }
 
 /// One step for an incident: its digests, policy version, lane and rules, and its retained
@@ -730,35 +719,25 @@ async fn step_page(
     axum::extract::Path((run, step)): axum::extract::Path<(String, String)>,
 ) -> Response {
     use crate::api::extract::roles::APPROVAL_READERS;
-    let Some(person) = console.person(&headers) else {
-        return to_login();
+    let person = match console.enter(&headers, APPROVAL_READERS, "read a step's content") {
+        Ok(person) => person,
+        Err(answer) => return *answer,
     };
-    let caller = match in_role(&person, APPROVAL_READERS, "read a step's content") {
-        Ok(caller) => caller,
-        Err(error) => return problem(&person, &error),
-    };
-    let run = match Service::run_id(&caller, &run) {
-        Ok(run) => run,
-        Err(error) => return problem(&person, &error),
-    };
-    let Ok(step) = step.parse::<u64>() else {
-        return problem(
-            &person,
-            &crate::error::ApiError::new(
+    let service = Arc::clone(&console.service);
+    let read = move |caller: &Caller| {
+        let run = Service::run_id(caller, &run)?;
+        let step = step.parse::<u64>().map_err(|_| {
+            crate::error::ApiError::new(
                 crate::error::ServerCode::PARAMETER_INVALID,
                 format!("`{step}` is not a step number"),
             )
-            .at("path.step"),
-        );
+            .at("path.step")
+        })?;
+        let view = service.step_view(caller, &run, step)?;
+        Ok((run, step, view))
     };
-    let service = Arc::clone(&console.service);
-    let shown = run.clone();
-    match tokio::task::spawn_blocking(move || service.step_view(&caller, &run, step)).await {
-        Ok(Ok(view)) => Html(
-            pages::step(&person.caller, &person.csrf, shown.as_str(), step, &view).into_string(),
-        )
-        .into_response(),
-        Ok(Err(error)) => problem(&person, &error),
-        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "reading the step failed").into_response(),
-    }
+    rendered(&person, read, |person, (run, step, view)| {
+        pages::step(&person.caller, &person.csrf, run.as_str(), step, &view)
+    })
+    .await
 }

@@ -524,7 +524,9 @@ impl Service {
         run: &RunId,
         request: &StepRequest<'_>,
     ) -> Option<Result<StepDecision, ApiError>> {
-        if !self.batches(request) {
+        // A step the continuity restrictions apply to reads the tenant's decision files:
+        // never on the request's own thread.
+        if !self.batches(request) || reads_decisions(request) {
             return None;
         }
         let live = self
@@ -671,7 +673,11 @@ impl Service {
     /// MCP gateway, what holds now (with the tenant's decisions when this service keeps
     /// them); for any other step, none.
     fn restrict(&self, caller: &Caller, executor: &mut Executor, request: &StepRequest<'_>) {
-        let Some(tools) = &request.continuity else {
+        let Some(tools) = request
+            .continuity
+            .as_ref()
+            .filter(|_| reads_decisions(request))
+        else {
             executor.restrict(
                 None,
                 &cairn_runtime::restrictions::ToolClasses::new(Vec::new(), Vec::new()),
@@ -1095,6 +1101,15 @@ impl Service {
     pub fn live_runs(&self) -> usize {
         self.lock_live().len()
     }
+}
+
+/// Whether `request` is a consequential call through the MCP gateway: the continuity
+/// restrictions apply to it, and deciding it reads the tenant's decision files.
+fn reads_decisions(request: &StepRequest<'_>) -> bool {
+    request
+        .continuity
+        .as_ref()
+        .is_some_and(|tools| tools.is_consequential(request.call.tool.name.as_str()))
 }
 
 /// Decides and records one step on `executor`, keeping the permit of an allowed call.
