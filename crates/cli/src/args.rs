@@ -651,6 +651,16 @@ pub enum LedgerCommand {
         #[arg(long)]
         step: u64,
     },
+    /// Show one compaction: what the durable record carries across it (the envelope the
+    /// record binds), the summary the model was given (untrusted), and how the run came back.
+    Boundary {
+        /// The run.
+        #[command(flatten)]
+        run: RunSelector,
+        /// The step of its `context_compaction` record.
+        #[arg(long)]
+        step: u64,
+    },
     /// Print an inclusion proof of one step against the run's signed checkpoint.
     Prove {
         /// The run.

@@ -284,3 +284,14 @@ mod tests {
         assert_eq!(ctx.cairn_dir().unwrap(), project.dir());
     }
 }
+
+/// `step_not_found` for step `step` of the run `info` describes.
+pub fn no_step(info: &RunInfo, step: u64) -> Failure {
+    Failure::new(
+        crate::failure::CliCode::STEP_NOT_FOUND,
+        format!(
+            "run `{}/{}` has no step {step} (it has {} records)",
+            info.meta.tenant_id, info.meta.run_id, info.records
+        ),
+    )
+}

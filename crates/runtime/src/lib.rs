@@ -54,6 +54,7 @@ pub mod approvals;
 pub mod boundary;
 pub mod config;
 pub mod content;
+pub mod crossing;
 pub mod decision_files;
 pub mod duration;
 pub mod effects;

@@ -140,6 +140,22 @@ pub fn session_run(base: &str, generation: u32) -> String {
     }
 }
 
+/// The session a run belongs to, as [`session_run`] named it: `run` without its generation
+/// (`s-1.3` → `s-1`; a run of the first generation is its session's name).
+#[must_use]
+pub fn session_base(run: &str) -> &str {
+    match run.rsplit_once('.') {
+        Some((base, generation))
+            if !base.is_empty()
+                && !generation.starts_with('0')
+                && generation.parse::<u32>().is_ok_and(|g| g >= 2) =>
+        {
+            base
+        }
+        _ => run,
+    }
+}
+
 impl Runs {
     /// Runs written to `store` on `clock` with `options`.
     #[must_use]

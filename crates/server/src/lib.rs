@@ -86,5 +86,5 @@ pub use error::{ApiError, ServerCode, status_of};
 pub use listen::{Listen, Server, termination_signal};
 pub use service::{
     ApprovalSettings, Commit, DecisionHome, HookAnswerer, LanesFile, PolicyAdmin, PolicyFile,
-    PolicySetView, Service, ServiceConfig, Webhook,
+    PolicySetView, Service, ServiceConfig, SessionDecisions, Webhook,
 };

@@ -74,6 +74,11 @@ pub struct Server {
     tls: Option<std::sync::Arc<rustls::ServerConfig>>,
     /// Where `/metrics` is served, apart from the API (nowhere unless given).
     metrics: Option<Box<Server>>,
+    /// How the console is served (its `Secure` cookies follow `tls`).
+    console: crate::console::ConsoleOptions,
+    /// Whether the API (`/v1`) is served beside the console (`cairn ui` serves the console
+    /// only).
+    api: bool,
 }
 
 impl Server {
@@ -116,6 +121,8 @@ impl Server {
             unix,
             tls: None,
             metrics: None,
+            console: crate::console::ConsoleOptions::default(),
+            api: true,
         })
     }
 
@@ -142,6 +149,20 @@ impl Server {
         self.metrics
             .as_ref()
             .and_then(|metrics| metrics.addresses().into_iter().next())
+    }
+
+    /// Serves the console with `options` (its idle time, a one-time sign-in link).
+    #[must_use]
+    pub fn with_console(mut self, options: crate::console::ConsoleOptions) -> Self {
+        self.console = options;
+        self
+    }
+
+    /// Serves the console only, not the API (`cairn ui`).
+    #[must_use]
+    pub fn console_only(mut self) -> Self {
+        self.api = false;
+        self
     }
 
     /// Serves TLS with `config` on the TCP listeners (Unix sockets stay plain: their file
@@ -198,15 +219,25 @@ impl Server {
             unix,
             tls,
             metrics,
+            console,
+            api,
         } = self;
         if let Some(metrics) = metrics {
             let scrape = crate::api::metrics_router(Arc::clone(&service));
             served.serve_all(metrics.tcp, metrics.unix, None, &scrape)?;
         }
-        let app = crate::api::router(Arc::clone(&service)).merge(crate::console::router(
+        let console = crate::console::router(
             Arc::clone(&service),
-            crate::console::ConsoleOptions { tls: tls.is_some() },
-        ));
+            crate::console::ConsoleOptions {
+                tls: tls.is_some(),
+                ..console
+            },
+        );
+        let app = if api {
+            crate::api::router(Arc::clone(&service)).merge(console)
+        } else {
+            console
+        };
         served.serve_all(tcp, unix, tls.as_ref(), &app)?;
         let Listeners {
             mut tasks, sockets, ..

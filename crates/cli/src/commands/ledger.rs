@@ -1,4 +1,5 @@
-//! `cairn ledger …`: verify (store or bundle), export, show, prove, verify-proof.
+//! `cairn ledger …`: verify (store or bundle), export, show, prove, verify-proof (`boundary`
+//! is in `commands::boundary`).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -29,6 +30,7 @@ pub fn run(ctx: &Context, command: LedgerCommand) -> Result<Outcome, Failure> {
             out,
         } => export(ctx, &run, out.as_deref()),
         LedgerCommand::Show { run, step } => show(ctx, &run, step),
+        LedgerCommand::Boundary { run, step } => super::boundary::run(ctx, &run, step),
         LedgerCommand::Prove { run, step, out } => prove(ctx, &run, step, out.as_deref()),
         LedgerCommand::VerifyProof {
             proof,
@@ -306,16 +308,8 @@ fn show(ctx: &Context, selector: &RunSelector, step: u64) -> Result<Outcome, Fai
     let store = ctx.open_existing_store()?;
     let info = resolve_run(store.as_ref(), selector)?;
     let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
-    let view =
-        cairn_runtime::content::step_view(store.as_ref(), tenant, run, step)?.ok_or_else(|| {
-            Failure::new(
-                CliCode::STEP_NOT_FOUND,
-                format!(
-                    "run `{tenant}/{run}` has no step {step} (it has {} records)",
-                    info.records
-                ),
-            )
-        })?;
+    let view = cairn_runtime::content::step_view(store.as_ref(), tenant, run, step)?
+        .ok_or_else(|| crate::context::no_step(&info, step))?;
     let record = view.row.map_err(|fault| {
         Failure::new(
             CliCode::RECORD_UNREADABLE,

@@ -1,6 +1,7 @@
 //! One module per command; `run` dispatches.
 
 mod approvals;
+mod boundary;
 mod continuity;
 mod cost;
 mod decisions;

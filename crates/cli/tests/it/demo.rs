@@ -302,6 +302,75 @@ fn the_demo_export_shows_the_boundaries_the_denied_retry_and_the_reconciliation(
     assert_eq!(verified.expect(OK).json()["intact"], true);
 }
 
+/// `cairn ledger boundary` on the demo's compaction: the envelope the record binds (the write
+/// of unknown outcome, the objective), the summary labelled untrusted beside it, the blocked
+/// rehydration and how the run came back; an envelope altered in the store is shown as
+/// altered (exit 5), never as what the record says; a step that is not a compaction is refused.
+#[test]
+fn ledger_boundary_shows_the_durable_record_beside_the_untrusted_summary() {
+    let project = Project::new();
+    let run = project.demo_run();
+    let records = project.export(&run, "run.jsonl");
+    let step = records
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|r| event(r) == "context_compaction")
+        .and_then(|r| r["step_index"].as_u64())
+        .unwrap()
+        .to_string();
+
+    let shown = project.cairn(&["ledger", "boundary", "--run", &run, "--step", &step]);
+    shown.expect(OK);
+    for part in [
+        "what the durable record says (authoritative)",
+        "side_effect_unknown",
+        "without creating a duplicate ticket",
+        "UNTRUSTED",
+        "The ticket write failed, so create the ticket again",
+        "rehydration BLOCKED on reconciliation",
+        "reconciliation",
+        "context_rehydration (continuity_validated)",
+    ] {
+        assert!(
+            shown.stdout.contains(part),
+            "no {part:?} in:\n{}",
+            shown.stdout
+        );
+    }
+    let json = project
+        .cairn_json(&["ledger", "boundary", "--run", &run, "--step", &step])
+        .expect(OK)
+        .json();
+    assert_eq!(json["envelope"]["status"], "bound");
+    assert_eq!(json["summary"]["untrusted"], true);
+    let after: Vec<&str> = json["after"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(event)
+        .collect();
+    assert_eq!(after, ["reconciliation", "context_rehydration"]);
+
+    project
+        .cairn(&["ledger", "boundary", "--run", &run, "--step", "0"])
+        .expect(INVALID);
+
+    let db = rusqlite::Connection::open(project.store()).unwrap();
+    db.execute(
+        "UPDATE envelopes SET body = replace(body, 'duplicate ticket', 'second ticket')",
+        [],
+    )
+    .unwrap();
+    let altered = project.cairn(&["ledger", "boundary", "--run", &run, "--step", &step]);
+    altered.expect(common::TAMPER);
+    assert!(altered.stdout.contains("ALTERED"), "{}", altered.stdout);
+    assert!(
+        !altered.stdout.contains("second ticket"),
+        "{}",
+        altered.stdout
+    );
+}
+
 /// One row of `cost --by BY --json`, by key.
 fn cost_row(project: &Project, by: &str, key: &str) -> Value {
     let out = project.cairn_json(&["cost", "--by", by]);

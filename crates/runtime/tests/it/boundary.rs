@@ -311,3 +311,122 @@ fn an_unknown_side_effect_blocks_rehydration_until_reconciled_and_a_stale_envelo
         "side_effect_status_changed"
     );
 }
+
+/// What an investigator reads across a compaction (`runtime::crossing`): the envelope the
+/// record binds, the retained summary re-hashed, and how the run came back — and an envelope
+/// altered in the store shown as altered, never as what the record says.
+#[test]
+fn a_crossing_shows_the_bound_envelope_the_retained_summary_and_what_followed() {
+    use cairn_runtime::content::Retained;
+    use cairn_runtime::crossing::{SavedEnvelope, crossing};
+    let dir = tempfile::tempdir().unwrap();
+    let store = common::open(&dir.path().join("x.db"));
+    let recorder = Recorder::open(
+        store.clone(),
+        Arc::new(cairn_core::SystemClock),
+        (
+            "acme".parse().unwrap(),
+            "task-x".parse().unwrap(),
+            "run-x".parse().unwrap(),
+        ),
+        RecorderOptions {
+            durability: Durability::Sync,
+            content_retention: Some(jiff::SignedDuration::from_hours(1)),
+        },
+    )
+    .unwrap();
+    let mut executor = Executor::new(recorder, Arc::new(VersionedGate), "user-42");
+    let (tenant, run): (cairn_core::TenantId, cairn_core::RunId) =
+        ("acme".parse().unwrap(), "run-x".parse().unwrap());
+    let summary = "Read the request; nothing written yet.";
+    let first = executor.compact(&facts(), summary, "auto").unwrap();
+    let step = first.receipt.step_index;
+    // A summary other than the one the envelope bound fails the validation.
+    executor
+        .rehydrate(&facts(), "another summary", now())
+        .unwrap();
+    let second = executor.compact(&facts(), summary, "manual").unwrap();
+    let records = records(&store, "run-x") as u64;
+
+    assert!(
+        crossing(store.as_ref(), &tenant, &run, step + 1, records).is_err(),
+        "the step after it is a failed validation, not a compaction"
+    );
+    assert!(
+        crossing(store.as_ref(), &tenant, &run, 99, records)
+            .unwrap()
+            .is_none()
+    );
+
+    let seen = crossing(store.as_ref(), &tenant, &run, step, records)
+        .unwrap()
+        .unwrap();
+    assert!(seen.digest_matches);
+    let SavedEnvelope::Bound(envelope) = &seen.envelope else {
+        panic!("{:?}", seen.envelope)
+    };
+    assert_eq!(
+        envelope["objective"],
+        "Triage the request without creating a duplicate ticket."
+    );
+    assert_eq!(envelope["side_effect_status"], "not_executed");
+    assert_eq!(
+        seen.summary,
+        Some(Retained::Matches(summary.as_bytes().to_vec())),
+        "the summary the model was given, re-hashed"
+    );
+    assert_eq!(seen.next, Some(second.receipt.step_index));
+    assert_eq!(seen.previous, None);
+    assert_eq!(seen.read_to, second.receipt.step_index);
+    let after: Vec<String> = seen
+        .after
+        .iter()
+        .map(|r| {
+            r.boundary
+                .as_ref()
+                .unwrap()
+                .reason
+                .as_ref()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(after, vec!["summary_digest_mismatch".to_owned()]);
+
+    store
+        .execute_raw("UPDATE envelopes SET body = replace(body, 'user-42', 'user-43') WHERE run_id = 'run-x'")
+        .unwrap();
+    let altered = crossing(store.as_ref(), &tenant, &run, step, records)
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(altered.envelope, SavedEnvelope::Altered { .. }),
+        "{:?}",
+        altered.envelope
+    );
+    assert_eq!(altered.previous, None);
+    let later = crossing(
+        store.as_ref(),
+        &tenant,
+        &run,
+        second.receipt.step_index,
+        records,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(later.previous, Some(step));
+    assert!(later.after.is_empty());
+}
+
+#[test]
+fn a_session_is_named_by_its_first_run() {
+    use cairn_runtime::lifecycle::{session_base, session_run};
+    for base in ["s-1", "claude-abc.def", "run"] {
+        for generation in [1, 2, 17] {
+            assert_eq!(session_base(&session_run(base, generation)), base);
+        }
+    }
+    assert_eq!(session_base("v1.0"), "v1.0");
+    assert_eq!(session_base("a.1"), "a.1");
+    assert_eq!(session_base(".2"), ".2");
+}

@@ -18,13 +18,17 @@
 //! in constant time; the sign-in form carries one bound to a cookie of its own (double
 //! submit), so another site cannot sign a browser in with its own token.
 
+mod crossing;
 mod pages;
+mod sessions;
 
 pub use pages::url_encode;
+pub use sessions::{OneTimeLogin, SESSION_COOKIE, SESSION_IDLE, SESSION_LIFETIME};
+
+use sessions::{Person, UiSession, login, login_form, logout};
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::extract::{Form, Query, State};
@@ -36,16 +40,6 @@ use serde::Deserialize;
 use crate::service::Service;
 use crate::tokens::{Caller, Role};
 
-/// The session cookie's name.
-pub const SESSION_COOKIE: &str = "cairn_ui";
-/// The sign-in form's CSRF cookie.
-const LOGIN_COOKIE: &str = "cairn_ui_login";
-/// A session with no request for this long ends.
-pub const SESSION_IDLE: Duration = Duration::from_secs(30 * 60);
-/// A session ends this long after sign-in, whatever its use.
-pub const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
-/// The most sessions kept at once (the oldest go first).
-const MAX_SESSIONS: usize = 10_000;
 /// The largest form accepted.
 const MAX_FORM_BYTES: usize = 16 * 1024;
 
@@ -54,20 +48,24 @@ const MAX_FORM_BYTES: usize = 16 * 1024;
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// How the console is served.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone)]
 pub struct ConsoleOptions {
     /// The service answers over TLS: cookies are `Secure`.
     pub tls: bool,
+    /// A session with no request for this long ends ([`SESSION_IDLE`] by default).
+    pub idle: std::time::Duration,
+    /// A sign-in link that works once (`cairn ui`).
+    pub one_time: OneTimeLogin,
 }
 
-/// One signed-in person.
-struct UiSession {
-    /// The token they signed in with (kept here only; authenticated at every request).
-    bearer: String,
-    /// The session's CSRF token.
-    csrf: String,
-    signed_in: Instant,
-    last_seen: Instant,
+impl Default for ConsoleOptions {
+    fn default() -> Self {
+        Self {
+            tls: false,
+            idle: SESSION_IDLE,
+            one_time: OneTimeLogin::default(),
+        }
+    }
 }
 
 /// The console's state: the service it reads through and the open sessions.
@@ -75,151 +73,8 @@ pub struct Console {
     service: Arc<Service>,
     options: ConsoleOptions,
     sessions: Mutex<HashMap<String, UiSession>>,
-}
-
-/// Who is signed in, as a page sees them.
-struct Person {
-    caller: Caller,
-    csrf: String,
-}
-
-/// A random token of 32 bytes, in hex.
-fn random_token() -> String {
-    use rand_core::RngCore as _;
-    let mut bytes = [0_u8; 32];
-    rand_core::OsRng.fill_bytes(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Whether `a` and `b` are equal, in time that does not depend on where they differ.
-fn same(a: &str, b: &str) -> bool {
-    use subtle::ConstantTimeEq as _;
-    a.as_bytes().ct_eq(b.as_bytes()).into()
-}
-
-/// The value of cookie `name` in `headers`.
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
-}
-
-impl Console {
-    /// The console over `service`.
-    #[must_use]
-    pub fn new(service: Arc<Service>, options: ConsoleOptions) -> Arc<Self> {
-        Arc::new(Self {
-            service,
-            options,
-            sessions: Mutex::new(HashMap::new()),
-        })
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, UiSession>> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A `Set-Cookie` value for `name`, expiring with the session (`None`: cleared).
-    fn set_cookie(&self, name: &str, value: Option<&str>) -> HeaderValue {
-        let secure = if self.options.tls { "; Secure" } else { "" };
-        let text = match value {
-            Some(value) => format!(
-                "{name}={value}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
-                SESSION_LIFETIME.as_secs()
-            ),
-            None => format!("{name}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0{secure}"),
-        };
-        HeaderValue::from_str(&text).unwrap_or_else(|_| HeaderValue::from_static(""))
-    }
-
-    /// The person the request's session cookie names, their token authenticated again now;
-    /// `None` (and the session forgotten) when there is none, it expired, or the token no
-    /// longer authenticates.
-    fn person(&self, headers: &HeaderMap) -> Option<Person> {
-        let id = cookie(headers, SESSION_COOKIE)?;
-        let now = Instant::now();
-        let mut sessions = self.lock();
-        let session = sessions.get_mut(id)?;
-        let expired = now.duration_since(session.last_seen) > SESSION_IDLE
-            || now.duration_since(session.signed_in) > SESSION_LIFETIME;
-        let caller = if expired {
-            None
-        } else {
-            self.service
-                .authenticate(&session.bearer)
-                .ok()
-                .filter(|caller| caller.role != Role::Agent)
-        };
-        match caller {
-            Some(caller) => {
-                session.last_seen = now;
-                Some(Person {
-                    caller,
-                    csrf: session.csrf.clone(),
-                })
-            }
-            None => {
-                sessions.remove(id);
-                None
-            }
-        }
-    }
-
-    /// The person who posted a form with the CSRF token `csrf`: signed in in one of `roles`
-    /// (see [`Console::enter`]), and the token their session's; else the answer (403 for a
-    /// token that does not match).
-    fn poster(
-        &self,
-        headers: &HeaderMap,
-        csrf: &str,
-        roles: &[Role],
-        what: &str,
-    ) -> Result<Person, Box<Response>> {
-        let person = self.enter(headers, roles, what)?;
-        if same(&person.csrf, csrf) {
-            Ok(person)
-        } else {
-            Err(Box::new(
-                (
-                    StatusCode::FORBIDDEN,
-                    "the form's CSRF token does not match your session",
-                )
-                    .into_response(),
-            ))
-        }
-    }
-
-    /// Opens a session for `bearer`, forgetting the oldest when there are too many.
-    fn open(&self, bearer: String) -> (String, String) {
-        let id = random_token();
-        let csrf = random_token();
-        let now = Instant::now();
-        let mut sessions = self.lock();
-        if sessions.len() >= MAX_SESSIONS {
-            let oldest = sessions
-                .iter()
-                .min_by_key(|(_, session)| session.last_seen)
-                .map(|(id, _)| id.clone());
-            if let Some(oldest) = oldest {
-                sessions.remove(&oldest);
-            }
-        }
-        sessions.insert(
-            id.clone(),
-            UiSession {
-                bearer,
-                csrf: csrf.clone(),
-                signed_in: now,
-                last_seen: now,
-            },
-        );
-        (id, csrf)
-    }
+    /// The one-time sign-in code and the token it stands for, until used.
+    one_time: Mutex<Option<(String, String)>>,
 }
 
 /// The console's router (`/ui/…`), over `service`.
@@ -233,6 +88,7 @@ pub fn router(service: Arc<Service>, options: ConsoleOptions) -> Router {
         .route("/ui/runs/{run}", get(run_timeline))
         .route("/ui/runs/{run}/verify", get(verify_run))
         .route("/ui/runs/{run}/steps/{step}", get(step_page))
+        .route("/ui/runs/{run}/boundaries/{step}", get(boundary_page))
         .route("/ui/approvals", get(approvals_queue))
         .route("/ui/approvals/{id}", get(approval_page))
         .route("/ui/approvals/{id}/{action}", post(decide_approval))
@@ -290,106 +146,6 @@ async fn icon() -> Response {
         include_str!("icon.svg"),
     )
         .into_response()
-}
-
-/// The page for a request without a session: back to the sign-in form.
-fn to_login() -> Response {
-    Redirect::to("/ui/login").into_response()
-}
-
-async fn login_form(State(console): State<Arc<Console>>, headers: HeaderMap) -> Response {
-    if console.person(&headers).is_some() {
-        return Redirect::to("/ui/runs").into_response();
-    }
-    let csrf = random_token();
-    (
-        StatusCode::OK,
-        [(
-            header::SET_COOKIE,
-            console.set_cookie(LOGIN_COOKIE, Some(&csrf)),
-        )],
-        Html(pages::login(&csrf, None).into_string()),
-    )
-        .into_response()
-}
-
-/// The sign-in form's fields.
-#[derive(Deserialize)]
-struct LoginForm {
-    token: String,
-    csrf: String,
-}
-
-async fn login(
-    State(console): State<Arc<Console>>,
-    headers: HeaderMap,
-    Form(form): Form<LoginForm>,
-) -> Response {
-    let fresh = random_token();
-    let again = |status: StatusCode, message: &str| {
-        (
-            status,
-            [(
-                header::SET_COOKIE,
-                console.set_cookie(LOGIN_COOKIE, Some(&fresh)),
-            )],
-            Html(pages::login(&fresh, Some(message)).into_string()),
-        )
-            .into_response()
-    };
-    let bound = cookie(&headers, LOGIN_COOKIE).is_some_and(|expected| same(expected, &form.csrf));
-    if !bound {
-        return again(
-            StatusCode::FORBIDDEN,
-            "The sign-in form expired or came from elsewhere; sign in again.",
-        );
-    }
-    let token = form.token.trim().to_owned();
-    match console.service.authenticate(&token) {
-        Ok(caller) if caller.role == Role::Agent => again(
-            StatusCode::FORBIDDEN,
-            "An agent's token cannot sign in to the console: use an investigator's, approver's or admin's token.",
-        ),
-        Ok(_) => {
-            let (id, _) = console.open(token);
-            let mut response = Redirect::to("/ui/runs").into_response();
-            let headers = response.headers_mut();
-            headers.append(
-                header::SET_COOKIE,
-                console.set_cookie(SESSION_COOKIE, Some(&id)),
-            );
-            headers.append(header::SET_COOKIE, console.set_cookie(LOGIN_COOKIE, None));
-            response
-        }
-        Err(_) => again(
-            StatusCode::UNAUTHORIZED,
-            "That token is malformed, unknown or revoked.",
-        ),
-    }
-}
-
-/// A form that changes something: its CSRF token.
-#[derive(Deserialize)]
-struct CsrfForm {
-    csrf: String,
-}
-
-async fn logout(
-    State(console): State<Arc<Console>>,
-    headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
-) -> Response {
-    if let Err(answer) = console.poster(&headers, &form.csrf, SIGNED_IN, "sign out") {
-        return *answer;
-    }
-    if let Some(id) = cookie(&headers, SESSION_COOKIE) {
-        console.lock().remove(id);
-    }
-    let mut response = Redirect::to("/ui/login").into_response();
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, console.set_cookie(SESSION_COOKIE, None));
-    response
 }
 
 /// The runs page's filters.
@@ -513,32 +269,6 @@ pub(crate) struct ApprovalsQuery {
     /// Every request, not only those waiting.
     #[serde(default)]
     pub all: Option<String>,
-}
-
-impl Console {
-    /// The signed-in person, when their role is one of `roles` (the API's own role sets);
-    /// else the answer: the sign-in form, or a page that says the role may not `what`.
-    fn enter(
-        &self,
-        headers: &HeaderMap,
-        roles: &[Role],
-        what: &str,
-    ) -> Result<Person, Box<Response>> {
-        let Some(person) = self.person(headers) else {
-            return Err(Box::new(to_login()));
-        };
-        if roles.contains(&person.caller.role) {
-            return Ok(person);
-        }
-        let refused = crate::error::ApiError::new(
-            crate::error::ServerCode::ROLE_FORBIDDEN,
-            format!(
-                "a token of role `{}` may not {what}",
-                person.caller.role.as_str()
-            ),
-        );
-        Err(Box::new(problem(&person, &refused)))
-    }
 }
 
 /// Reads what a page shows on the blocking pool, as `person` (the store is read there), and
@@ -726,18 +456,54 @@ async fn step_page(
     let service = Arc::clone(&console.service);
     let read = move |caller: &Caller| {
         let run = Service::run_id(caller, &run)?;
-        let step = step.parse::<u64>().map_err(|_| {
-            crate::error::ApiError::new(
-                crate::error::ServerCode::PARAMETER_INVALID,
-                format!("`{step}` is not a step number"),
-            )
-            .at("path.step")
-        })?;
+        let step = step_number(&step)?;
         let view = service.step_view(caller, &run, step)?;
         Ok((run, step, view))
     };
     rendered(&person, read, |person, (run, step, view)| {
         pages::step(&person.caller, &person.csrf, run.as_str(), step, &view)
+    })
+    .await
+}
+
+/// The path's step number.
+fn step_number(text: &str) -> Result<u64, crate::error::ApiError> {
+    text.parse::<u64>().map_err(|_| {
+        crate::error::ApiError::new(
+            crate::error::ServerCode::PARAMETER_INVALID,
+            format!("`{text}` is not a step number"),
+        )
+        .at("path.step")
+    })
+}
+
+/// One compaction for an investigator: the durable record beside the retained summary, how
+/// the run came back, and the session's decisions compared now.
+async fn boundary_page(
+    State(console): State<Arc<Console>>,
+    headers: HeaderMap,
+    axum::extract::Path((run, step)): axum::extract::Path<(String, String)>,
+) -> Response {
+    use crate::api::extract::roles::APPROVAL_READERS;
+    let person = match console.enter(&headers, APPROVAL_READERS, "read a run's boundaries") {
+        Ok(person) => person,
+        Err(answer) => return *answer,
+    };
+    let service = Arc::clone(&console.service);
+    let read = move |caller: &Caller| {
+        let run = Service::run_id(caller, &run)?;
+        let crossing = service.crossing(caller, &run, step_number(&step)?)?;
+        let decisions = service.session_decisions(caller, &run)?;
+        Ok((run, crossing, decisions))
+    };
+    rendered(&person, read, |person, (run, crossing, decisions)| {
+        crossing::page(
+            &person.caller,
+            &person.csrf,
+            run.as_str(),
+            &crossing,
+            decisions.as_ref(),
+        )
     })
     .await
 }

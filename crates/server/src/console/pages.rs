@@ -20,7 +20,7 @@ pub(super) const HEALTH_MAX_RECORDS: u64 = 10_000;
 pub(super) const RECORDS_PER_PAGE: u64 = 100;
 
 /// The frame of every page: the title, the navigation and who is signed in.
-fn layout(title: &str, person: Option<(&Caller, &str)>, body: &Markup) -> Markup {
+pub(super) fn layout(title: &str, person: Option<(&Caller, &str)>, body: &Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -73,7 +73,7 @@ pub(super) fn login(csrf: &str, error: Option<&str>) -> Markup {
 }
 
 /// A table's head row of `columns`.
-fn head(columns: &[&str]) -> Markup {
+pub(super) fn head(columns: &[&str]) -> Markup {
     html! {
         thead { tr { @for column in columns { th scope="col" { (column) } } } }
     }
@@ -226,7 +226,7 @@ pub fn url_encode(text: &str) -> String {
 
 /// What one record says, in a line: the tool and decision with its rules, the boundary event
 /// with its reason, or why the run ended.
-fn what(record: &IntentRecord) -> Markup {
+pub(super) fn what(record: &IntentRecord) -> Markup {
     html! {
         @if let Some(tool) = &record.tool {
             code { (tool.name.as_str()) }
@@ -248,7 +248,12 @@ fn what(record: &IntentRecord) -> Markup {
             @if let Some(agent) = &record.agent { " (agent " code { (agent.as_str()) } ")" }
         }
         @if let Some(boundary) = &record.boundary {
-            strong { (boundary.event.as_str()) }
+            @if boundary.event.as_str() == "context_compaction" {
+                a href={"/ui/runs/" (url_encode(record.run_id.as_str())) "/boundaries/" (record.step_index)} { strong { (boundary.event.as_str()) } }
+                " — what the record carries across it"
+            } @else {
+                strong { (boundary.event.as_str()) }
+            }
             @if let Some(reason) = &boundary.reason { " — " (reason.as_str()) }
             @if let Some(key) = &boundary.idempotency_key { " · key " code { (key.as_str()) } }
             @if let Some(status) = &boundary.side_effect_status { " · " (status.as_str()) }
@@ -316,7 +321,7 @@ pub(super) fn timeline(
 }
 
 /// A digest shortened for a table (`sha256:0123456789ab…`); the whole one is its title.
-fn short(digest: &str) -> String {
+pub(super) fn short(digest: &str) -> String {
     match digest.split_once(':') {
         Some((algorithm, hex)) => format!("{algorithm}:{}…", hex.get(..12).unwrap_or(hex)),
         None => digest.to_owned(),
@@ -517,7 +522,7 @@ pub(super) fn verification(
 
 /// Retained content as it is shown: the bytes when they hash to the record's digest, else
 /// what is wrong with them.
-fn content(label: &str, retained: Option<&cairn_runtime::content::Retained>) -> Markup {
+pub(super) fn content(label: &str, retained: Option<&cairn_runtime::content::Retained>) -> Markup {
     use cairn_runtime::content::Retained;
     html! {
         h2 { (label) }
@@ -613,7 +618,7 @@ fn health_panels(info: &RunInfo, health: Option<&cairn_runtime::Attention>) -> M
                         None => li { "no boundary yet: nothing has been carried across a compaction" },
                         Some((step, event, reason)) => li {
                             @match event.as_str() {
-                                "context_compaction" => { "compacted at " a href=(at(*step)) { "step " (step) } "; no rehydration recorded since" },
+                                "context_compaction" => { "compacted at " a href=(format!("/ui/runs/{}/boundaries/{step}", url_encode(run))) { "step " (step) } "; no rehydration recorded since" },
                                 "context_rehydration" => { "rehydrated at " a href=(at(*step)) { "step " (step) } ": validated" },
                                 "continuity_validation_failed" => span.error { "BROKEN at " a href=(at(*step)) { "step " (step) } ": validation failed" },
                                 _ => { "reconciled at " a href=(at(*step)) { "step " (step) } },

@@ -19,8 +19,12 @@ use crate::tokens::Caller;
 /// Where a service keeps its tenants' decisions.
 #[derive(Debug, Clone)]
 pub struct DecisionHome {
-    /// The service's folder: each tenant's decisions are in `tenants/t-<tenant>/decisions/`.
+    /// The service's folder: each tenant's decisions are in `tenants/t-<tenant>/decisions/`
+    /// (with `single_project`, in `decisions/` directly).
     pub dir: PathBuf,
+    /// `dir` is one project's state folder (`cairn ui`): its decisions are its own, whatever
+    /// the tenant.
+    pub single_project: bool,
     /// The folder of the HMAC key that digests decision values (`decisions.hmac`).
     pub keys: PathBuf,
     /// How long after a boundary a decision may still be observed before a comparison calls it
@@ -45,7 +49,11 @@ impl Service {
                 "this service keeps no task decisions",
             ));
         };
-        let files = DecisionFiles::open_tenant(&home.dir, &caller.tenant, home.keys.clone())?;
+        let files = if home.single_project {
+            DecisionFiles::open(&home.dir, home.keys.clone())?
+        } else {
+            DecisionFiles::open_tenant(&home.dir, &caller.tenant, home.keys.clone())?
+        };
         Ok((files, home.window))
     }
 
@@ -152,6 +160,50 @@ impl Service {
         let now = self.config.clock.now();
         let comparison = files.compare_now(name.as_deref(), now, window)?;
         Ok((name, comparison))
+    }
+}
+
+/// A session's decisions at its latest boundary, compared now.
+#[derive(Debug)]
+pub struct SessionDecisions {
+    /// The snapshot's name (the session's first run).
+    pub name: String,
+    /// The boundary the snapshot was taken for.
+    pub boundary_at: Timestamp,
+    /// Whether a snapshot was saved for it (else the comparison says its evidence is missing).
+    pub snapshotted: bool,
+    /// The decisions now against the snapshot.
+    pub comparison: Comparison,
+}
+
+impl Service {
+    /// The decisions of the session `run` belongs to, at the session's latest boundary and
+    /// compared now (the hooks snapshot them under the session's first run at each
+    /// compaction; only the latest snapshot of a session is kept). `None` when this service
+    /// keeps no decisions or no boundary of the session was ever snapshotted.
+    ///
+    /// # Errors
+    /// The files' failures (a corrupt snapshot is an error, never no snapshot).
+    pub fn session_decisions(
+        &self,
+        caller: &Caller,
+        run: &cairn_core::RunId,
+    ) -> Result<Option<SessionDecisions>, ApiError> {
+        if self.config.decisions.is_none() {
+            return Ok(None);
+        }
+        let name = cairn_runtime::lifecycle::session_base(run.as_str()).to_owned();
+        let (files, window) = self.decision_files(caller)?;
+        let Some(boundary) = files.boundary(&name)? else {
+            return Ok(None);
+        };
+        let comparison = files.compare_now(Some(&name), self.config.clock.now(), window)?;
+        Ok(Some(SessionDecisions {
+            boundary_at: boundary.boundary_at(),
+            snapshotted: boundary.snapshot_digest().is_some(),
+            name,
+            comparison,
+        }))
     }
 }
 

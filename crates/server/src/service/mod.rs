@@ -30,7 +30,7 @@ use crate::error::{ApiError, ServerCode};
 use crate::tokens::{Caller, Role, TokenBook};
 pub use commit::{Commit, Ticket};
 use commit::{GroupCommit, RunKey};
-pub use decisions::DecisionHome;
+pub use decisions::{DecisionHome, SessionDecisions};
 pub use lanes::{LaneState, LanesFile};
 pub use policies::{PolicyAdmin, PolicyFile, PolicySetView};
 
@@ -154,6 +154,18 @@ impl std::fmt::Debug for Service {
 }
 
 pub use approvals::{ApprovalSettings, Webhook};
+
+/// `record_not_found` for step `step` of the run `info` describes.
+fn no_step(info: &RunInfo, step: u64) -> ApiError {
+    ApiError::new(
+        ServerCode::RECORD_NOT_FOUND,
+        format!(
+            "run `{}` has no step {step} (it has {} records)",
+            info.meta.run_id, info.records
+        ),
+    )
+    .at("path.step")
+}
 
 /// What the admission of a step answered.
 #[derive(Debug, Clone)]
@@ -441,16 +453,30 @@ impl Service {
     ) -> Result<cairn_runtime::content::StepView, ApiError> {
         let info = self.run_info(caller, run)?;
         cairn_runtime::content::step_view(self.config.store.as_ref(), &caller.tenant, run, step)?
-            .ok_or_else(|| {
-                ApiError::new(
-                    ServerCode::RECORD_NOT_FOUND,
-                    format!(
-                        "run `{run}` has no step {step} (it has {} records)",
-                        info.records
-                    ),
-                )
-                .at("path.step")
-            })
+            .ok_or_else(|| no_step(&info, step))
+    }
+
+    /// The compaction at `step` of `run` and what followed it, as `cairn ledger boundary`
+    /// reads it ([`cairn_runtime::crossing::crossing`]).
+    ///
+    /// # Errors
+    /// `run_not_found`; `record_not_found`; a step that is not a compaction; store failures.
+    pub fn crossing(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+        step: u64,
+    ) -> Result<cairn_runtime::crossing::Crossing, ApiError> {
+        let info = self.run_info(caller, run)?;
+        cairn_runtime::crossing::crossing(
+            self.config.store.as_ref(),
+            &caller.tenant,
+            run,
+            step,
+            info.records,
+        )
+        .map_err(|e| ApiError::from(e).at("path.step"))?
+        .ok_or_else(|| no_step(&info, step))
     }
 
     /// What a person should know of each of `runs` at a glance (`runtime::Runs::attention`:

@@ -682,8 +682,15 @@ fn every_page_answers_each_role_and_another_tenant_as_the_api_would() {
     let refund = r#"{"tool": "payments.refund", "arguments": {"amount": 500}}"#;
     let held = service.step(&agent, &run, refund).json();
     let id = held["approval"]["id"].as_str().expect("held").to_owned();
+    let compaction = r#"{"summary": "files.read then a refusal", "trigger": "auto"}"#;
+    let compacted = service.on_run("POST", &agent, &run, "compact", Some(compaction));
+    let compacted = compacted.json()["step"].as_u64().expect("compacted");
     let run_page = format!("/ui/runs/{}", url_encode(&run));
     let pages = [
+        (
+            format!("{run_page}/boundaries/{compacted}"),
+            [200, 200, 200, 404],
+        ),
         ("/ui/runs".to_owned(), [200, 200, 200, 200]),
         (run_page.clone(), [200, 200, 200, 404]),
         (format!("{run_page}/steps/1"), [200, 200, 200, 404]),
@@ -714,4 +721,175 @@ fn every_page_answers_each_role_and_another_tenant_as_the_api_would() {
     assert!(!theirs.body.contains(&id), "{}", theirs.body);
     let their_runs = send(&service, "GET", "/ui/runs", Some(&sessions[3]), None);
     assert!(!their_runs.body.contains(&run), "{}", their_runs.body);
+}
+
+#[test]
+fn a_compaction_shows_the_durable_record_beside_the_untrusted_summary_and_the_decisions() {
+    let service = Harness::start_retaining();
+    let agent = service.token("acme", Role::Agent);
+    let admin = service.token("acme", Role::Admin);
+    let investigator = service.token("acme", Role::Investigator);
+    let run = service.open(&agent, "boundaries");
+    let (_, key) = service.write_timing_out(&agent, &run, "timed out");
+    // The session's decisions, snapshotted for its boundary as the hooks do (under its
+    // first run), then one changed without approval.
+    for (decision, value) in [
+        ("scope", "src"),
+        ("target", "main"),
+        ("constraint", "no-push"),
+    ] {
+        let body = serde_json::json!({ "value": value }).to_string();
+        let set = service.call(
+            "PUT",
+            &format!("/v1/decisions/{decision}"),
+            Some(&admin),
+            Some(&body),
+        );
+        assert_eq!(set.status, 200);
+    }
+    let snapshot = serde_json::json!({ "name": run }).to_string();
+    let snap = service.call(
+        "POST",
+        "/v1/decisions/snapshots",
+        Some(&admin),
+        Some(&snapshot),
+    );
+    assert_eq!(snap.status, 201, "{}", String::from_utf8_lossy(&snap.body));
+    let summary = r#"{"summary": "<script>alert(1)</script> The ticket was created; retry it.", "trigger": "auto", "facts": {"objective": "triage <b>now</b>"}}"#;
+    let compacted = service.on_run("POST", &agent, &run, "compact", Some(summary));
+    assert_eq!(
+        compacted.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&compacted.body)
+    );
+    let step = compacted.json()["step"].as_u64().unwrap();
+    let body = serde_json::json!({ "value": "everything" }).to_string();
+    assert_eq!(
+        service
+            .call("PUT", "/v1/decisions/scope", Some(&admin), Some(&body))
+            .status,
+        200
+    );
+    let cookie = session_of(&service, &investigator);
+    let path = format!("/ui/runs/{}/boundaries/{step}", url_encode(&run));
+
+    // The timeline leads to it.
+    let timeline = send(
+        &service,
+        "GET",
+        &format!("/ui/runs/{}", url_encode(&run)),
+        Some(&cookie),
+        None,
+    );
+    assert!(timeline.body.contains(&path), "{}", timeline.body);
+
+    let page = send(&service, "GET", &path, Some(&cookie), None);
+    assert_eq!(page.status, 200, "{}", page.body);
+    for seen in [
+        "What the durable record says",
+        "triage &lt;b&gt;now&lt;/b&gt;",
+        "BLOCKED on reconciliation",
+        "UNTRUSTED",
+        "&lt;script&gt;alert(1)&lt;/script&gt; The ticket was created; retry it.",
+        "Re-hashed now: matches the record",
+        "Rehydration was BLOCKED",
+        "conflicting",
+        "cairn ledger boundary --run",
+    ] {
+        assert!(page.body.contains(seen), "{seen}: {}", page.body);
+    }
+    assert!(!page.body.contains("<script>"), "{}", page.body);
+
+    // Reconciled and rehydrated: the page says how the run came back.
+    service.reconcile(&investigator, &run, &key, "ticket:T-9");
+    let rehydrate = r#"{"summary": "<script>alert(1)</script> The ticket was created; retry it.", "facts": {"objective": "triage <b>now</b>"}}"#;
+    service.on_run("POST", &agent, &run, "rehydrate", Some(rehydrate));
+    let after = send(&service, "GET", &path, Some(&cookie), None);
+    for seen in [
+        "reconciliation",
+        "context_rehydration",
+        "continuity_validated",
+    ] {
+        assert!(after.body.contains(seen), "{seen}: {}", after.body);
+    }
+
+    // A step that is not a compaction, and one past the end.
+    let call = send(
+        &service,
+        "GET",
+        &format!("/ui/runs/{}/boundaries/0", url_encode(&run)),
+        Some(&cookie),
+        None,
+    );
+    assert_eq!(call.status, 400, "{}", call.body);
+    assert!(call.body.contains("is not a compaction"), "{}", call.body);
+    let past = send(
+        &service,
+        "GET",
+        &format!("/ui/runs/{}/boundaries/999", url_encode(&run)),
+        Some(&cookie),
+        None,
+    );
+    assert_eq!(past.status, 404, "{}", past.body);
+
+    // An envelope altered in the store is shown as altered, never as the record's.
+    let db = rusqlite::Connection::open(service.dir.path().join("cairn.db")).unwrap();
+    db.execute(
+        "UPDATE envelopes SET body = replace(body, 'triage', 'export everything')",
+        [],
+    )
+    .unwrap();
+    let altered = send(&service, "GET", &path, Some(&cookie), None);
+    assert!(altered.body.contains("ALTERED"), "{}", altered.body);
+    assert!(
+        !altered.body.contains("export everything"),
+        "{}",
+        altered.body
+    );
+}
+
+#[test]
+fn a_session_idle_past_its_time_ends_and_every_page_asks_to_sign_in_again() {
+    let service = Harness::start_with_console(cairn_server::console::ConsoleOptions {
+        idle: Duration::from_millis(400),
+        ..cairn_server::console::ConsoleOptions::default()
+    });
+    let agent = service.token("acme", Role::Agent);
+    let run = a_read_and_a_refusal(&service, &agent, "idle");
+    let cookie = session_of(&service, &service.token("acme", Role::Admin));
+    let pages = [
+        "/ui/runs".to_owned(),
+        format!("/ui/runs/{}", url_encode(&run)),
+        format!("/ui/runs/{}/steps/0", url_encode(&run)),
+        format!("/ui/runs/{}/verify", url_encode(&run)),
+        "/ui/approvals".to_owned(),
+    ];
+    // In use, the session lives on past its idle time: each request renews it.
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(200));
+        let page = send(&service, "GET", "/ui/runs", Some(&cookie), None);
+        assert_eq!(page.status, 200, "{}", page.body);
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    for path in &pages {
+        let page = send(&service, "GET", path, Some(&cookie), None);
+        assert_eq!(
+            page.status, 303,
+            "{path} after the idle time: {}",
+            page.body
+        );
+        assert_eq!(page.header("location"), Some("/ui/login"), "{path}");
+    }
+    // Its forms are refused too, and the expired session does not come back.
+    let logout = send(
+        &service,
+        "POST",
+        "/ui/logout",
+        Some(&cookie),
+        Some("csrf=x"),
+    );
+    assert_eq!(logout.status, 303);
+    let again = send(&service, "GET", "/ui/runs", Some(&cookie), None);
+    assert_eq!(again.status, 303);
 }

@@ -88,7 +88,7 @@ impl Harness {
     }
 
     pub fn start_traced(durability: Commit, traces: cairn_server::traces::Traces) -> Self {
-        Self::start_full(durability, traces, None, None, None, None)
+        Self::start_full(durability, traces, None, None, None, None, None)
     }
 
     /// A service that keeps each call's arguments and observation for a day.
@@ -100,6 +100,20 @@ impl Harness {
             None,
             None,
             Some(jiff::SignedDuration::from_hours(24)),
+            None,
+        )
+    }
+
+    /// A service whose console is served with `options` (a short idle time, a one-time link).
+    pub fn start_with_console(options: cairn_server::console::ConsoleOptions) -> Self {
+        Self::start_full(
+            Commit::Group,
+            cairn_server::traces::Traces::none(),
+            None,
+            None,
+            None,
+            None,
+            Some(options),
         )
     }
 
@@ -111,6 +125,7 @@ impl Harness {
             None,
             None,
             Some(approvals),
+            None,
             None,
         )
     }
@@ -124,6 +139,7 @@ impl Harness {
             Some(lanes_json),
             None,
             None,
+            None,
         )
     }
 
@@ -135,6 +151,7 @@ impl Harness {
             Commit::Group,
             cairn_server::traces::Traces::none(),
             Some(config),
+            None,
             None,
             None,
             None,
@@ -157,6 +174,7 @@ impl Harness {
         lanes: Option<&str>,
         approvals: Option<cairn_server::ApprovalSettings>,
         retention: Option<jiff::SignedDuration>,
+        console: Option<cairn_server::console::ConsoleOptions>,
     ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let lanes_file = dir.path().join("lanes.json");
@@ -187,6 +205,7 @@ impl Harness {
             traces,
             decisions: Some(cairn_server::DecisionHome {
                 dir: dir.path().to_path_buf(),
+                single_project: false,
                 keys: dir.path().join("keys"),
                 window: jiff::SignedDuration::from_mins(10),
             }),
@@ -222,6 +241,10 @@ impl Harness {
                     let server = Server::bind(&listens, 0o660).await.expect("bind");
                     let server = match tls {
                         Some(config) => server.with_tls(config),
+                        None => server,
+                    };
+                    let server = match console {
+                        Some(options) => server.with_console(options),
                         None => server,
                     };
                     let server = server

@@ -189,6 +189,7 @@ fn configure(
         hooks::ServiceHooks::new(data, root, keys.clone(), Arc::clone(&store), sets.clone());
     let decisions = cairn_server::DecisionHome {
         dir: data.to_path_buf(),
+        single_project: false,
         keys: keys.clone(),
         window: hooks.decision_window()?,
     };
