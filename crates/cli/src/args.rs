@@ -141,6 +141,9 @@ pub enum Command {
     /// Run Cairn as a service: it holds the policies, the signing key and the store of its
     /// folder, and agents reach it over HTTP (TCP or a Unix socket) with a token only.
     Serve(ServeArgs),
+    /// Open the web console for this project's store on 127.0.0.1: prints a sign-in link
+    /// that works once (the runs, their timelines and boundaries, verification, approvals).
+    Ui(UiArgs),
     /// Say which set-up is in force here (local, service client, service host) and what it
     /// protects against; exit 1 when a check fails.
     Doctor(DoctorArgs),
@@ -154,6 +157,20 @@ pub enum Command {
     /// recorded before it is forwarded.
     #[command(subcommand)]
     Mcp(McpCommand),
+}
+
+/// `cairn ui`.
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// The loopback address to serve on (`127.0.0.1:0` picks a free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8470")]
+    pub listen: String,
+    /// The tenant whose runs are shown (default: the tenant of the store's latest run).
+    #[arg(long, value_name = "TENANT")]
+    pub tenant: Option<String>,
+    /// Write the sign-in link to this file (mode 0600) once ready, for scripts and tests.
+    #[arg(long, value_name = "FILE")]
+    pub ready_file: Option<PathBuf>,
 }
 
 /// `cairn mcp …`.

@@ -246,6 +246,17 @@ pub fn resolve_run(store: &dyn Store, selector: &RunSelector) -> Result<RunInfo,
     }
 }
 
+/// `step_not_found` for step `step` of the run `info` describes.
+pub fn no_step(info: &RunInfo, step: u64) -> Failure {
+    Failure::new(
+        crate::failure::CliCode::STEP_NOT_FOUND,
+        format!(
+            "run `{}/{}` has no step {step} (it has {} records)",
+            info.meta.tenant_id, info.meta.run_id, info.records
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,15 +294,4 @@ mod tests {
         assert_eq!(ctx.keys_dir().unwrap(), project.keys_dir());
         assert_eq!(ctx.cairn_dir().unwrap(), project.dir());
     }
-}
-
-/// `step_not_found` for step `step` of the run `info` describes.
-pub fn no_step(info: &RunInfo, step: u64) -> Failure {
-    Failure::new(
-        crate::failure::CliCode::STEP_NOT_FOUND,
-        format!(
-            "run `{}/{}` has no step {step} (it has {} records)",
-            info.meta.tenant_id, info.meta.run_id, info.records
-        ),
-    )
 }

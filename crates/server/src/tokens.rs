@@ -190,6 +190,31 @@ pub struct NewToken {
     pub entry: TokenEntry,
 }
 
+impl NewToken {
+    /// A new token for `tenant` with `role`: a random id and secret.
+    fn fresh(tenant: TenantId, role: Role, label: Option<String>, now: jiff::Timestamp) -> Self {
+        let mut id_bytes = [0_u8; 6];
+        OsRng.fill_bytes(&mut id_bytes);
+        let mut secret_bytes = [0_u8; 32];
+        OsRng.fill_bytes(&mut secret_bytes);
+        let id = hex::encode(id_bytes);
+        let secret = hex::encode(secret_bytes);
+        let entry = TokenEntry {
+            id: id.clone(),
+            tenant,
+            role,
+            digest: digest_of(&secret),
+            label,
+            created_at: now.to_string(),
+            revoked_at: None,
+        };
+        Self {
+            token: format!("cairn_{id}_{secret}"),
+            entry,
+        }
+    }
+}
+
 fn digest_of(secret: &str) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(secret.as_bytes())))
 }
@@ -262,27 +287,10 @@ impl TokenFileEditor {
     ) -> Result<NewToken, TokenError> {
         let _updating = self.lock_updates()?;
         let mut file = read_file(&self.path)?;
-        let mut id_bytes = [0_u8; 6];
-        OsRng.fill_bytes(&mut id_bytes);
-        let mut secret_bytes = [0_u8; 32];
-        OsRng.fill_bytes(&mut secret_bytes);
-        let id = hex::encode(id_bytes);
-        let secret = hex::encode(secret_bytes);
-        let entry = TokenEntry {
-            id: id.clone(),
-            tenant,
-            role,
-            digest: digest_of(&secret),
-            label,
-            created_at: now.to_string(),
-            revoked_at: None,
-        };
-        file.tokens.push(entry.clone());
+        let made = NewToken::fresh(tenant, role, label, now);
+        file.tokens.push(made.entry.clone());
         self.write(&file)?;
-        Ok(NewToken {
-            token: format!("cairn_{id}_{secret}"),
-            entry,
-        })
+        Ok(made)
     }
 
     /// Every token, revoked ones included.
@@ -344,6 +352,8 @@ fn read_file(path: &Path) -> Result<TokenFile, TokenError> {
 pub struct TokenBook {
     path: PathBuf,
     state: Mutex<Loaded>,
+    /// Held in memory only, never re-read ([`TokenBook::single`]).
+    fixed: bool,
 }
 
 #[derive(Debug)]
@@ -372,7 +382,31 @@ impl TokenBook {
                 stamp,
                 checked: Instant::now(),
             }),
+            fixed: false,
         })
+    }
+
+    /// A book of one token for `tenant` with `role`, held in memory only (no file: `cairn ui`
+    /// signs its one person in with it); the book and the whole bearer token. Its editor
+    /// writes nowhere: creating or revoking tokens through it fails.
+    #[must_use]
+    pub fn single(
+        tenant: TenantId,
+        role: Role,
+        label: &str,
+        now: jiff::Timestamp,
+    ) -> (Self, String) {
+        let made = NewToken::fresh(tenant, role, Some(label.to_owned()), now);
+        let book = Self {
+            path: PathBuf::new(),
+            state: Mutex::new(Loaded {
+                by_id: HashMap::from([(made.entry.id.clone(), made.entry)]),
+                stamp: None,
+                checked: Instant::now(),
+            }),
+            fixed: true,
+        };
+        (book, made.token)
     }
 
     #[allow(clippy::type_complexity)]
@@ -411,7 +445,8 @@ impl TokenBook {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         // The file is looked at again when a second has passed (a revocation), or at once
         // for an id the book does not know (a token just created); a look is one `stat`.
-        if state.checked.elapsed() >= RELOAD_EVERY || !state.by_id.contains_key(id) {
+        if !self.fixed && (state.checked.elapsed() >= RELOAD_EVERY || !state.by_id.contains_key(id))
+        {
             state.checked = Instant::now();
             let stamp = stamp_of(&self.path);
             if stamp != state.stamp {

@@ -25,6 +25,7 @@ mod serve;
 mod status;
 mod store;
 mod tokens;
+mod ui;
 mod r#where;
 
 use crate::args::Command;
@@ -60,6 +61,7 @@ pub fn run(command: Command, ctx: &Context) -> Result<Outcome, Failure> {
         Command::Tokens(cmd) => tokens::run(cmd),
         Command::Doctor(args) => doctor::run(&args),
         Command::Where => r#where::run(ctx),
+        Command::Ui(args) => ui::run(ctx, &args),
         Command::Mcp(cmd) => mcp::run(ctx, cmd),
     }
 }

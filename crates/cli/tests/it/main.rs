@@ -49,3 +49,4 @@ mod service_tenant_policies;
 mod store;
 mod tamper;
 mod tokens;
+mod ui;

@@ -1,0 +1,141 @@
+//! `cairn ui`: the console for a project's own store on loopback, entered by the one-time
+//! link it prints — the link opens one session and never another, the console shows the
+//! store's runs and boundaries, the API is not served, and a non-loopback address is refused.
+
+use crate::common;
+
+use std::io::{Read as _, Write as _};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{INVALID, Project, command_in};
+
+/// One answer: status, the raw head and the body.
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+/// `GET path` on `host` (`127.0.0.1:PORT`) with `cookie`, over a connection of its own.
+fn get(host: &str, path: &str, cookie: Option<&str>) -> Answer {
+    let mut stream = std::net::TcpStream::connect(host).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let cookie = cookie.map_or_else(String::new, |c| format!("Cookie: {c}\r\n"));
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\n{cookie}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Answer {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// Stops the console when the test ends, however it ends.
+struct Console(Child);
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `cairn ui` on the project's store; the console and the link it printed.
+fn start(project: &Project) -> (Console, String) {
+    let ready = project.path("ui.ready");
+    let child = command_in(project.root())
+        .arg("--store")
+        .arg(project.store())
+        .args(["ui", "--listen", "127.0.0.1:0", "--ready-file"])
+        .arg(&ready)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let console = Console(child);
+    let started = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&ready).unwrap_or_default();
+        if let Some(link) = text.lines().find(|l| l.contains("/ui/login?code=")) {
+            return (console, link.to_owned());
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "cairn ui did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn the_one_time_link_opens_one_session_on_the_projects_runs_and_no_api() {
+    let project = Project::new();
+    let run = project.demo_run();
+    let (_console, link) = start(&project);
+    let rest = link.strip_prefix("http://").expect("http on loopback");
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    assert!(host.starts_with("127.0.0.1:"), "{host}");
+
+    // Without the link: the sign-in form.
+    assert_eq!(get(host, "/ui/runs", None).status, 303);
+
+    let entered = get(host, path, None);
+    assert_eq!(entered.status, 303, "{}", entered.head);
+    let cookie = entered
+        .head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: cairn_ui="))
+        .and_then(|v| v.split(';').next())
+        .map(|id| format!("cairn_ui={id}"))
+        .expect("a session cookie");
+    let runs = get(host, "/ui/runs", Some(&cookie));
+    assert_eq!(runs.status, 200, "{}", runs.body);
+    assert!(runs.body.contains(&run), "{}", runs.body);
+    let timeline = get(host, &format!("/ui/runs/{run}"), Some(&cookie));
+    assert!(
+        timeline.body.contains("context_compaction"),
+        "{}",
+        timeline.body
+    );
+    let verified = get(host, &format!("/ui/runs/{run}/verify"), Some(&cookie));
+    assert!(verified.body.contains("Intact"), "{}", verified.body);
+
+    // The link works once; another code never.
+    let again = get(host, path, None);
+    assert_eq!(again.status, 403, "{}", again.head);
+    assert!(again.body.contains("already used"), "{}", again.body);
+    let guessed = get(host, "/ui/login?code=0000", None);
+    assert_eq!(guessed.status, 403);
+    // The API is not served: the console is all `cairn ui` is.
+    assert_eq!(get(host, "/v1/runs", None).status, 404);
+}
+
+#[test]
+fn cairn_ui_serves_loopback_only() {
+    let project = Project::new();
+    project.demo_run();
+    for address in ["0.0.0.0:0", "192.0.2.1:8470", "unix:/tmp/cairn-ui.sock"] {
+        let out = common::Output::of(
+            command_in(project.root())
+                .arg("--store")
+                .arg(project.store())
+                .args(["ui", "--listen", address]),
+        );
+        out.expect(INVALID);
+        assert!(out.stderr.contains("loopback"), "{address}: {}", out.stderr);
+    }
+}
