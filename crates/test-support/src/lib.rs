@@ -13,6 +13,7 @@
 //!   each store by its own suite.
 //! - `postgres` (feature `postgres`): the PostgreSQL test server, a schema per store.
 //! - [`workload`]: the tools and rules of a realistic agent run, for the benchmarks.
+//! - [`browser`]: real headless Chromium driven by `tests/console/browse.mjs`.
 //! - [`architecture`]: the checks of the workspace's layout (no module cycles, one test
 //!   binary per crate) that `tests/it/architecture.rs` runs.
 
@@ -25,6 +26,7 @@
 )]
 
 pub mod architecture;
+pub mod browser;
 #[cfg(feature = "continuity")]
 pub mod continuity_cases;
 #[cfg(feature = "decisions")]

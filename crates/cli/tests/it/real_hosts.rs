@@ -12,11 +12,12 @@
 //!   model then sends as JavaScript reads it);
 //! - `"steps"`, in order, each optionally `"only": "claude-code"|"codex"`:
 //!   - `{"host": {"prompt": "…", "resume": bool, "kill": {"signal": "TERM", "when": "file"},
-//!     "approve": {"count": N, "expires_in": "15m", "uses": 1}}, "exit": N}` runs the host
-//!     (resuming its session), optionally sending it a signal once `file` exists in the
-//!     project, and optionally approving, as a person in another terminal would
-//!     (`cairn approvals approve`), the first `count` approval requests that wait while it
-//!     runs; `exit` (optional) is the exit code expected;
+//!     "approve": {"count": N, "expires_in": "15m", "uses": 1, "by": "console"}}, "exit": N}`
+//!     runs the host (resuming its session), optionally sending it a signal once `file` exists
+//!     in the project, and optionally approving, as a person in another terminal would
+//!     (`cairn approvals approve`, or with `"by": "console"` in the web console of `cairn ui`
+//!     in real Chromium), the first `count` approval requests that wait while it runs; `exit`
+//!     (optional) is the exit code expected;
 //!   - `{"cli": ["decisions", "set", …], "exit": N}` is a person's `cairn` command in the
 //!     project (`exit` 0 by default);
 //!   - `{"write": {"path": "text"}}` writes project files (a person's or an attacker's hand);
@@ -268,6 +269,7 @@ impl Play<'_> {
         let count = approve["count"].as_u64().unwrap_or(1);
         let expires_in = approve["expires_in"].as_str().unwrap_or("15m").to_owned();
         let uses = approve["uses"].as_u64().unwrap_or(1).to_string();
+        let by_console = approve["by"].as_str() == Some("console");
         let thread = std::thread::spawn(move || {
             let cairn = |args: &[&str]| {
                 let mut command = command_in(&project);
@@ -285,16 +287,20 @@ impl Play<'_> {
                     })
                     .flatten();
                 if let Some(id) = pending {
-                    cairn(&[
-                        "approvals",
-                        "approve",
-                        &id,
-                        "--expires-in",
-                        &expires_in,
-                        "--uses",
-                        &uses,
-                    ])
-                    .expect(0);
+                    if by_console {
+                        approve_in_the_console(&project, &id);
+                    } else {
+                        cairn(&[
+                            "approvals",
+                            "approve",
+                            &id,
+                            "--expires-in",
+                            &expires_in,
+                            "--uses",
+                            &uses,
+                        ])
+                        .expect(0);
+                    }
                     approved += 1;
                 }
                 std::thread::sleep(Duration::from_millis(100));
@@ -507,6 +513,27 @@ impl Play<'_> {
 }
 
 /// A record's short form for the checks.
+/// A person approving the waiting request `id` in the web console, in real Chromium: `cairn
+/// ui` on the project's store, its one-time link, the approvals queue, the request, Approve.
+fn approve_in_the_console(project: &Path, id: &str) {
+    use cairn_test_support::browser::{assert_clean_journey, browser, page_text, shots_dir};
+    let browser = browser("approving in the console").expect(
+        "the scenario approves in the console: install Chromium and `npm ci --prefix tests/console`",
+    );
+    let mut command = command_in(project);
+    command.env("CAIRN_HOME", project.join("../cairn-home"));
+    let (ui, link) = common::CairnUi::start(command, &project.join("../ui.ready"));
+    let base = link.split("/ui/").next().unwrap().to_owned();
+    let shots = shots_dir(&project.join("../shots"));
+    let seen = browser.run("approve-waiting", &[("link", &link)], &shots);
+    drop(ui);
+    assert_clean_journey(&seen, &base);
+    assert!(page_text(&seen, "queue").contains(id), "{seen:#}");
+    assert_eq!(seen["approveStatus"], 303, "{seen:#}");
+    let approved = page_text(&seen, "approved");
+    assert!(approved.contains("active"), "{approved}");
+}
+
 fn short(record: &Value) -> Value {
     let mut short = json!({"kind": record["kind"]});
     let fields = [

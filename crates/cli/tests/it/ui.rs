@@ -5,8 +5,7 @@
 use crate::common;
 
 use std::io::{Read as _, Write as _};
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{INVALID, Project, command_in};
 
@@ -44,41 +43,11 @@ fn get(host: &str, path: &str, cookie: Option<&str>) -> Answer {
     }
 }
 
-/// Stops the console when the test ends, however it ends.
-struct Console(Child);
-
-impl Drop for Console {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// `cairn ui` on the project's store; the console and the link it printed.
-fn start(project: &Project) -> (Console, String) {
-    let ready = project.path("ui.ready");
-    let child = command_in(project.root())
-        .arg("--store")
-        .arg(project.store())
-        .args(["ui", "--listen", "127.0.0.1:0", "--ready-file"])
-        .arg(&ready)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let console = Console(child);
-    let started = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(&ready).unwrap_or_default();
-        if let Some(link) = text.lines().find(|l| l.contains("/ui/login?code=")) {
-            return (console, link.to_owned());
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "cairn ui did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+fn start(project: &Project) -> (common::CairnUi, String) {
+    let mut command = command_in(project.root());
+    command.arg("--store").arg(project.store());
+    common::CairnUi::start(command, &project.path("ui.ready"))
 }
 
 #[test]
@@ -137,5 +106,64 @@ fn cairn_ui_serves_loopback_only() {
         );
         out.expect(INVALID);
         assert!(out.stderr.contains("loopback"), "{address}: {}", out.stderr);
+    }
+}
+
+/// What an on-call engineer does after an incident, in real Chromium (skipped, and said so,
+/// without it): enter `cairn ui` by its link, find the demo run, open its compaction and read
+/// the blocked rehydration beside the untrusted summary, open the refused refund and read its
+/// rule, and verify a run whose record was rewritten in the store — and see where it breaks.
+#[test]
+fn an_incident_is_read_in_the_browser_from_the_compaction_to_the_tampered_run() {
+    use cairn_test_support::browser::{assert_clean_journey, browser, page_text, shots_dir};
+    let Some(browser) = browser("cairn ui in Chromium") else {
+        return;
+    };
+    let project = Project::new();
+    let tampered = project.demo_run();
+    let run = project.demo_run();
+    let changed = project.sql(
+        "UPDATE records SET body = replace(body, 'support.no-refund-without-approval', 'support.refund-approved')
+         WHERE run_id = ?1 AND step_index = 3",
+        &[&tampered],
+    );
+    assert_eq!(changed, 1);
+    let (_console, link) = start(&project);
+    let base = link.split("/ui/").next().unwrap().to_owned();
+    let shots = shots_dir(&project.path("shots"));
+    let seen = browser.run(
+        "incident",
+        &[("link", &link), ("run", &run), ("tampered", &tampered)],
+        &shots,
+    );
+    assert_clean_journey(&seen, &base);
+
+    let boundary = page_text(&seen, "boundary");
+    for read in [
+        "What the durable record says",
+        "Resolve customer C-0193's duplicate charge",
+        "BLOCKED on reconciliation",
+        "UNTRUSTED",
+        "The ticket write failed, so create the ticket again",
+        "Rehydration was BLOCKED",
+        "reconciliation",
+        "context_rehydration",
+        "continuity_validated",
+    ] {
+        assert!(boundary.contains(read), "{read}: {boundary}");
+    }
+    let step = page_text(&seen, "step");
+    for read in [
+        "payments.refund",
+        "deny",
+        "support.no-refund-without-approval",
+    ] {
+        assert!(step.contains(read), "{read}: {step}");
+    }
+    let verified = page_text(&seen, "tampered");
+    assert!(verified.contains("TAMPERED"), "{verified}");
+    assert!(verified.contains("step 3"), "{verified}");
+    for shot in ["08-step", "09-boundary", "10-tampered"] {
+        assert!(shots.join(format!("{shot}.png")).is_file(), "{shot}");
     }
 }

@@ -328,13 +328,22 @@ async fn approval_page(
     let service = Arc::clone(&console.service);
     let read = move |caller: &Caller| {
         let listed = service.approval(caller, &id)?;
-        // The held step, for the rules that asked for a person.
+        // The held step (the rules that asked, its exact arguments when retained) and what
+        // the run did just before it.
         let request = &listed.approval.request;
-        let (_, rows) = service.records_page(caller, &request.run, request.step, 1)?;
-        Ok((listed, rows.into_iter().next()))
+        let held = service.step_view(caller, &request.run, request.step).ok();
+        let from = request.step.saturating_sub(pages::HISTORY_BEFORE_REQUEST);
+        let (_, history) = service.records_page(caller, &request.run, from, request.step - from)?;
+        Ok((listed, held, history))
     };
-    rendered(&person, read, |person, (listed, held)| {
-        pages::approval(&person.caller, &person.csrf, &listed, held.as_ref())
+    rendered(&person, read, |person, (listed, held, history)| {
+        pages::approval(
+            &person.caller,
+            &person.csrf,
+            &listed,
+            held.as_ref(),
+            &history,
+        )
     })
     .await
 }

@@ -16,6 +16,8 @@ pub(super) const RUNS_PER_PAGE: usize = 50;
 pub(super) const ATTENTION_RUNS: usize = 100;
 /// The longest run whose health is read (from all its records) with each page of it.
 pub(super) const HEALTH_MAX_RECORDS: u64 = 10_000;
+/// The records before a held call shown with its approval request.
+pub(super) const HISTORY_BEFORE_REQUEST: u64 = 10;
 /// Records shown per timeline page.
 pub(super) const RECORDS_PER_PAGE: u64 = 100;
 
@@ -385,7 +387,8 @@ pub(super) fn approval(
     caller: &Caller,
     csrf: &str,
     listed: &cairn_runtime::approvals::Listed,
-    held: Option<&StoredRow>,
+    held: Option<&cairn_runtime::content::StepView>,
+    history: &[StoredRow],
 ) -> Markup {
     let view = ApprovalView::from(listed);
     let decides = matches!(
@@ -404,7 +407,7 @@ pub(super) fn approval(
                     a href={"/ui/runs/" (url_encode(&view.run_id)) "?from=" (view.step)} { (view.run_id) " step " (view.step) }
                 } }
                 tr { th scope="row" { "Asked by" } td {
-                    @match held {
+                    @match held.map(|view| &view.row) {
                         Some(Ok(record)) => (what(record)),
                         Some(Err(fault)) => span.error { "the held step does not read: " (fault.detail) },
                         None => "—",
@@ -429,6 +432,32 @@ pub(super) fn approval(
             }
         }
         p { "An approval admits exactly this action — the same tool and arguments (their digest above) in the same run — and nothing else." }
+        @if let Some(view) = held {
+            @if let Ok(record) = &view.row {
+                @if record.args.is_some() { (content("The exact arguments", view.args.as_ref())) }
+            }
+        }
+        @if !history.is_empty() {
+            h2 { "Before it in the run" }
+            table {
+                (head(&["Step", "What", "Recorded"]))
+                tbody {
+                    @for row in history {
+                        @match row {
+                            Ok(record) => tr {
+                                td.num { a href={"/ui/runs/" (url_encode(&view.run_id)) "/steps/" (record.step_index)} { (record.step_index) } }
+                                td { (what(record)) }
+                                td.mono { (record.recorded_at.to_string()) }
+                            },
+                            Err(fault) => tr {
+                                td.num { (fault.step_index) }
+                                td colspan="2" { strong.error { "this row does not read: " } (fault.detail) }
+                            },
+                        }
+                    }
+                }
+            }
+        }
         @if decides && view.state == "pending" && !view.run_closed {
             h2 { "Decide" }
             form.filters method="post" action=(action("approve")) {

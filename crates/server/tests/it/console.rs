@@ -379,9 +379,9 @@ fn a_runs_timeline_shows_each_record_with_its_rules_a_page_at_a_time() {
 
 #[test]
 fn an_approver_decides_a_held_call_in_the_queue_and_an_investigator_only_reads_it() {
-    let service = Harness::start();
+    let service = Harness::start_retaining();
     let agent = service.token("acme", Role::Agent);
-    let run = service.open(&agent, "refunds");
+    let run = crate::console::a_read_and_a_refusal(&service, &agent, "refunds");
     let refund =
         r#"{"tool": "payments.refund", "arguments": {"amount": 500}, "call_id": "toolu_1"}"#;
     let held = service.step(&agent, &run, refund).json();
@@ -396,7 +396,19 @@ fn an_approver_decides_a_held_call_in_the_queue_and_an_investigator_only_reads_i
     assert!(queue.body.contains(&id), "{}", queue.body);
     assert!(queue.body.contains("payments.refund"));
     let request = send(&service, "GET", &page, Some(&investigator), None);
-    for seen in ["pending", "refunds-ask", "sha256:", "cairn approvals show"] {
+    for seen in [
+        "pending",
+        "refunds-ask",
+        "sha256:",
+        "cairn approvals show",
+        // The exact arguments, re-hashed, and what the run did just before.
+        "The exact arguments",
+        "Re-hashed now: matches",
+        "{&quot;amount&quot;: 500}",
+        "Before it in the run",
+        "read-ok",
+        "no-p0",
+    ] {
         assert!(request.body.contains(seen), "{seen}: {}", request.body);
     }
     assert!(

@@ -530,3 +530,41 @@ pub fn export_args<'a>(run: &'a str, out: &'a str) -> [&'a str; 8] {
         "ledger", "export", "--run", run, "--format", "jsonl", "--out", out,
     ]
 }
+
+/// A running `cairn ui`, stopped when dropped (however the test ends).
+pub struct CairnUi(std::process::Child);
+
+impl CairnUi {
+    /// Runs `command` (a `cairn` command with its global options set) as `cairn ui` on a free
+    /// loopback port; the console and the one-time link it printed to `ready`.
+    #[track_caller]
+    pub fn start(mut command: std::process::Command, ready: &Path) -> (Self, String) {
+        let child = command
+            .args(["ui", "--listen", "127.0.0.1:0", "--ready-file"])
+            .arg(ready)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let console = Self(child);
+        let started = std::time::Instant::now();
+        loop {
+            let text = std::fs::read_to_string(ready).unwrap_or_default();
+            if let Some(link) = text.lines().find(|l| l.contains("/ui/login?code=")) {
+                return (console, link.to_owned());
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(30),
+                "cairn ui did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for CairnUi {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
