@@ -7,6 +7,7 @@ mod context;
 mod failure;
 mod input;
 mod output;
+mod remote;
 mod store;
 
 use std::process::ExitCode;

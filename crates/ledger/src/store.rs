@@ -157,7 +157,7 @@ impl CostDimension {
 }
 
 /// One row of a cost rollup.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CostRow {
     /// The value of the dimension (a task id, tool name, tenant or termination reason).
     pub key: String,

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use cairn_core::{Digest, RunId, TenantId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::{Checkpoint, VerifiedCheckpoint, open};
 use crate::keys::TrustedKeys;
@@ -18,7 +18,7 @@ use crate::record::{IntentRecord, RecordKind};
 use crate::store::StoredRow;
 
 /// What kind of tampering (or damage) a finding reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TamperKind {
     /// A record's content no longer matches its digest, or no longer matches the digest its
@@ -55,7 +55,7 @@ impl TamperKind {
 }
 
 /// One problem found, located at a step where possible.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {
     /// What happened.
     pub kind: TamperKind,
@@ -66,7 +66,7 @@ pub struct Finding {
 }
 
 /// The state of a run's signed checkpoint after verification.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum CheckpointState {
     /// Signed by a trusted key and matching the records.
@@ -85,8 +85,9 @@ pub enum CheckpointState {
     },
 }
 
-/// The outcome of verifying one run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The outcome of verifying one run (read back from a service's answer by the CLI, which
+/// prints it as it prints its own).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunReport {
     /// The tenant verified.
     pub tenant_id: TenantId,

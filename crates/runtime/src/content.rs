@@ -91,3 +91,79 @@ pub fn step_view(
         observation,
     }))
 }
+
+/// Retained content as it travels — in the service's answer to `GET
+/// /v1/runs/{run}/steps/{step}`, read back by `cairn ledger show` against a service: the text
+/// when it re-hashed to the record's digest (bytes that are not UTF-8 are shown with
+/// replacement characters), what it hashed to when it did not, or that it is gone.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RetainedText {
+    /// It hashes to the record's digest.
+    Matches {
+        /// The content.
+        text: String,
+    },
+    /// The content store was altered: what its bytes hash to.
+    Altered {
+        /// What the stored bytes hash to.
+        actual_digest: Digest,
+    },
+    /// Never retained, or its retention ended.
+    NotRetained,
+}
+
+impl From<&Retained> for RetainedText {
+    fn from(retained: &Retained) -> Self {
+        match retained {
+            Retained::Matches(bytes) => Self::Matches {
+                text: String::from_utf8_lossy(bytes).into_owned(),
+            },
+            Retained::Altered { actual } => Self::Altered {
+                actual_digest: *actual,
+            },
+            Retained::Gone => Self::NotRetained,
+        }
+    }
+}
+
+impl From<RetainedText> for Retained {
+    fn from(text: RetainedText) -> Self {
+        match text {
+            RetainedText::Matches { text } => Self::Matches(text.into_bytes()),
+            RetainedText::Altered { actual_digest } => Self::Altered {
+                actual: actual_digest,
+            },
+            RetainedText::NotRetained => Self::Gone,
+        }
+    }
+}
+
+/// A readable step as it travels (the service's `GET /v1/runs/{run}/steps/{step}`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct StepText {
+    /// The record.
+    pub record: cairn_ledger::record::IntentRecord,
+    /// Whether its digest matches its content.
+    pub digest_matches_content: bool,
+    /// Its retained arguments (`None`: it has none).
+    pub args: Option<RetainedText>,
+    /// What the model was shown before it (`None`: the record names nothing).
+    pub observation: Option<RetainedText>,
+}
+
+impl StepView {
+    /// The step as it travels; `Err` with the row's fault when the record does not read.
+    ///
+    /// # Errors
+    /// The row's fault.
+    pub fn to_text(&self) -> Result<StepText, &cairn_ledger::store::RowFault> {
+        let record = self.row.as_ref()?;
+        Ok(StepText {
+            record: record.clone(),
+            digest_matches_content: self.digest_matches,
+            args: self.args.as_ref().map(RetainedText::from),
+            observation: self.observation.as_ref().map(RetainedText::from),
+        })
+    }
+}

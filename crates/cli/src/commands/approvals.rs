@@ -22,10 +22,8 @@ use crate::output::Outcome;
 
 /// Runs `cairn approvals …`.
 pub fn run(ctx: &Context, command: ApprovalsCommand) -> Result<Outcome, Failure> {
-    if ctx.explicit_store.is_none()
-        && let Some(server) = std::env::var_os("CAIRN_SERVER")
-    {
-        return remote::run(&server, command);
+    if let Some(service) = crate::remote::Remote::from_env(ctx, "an approver's to decide")? {
+        return remote::run(&service, command);
     }
     let store = ctx.open_existing_store()?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
@@ -218,39 +216,15 @@ fn os_approver() -> String {
 
 /// `cairn approvals` against a service (`CAIRN_SERVER`, `CAIRN_TOKEN`).
 mod remote {
-    use std::time::Duration;
-
-    use cairn_core::Code;
-    use cairn_server::client::send_blocking;
     use serde_json::{Value, json};
 
     use crate::args::ApprovalsCommand;
-    use crate::failure::{CliCode, Failure};
+    use crate::failure::Failure;
     use crate::output::Outcome;
+    use crate::remote::Remote;
 
-    /// How long the service has to answer.
-    const DEADLINE: Duration = Duration::from_secs(30);
-
-    pub fn run(server: &std::ffi::OsStr, command: ApprovalsCommand) -> Result<Outcome, Failure> {
-        let (endpoint, token) =
-            crate::context::service_endpoint(server, "an approver's to decide")?;
-        let call = |method: &str, path: &str, body: Option<Value>| -> Result<Value, Failure> {
-            let answer = send_blocking(
-                &endpoint,
-                method,
-                path,
-                Some(token.trim()),
-                body.map(|b| b.to_string().into_bytes()),
-                DEADLINE,
-            )
-            .map_err(|e| Failure::from_error(&e))?;
-            let value = answer.json();
-            if (200..300).contains(&answer.status) {
-                Ok(value)
-            } else {
-                Err(refusal(&value, answer.status))
-            }
-        };
+    pub fn run(service: &Remote, command: ApprovalsCommand) -> Result<Outcome, Failure> {
+        let call = |method: &str, path: &str, body: Option<Value>| service.call(method, path, body);
         let id_path = |id: &str| {
             cairn_runtime::approvals::ApprovalId::parse(id.trim())
                 .map(|id| format!("/v1/approvals/{id}"))
@@ -336,32 +310,5 @@ mod remote {
                 .map(|by| format!("  decided by {by}"))
                 .unwrap_or_default()
         )
-    }
-
-    /// The service's refusal as the CLI's: its code when the CLI knows it (and so its exit
-    /// code), else `service_refused`.
-    fn refusal(body: &Value, status: u16) -> Failure {
-        let name = body
-            .pointer("/error/code")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let message = body
-            .pointer("/error/message")
-            .and_then(Value::as_str)
-            .map_or_else(|| format!("the service answered {status}"), str::to_owned);
-        let known: Option<Code> = [
-            cairn_runtime::approvals::ApprovalError::CODES,
-            cairn_server::ServerCode::CODES,
-            cairn_runtime::RuntimeError::CODES,
-            cairn_runtime::ledger::StoreError::CODES,
-        ]
-        .iter()
-        .flat_map(|codes| codes.iter())
-        .find(|code| code.name() == name)
-        .copied();
-        match known {
-            Some(code) => Failure::new(code, message),
-            None => Failure::new(CliCode::SERVICE_REFUSED, format!("{name}: {message}")),
-        }
     }
 }

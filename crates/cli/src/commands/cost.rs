@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use cairn_ledger::store::CostDimension;
+use cairn_ledger::store::{CostDimension, CostRow};
 
 use crate::args::{CostArgs, CostBy};
 use crate::context::{Context, parse_id};
@@ -24,8 +24,27 @@ pub fn run(ctx: &Context, args: &CostArgs) -> Result<Outcome, Failure> {
         .as_deref()
         .map(|t| parse_id::<cairn_core::ids::Tenant>("tenant", t))
         .transpose()?;
-    let store = ctx.open_existing_store()?;
-    let rows = store.cost(by, tenant.as_ref())?;
+    let rows: Vec<CostRow> = match crate::remote::Remote::from_env(ctx, "an investigator's")? {
+        Some(service) => {
+            #[derive(serde::Deserialize)]
+            struct View {
+                tenant: String,
+                rows: Vec<CostRow>,
+            }
+            let view: View = service.get(&format!("/v1/cost?by={}", by.as_str()))?;
+            if let Some(asked) = tenant.as_ref().filter(|t| t.as_str() != view.tenant) {
+                return Err(Failure::new(
+                    crate::failure::CliCode::USAGE,
+                    format!(
+                        "`--tenant {asked}`: the service answers this token for tenant `{}` only",
+                        view.tenant
+                    ),
+                ));
+            }
+            view.rows
+        }
+        None => ctx.open_existing_store()?.cost(by, tenant.as_ref())?,
+    };
     let width = rows
         .iter()
         .map(|r| r.key.len())

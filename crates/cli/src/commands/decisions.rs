@@ -407,21 +407,21 @@ pub(super) fn exit_for(state: ContinuityHealth) -> u8 {
 
 /// `continuity conflicting (scope: changed_without_approval) → stop_and_ask`.
 pub(super) fn continuity_line(
-    state: ContinuityHealth,
-    determining_key: Option<&DecisionKind>,
+    state: &str,
+    determining_key: Option<&str>,
     reason: &str,
     action: &str,
 ) -> String {
     match determining_key {
-        Some(key) => format!("continuity {} ({key}: {reason}) → {action}", state.as_str()),
-        None => format!("continuity {} ({reason}) → {action}", state.as_str()),
+        Some(key) => format!("continuity {state} ({key}: {reason}) → {action}"),
+        None => format!("continuity {state} ({reason}) → {action}"),
     }
 }
 
 fn human_comparison(comparison: &Comparison, name: Option<&str>) -> String {
     let mut out = continuity_line(
-        comparison.state(),
-        comparison.determining_key(),
+        comparison.state().as_str(),
+        comparison.determining_key().map(DecisionKind::as_str),
         comparison.reason().code(),
         comparison.action().as_str(),
     );

@@ -1,7 +1,9 @@
 //! `cairn hooks install|uninstall --claude-code|--codex [--dir D]`: adds Cairn's hooks to the
 //! host's project settings (`.claude/settings.json`, `.codex/hooks.json`) without touching any
 //! other setting or hook, and scaffolds `.cairn/` in observe-first mode (every call allowed
-//! and recorded) when the project has none, so installing never breaks a working setup.
+//! and recorded) when the project has none, so installing never breaks a working setup. With
+//! `CAIRN_SERVER` set, the project is the service's client: only the hosts' settings are
+//! written (the service holds the policies, the key and the ledger).
 //! `uninstall` removes exactly what `install` added; `.cairn/` and the ledger stay.
 
 use std::fmt::Write as _;
@@ -152,7 +154,29 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     }
     let mut human = String::new();
     let project = base.join(PROJECT_DIR);
-    let scaffolded = if project.is_dir() {
+    // A client of a service needs the hosts' settings only: the service holds the policies,
+    // the key and the ledger, and `cairn-hook` sends it every event.
+    let service = std::env::var_os("CAIRN_SERVER").filter(|s| !s.is_empty());
+    if let Some(server) = &service {
+        server
+            .to_str()
+            .unwrap_or_default()
+            .parse::<cairn_server::client::Endpoint>()
+            .map_err(|e| Failure::from_error(&e))?;
+    }
+    let scaffolded = if let Some(server) = &service {
+        let _ = writeln!(
+            human,
+            "CAIRN_SERVER is set: this project is a client of {}. Its policies, signing key and ledger are the service's: none is created here (`.cairn/installed-hooks.json` only records what was installed, for `cairn hooks uninstall`){}.",
+            server.to_string_lossy(),
+            if project.is_dir() {
+                "; the existing `.cairn/` is not read while CAIRN_SERVER is set"
+            } else {
+                ""
+            }
+        );
+        Vec::new()
+    } else if project.is_dir() {
         init::restrict_project(&cairn_runtime::layout::Project::at(&base))?;
         let _ = writeln!(
             human,
@@ -171,7 +195,7 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
         scaffold.created
     };
     let gitignore = project.join(".gitignore");
-    if !gitignore.exists() {
+    if service.is_none() && !gitignore.exists() {
         std::fs::write(&gitignore, GITIGNORE).map_err(|e| {
             Failure::new(
                 CliCode::IO,
@@ -198,13 +222,21 @@ warning: `{program}` is not on PATH. The hosts run it for every hook event: Clau
             program = install::HOOK_PROGRAM
         );
     }
-    let _ = writeln!(
-        human,
-        "\nnext: use the agent as usual; every tool call is gated and recorded.\n  cairn runs list              one run per session (cc-<session>, codex-<session>)\n  cairn ledger verify --all    check every chain and signed checkpoint"
-    );
+    if service.is_some() {
+        let _ = writeln!(
+            human,
+            "\nnext: run the agent with CAIRN_SERVER and an agent's token in CAIRN_TOKEN (`cairn tokens create --data DIR --tenant T --role agent` on the service's host); every tool call is decided and recorded by the service, and refused while it cannot be reached.\n  With an investigator's token in CAIRN_TOKEN instead, from any shell:\n  cairn runs list              the tenant's runs, one per session\n  cairn ledger verify --all    the service verifies every chain and signed checkpoint\n  cairn doctor                 what this set-up protects against"
+        );
+    } else {
+        let _ = writeln!(
+            human,
+            "\nnext: use the agent as usual; every tool call is gated and recorded.\n  cairn runs list              one run per session (cc-<session>, codex-<session>)\n  cairn ledger verify --all    check every chain and signed checkpoint"
+        );
+    }
     Ok(Outcome::ok(
         json!({
-            "project": project,
+            "project": if service.is_some() { None } else { Some(&project) },
+            "service": service.as_ref().map(|s| s.to_string_lossy()),
             "created": scaffolded,
             "hooks": changes.iter().map(|c| to_json(c, &base)).collect::<Vec<_>>(),
             "codex_trust_required": codex,

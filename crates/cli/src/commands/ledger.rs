@@ -16,6 +16,8 @@ use crate::args::{LedgerCommand, RunSelector, VerifyArgs};
 use crate::context::{Context, resolve_run};
 use crate::failure::{CliCode, Failure, exit};
 use crate::output::Outcome;
+use crate::remote::Remote;
+use cairn_runtime::content::StepText;
 
 /// The largest file `verify --bundle` and `verify-proof` read.
 const MAX_INPUT_BYTES: u64 = 1 << 30;
@@ -118,6 +120,9 @@ fn verify(ctx: &Context, args: &VerifyArgs) -> Result<Outcome, Failure> {
             let trusted = ctx.trusted_keys(&args.trusted_keys)?;
             vec![bundle.verify(&trusted)]
         }
+        None if let Some(service) = Remote::from_env(ctx, "an investigator's")? => {
+            remote_reports(&service, args.run.as_deref())?
+        }
         None => {
             let store = ctx.open_existing_store()?;
             let runs: Vec<RunInfo> = match &args.run {
@@ -173,6 +178,33 @@ fn verify(ctx: &Context, args: &VerifyArgs) -> Result<Outcome, Failure> {
         }
     };
     Ok(verification_outcome(&reports))
+}
+
+/// The service's verification of `run` (every run of the token's tenant by default), each
+/// verified by the service against its trusted keys.
+fn remote_reports(service: &Remote, run: Option<&str>) -> Result<Vec<RunReport>, Failure> {
+    #[derive(serde::Deserialize)]
+    struct Listed {
+        run_id: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Verified {
+        report: RunReport,
+    }
+    let runs: Vec<String> = match run {
+        Some(run) => vec![run.to_owned()],
+        None => service
+            .get::<Vec<Listed>>("/v1/runs")?
+            .into_iter()
+            .map(|listed| listed.run_id)
+            .collect(),
+    };
+    runs.iter()
+        .map(|run| {
+            let path = format!("/v1/runs/{}/verify", crate::remote::encoded(run));
+            Ok(service.get::<Verified>(&path)?.report)
+        })
+        .collect()
 }
 
 /// Renders verification reports; exit 5 when any run is not intact.
@@ -242,22 +274,57 @@ fn describe_report(report: &RunReport) -> String {
 }
 
 fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<Outcome, Failure> {
-    let store = ctx.open_existing_store()?;
-    let info = resolve_run(store.as_ref(), selector)?;
-    let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
-    let rows = store.rows(tenant, run)?;
-    let note = store.checkpoint(tenant, run)?;
-    let text = write_bundle(tenant, run, &rows, note.clone()).map_err(|fault| {
-        Failure::new(
-            CliCode::RECORD_UNREADABLE,
-            format!(
-                "run `{tenant}/{run}` step {}: {} (run `cairn ledger verify --run {run}`)",
-                fault.step_index, fault.detail
-            ),
-        )
-    })?;
+    let (tenant, run, text, records, checkpointed) =
+        match Remote::from_env(ctx, "an investigator's")? {
+            Some(service) => {
+                #[derive(serde::Deserialize)]
+                struct Listed {
+                    tenant_id: String,
+                    run_id: String,
+                }
+                let path = format!("/v1/runs/{}", crate::remote::encoded(&selector.run));
+                let listed: Listed = service.get(&path)?;
+                let bytes = service.bytes("GET", &format!("{path}/bundle"), None)?;
+                let text = String::from_utf8(bytes).map_err(|e| {
+                    Failure::new(
+                        CliCode::SERVICE_REFUSED,
+                        format!("the service's bundle is not UTF-8: {e}"),
+                    )
+                })?;
+                let checkpointed = text
+                    .lines()
+                    .last()
+                    .is_some_and(|line| line.contains("\"cairn.checkpoint/v1\""));
+                let records = text.lines().count() - usize::from(checkpointed);
+                (listed.tenant_id, listed.run_id, text, records, checkpointed)
+            }
+            None => {
+                let store = ctx.open_existing_store()?;
+                let info = resolve_run(store.as_ref(), selector)?;
+                let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
+                let rows = store.rows(tenant, run)?;
+                let note = store.checkpoint(tenant, run)?;
+                let checkpointed = note.is_some();
+                let text = write_bundle(tenant, run, &rows, note).map_err(|fault| {
+                Failure::new(
+                    CliCode::RECORD_UNREADABLE,
+                    format!(
+                        "run `{tenant}/{run}` step {}: {} (run `cairn ledger verify --run {run}`)",
+                        fault.step_index, fault.detail
+                    ),
+                )
+            })?;
+                (
+                    tenant.to_string(),
+                    run.to_string(),
+                    text,
+                    rows.len(),
+                    checkpointed,
+                )
+            }
+        };
     let summary = serde_json::json!({
-        "tenant_id": tenant, "run_id": run, "records": rows.len(), "checkpoint": note.is_some(),
+        "tenant_id": tenant, "run_id": run, "records": records, "checkpoint": checkpointed,
         "out": out,
     });
     match out {
@@ -266,9 +333,8 @@ fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<O
             Ok(Outcome::ok(
                 summary,
                 format!(
-                    "exported {} records{} of run `{tenant}/{run}` to {}",
-                    rows.len(),
-                    if note.is_some() {
+                    "exported {records} records{} of run `{tenant}/{run}` to {}",
+                    if checkpointed {
                         " and the signed checkpoint"
                     } else {
                         " (no checkpoint: the run is not closed)"
@@ -305,26 +371,35 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
 }
 
 fn show(ctx: &Context, selector: &RunSelector, step: u64) -> Result<Outcome, Failure> {
-    let store = ctx.open_existing_store()?;
-    let info = resolve_run(store.as_ref(), selector)?;
-    let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
-    let view = cairn_runtime::content::step_view(store.as_ref(), tenant, run, step)?
-        .ok_or_else(|| crate::context::no_step(&info, step))?;
-    let record = view.row.map_err(|fault| {
-        Failure::new(
-            CliCode::RECORD_UNREADABLE,
-            format!("run `{tenant}/{run}` step {step}: {}", fault.detail),
-        )
-    })?;
-    let args_content = match (view.args, &record.args) {
-        (Some(retained), Some(args)) => shown_content(retained, &args.digest)?,
+    let shown: StepText = match Remote::from_env(ctx, "an investigator's or an approver's")? {
+        Some(service) => service.get(&format!(
+            "/v1/runs/{}/steps/{step}",
+            crate::remote::encoded(&selector.run)
+        ))?,
+        None => {
+            let store = ctx.open_existing_store()?;
+            let info = resolve_run(store.as_ref(), selector)?;
+            let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
+            let view = cairn_runtime::content::step_view(store.as_ref(), tenant, run, step)?
+                .ok_or_else(|| crate::context::no_step(&info, step))?;
+            view.to_text().map_err(|fault| {
+                Failure::new(
+                    CliCode::RECORD_UNREADABLE,
+                    format!("run `{tenant}/{run}` step {step}: {}", fault.detail),
+                )
+            })?
+        }
+    };
+    let record = shown.record;
+    let args_content = match (shown.args, &record.args) {
+        (Some(retained), Some(args)) => shown_content(retained.into(), &args.digest)?,
         _ => None,
     };
-    let obs_content = match (view.observation, &record.observation_digest) {
-        (Some(retained), Some(digest)) => shown_content(retained, digest)?,
+    let obs_content = match (shown.observation, &record.observation_digest) {
+        (Some(retained), Some(digest)) => shown_content(retained.into(), digest)?,
         _ => None,
     };
-    let digest_ok = view.digest_matches;
+    let digest_ok = shown.digest_matches_content;
     let human = show_human(
         &record,
         digest_ok,

@@ -28,18 +28,81 @@ pub fn run(ctx: &Context, command: RunsCommand) -> Result<Outcome, Failure> {
         .as_deref()
         .map(|t| parse_id::<cairn_core::ids::Tenant>("tenant", t))
         .transpose()?;
-    let store = ctx.open_existing_store()?;
-    let runs = store.list_runs(&RunFilter {
-        tenant_id: tenant_id.clone(),
-        unterminated_only: unterminated,
-        idle_before,
-    })?;
-    warn_without_signing_key(ctx, &runs);
-    let json: Vec<serde_json::Value> = runs.iter().map(run_json).collect();
+    let rows: Vec<Row> = match crate::remote::Remote::from_env(ctx, "an investigator's")? {
+        Some(service) => {
+            let mut query = format!("/v1/runs?unterminated={unterminated}");
+            if let Some(text) = &older_than {
+                query.push_str(&format!("&older_than={}", crate::remote::encoded(text)));
+            }
+            let rows: Vec<Row> = service.get(&query)?;
+            rows.into_iter()
+                .filter(|row| {
+                    tenant_id
+                        .as_ref()
+                        .is_none_or(|t| row.tenant_id == t.as_str())
+                })
+                .collect()
+        }
+        None => {
+            let store = ctx.open_existing_store()?;
+            let runs = store.list_runs(&RunFilter {
+                tenant_id: tenant_id.clone(),
+                unterminated_only: unterminated,
+                idle_before,
+            })?;
+            warn_without_signing_key(ctx, &runs);
+            runs.iter().map(Row::from).collect()
+        }
+    };
+    let json: Vec<serde_json::Value> = rows.iter().map(Row::json).collect();
     Ok(Outcome::ok(
         serde_json::Value::Array(json),
-        human(&runs, tenant_id.as_ref()),
+        human(&rows, tenant_id.as_ref()),
     ))
+}
+
+/// One run as listed: from the local store, or as the service's `GET /v1/runs` shows it.
+#[derive(Debug, serde::Deserialize)]
+struct Row {
+    tenant_id: String,
+    run_id: String,
+    task_id: String,
+    records: u64,
+    termination: Option<String>,
+    checkpointed: bool,
+    opened_at: String,
+    last_recorded_at: Option<String>,
+}
+
+impl From<&RunInfo> for Row {
+    fn from(info: &RunInfo) -> Self {
+        Self {
+            tenant_id: info.meta.tenant_id.to_string(),
+            run_id: info.meta.run_id.to_string(),
+            task_id: info.meta.task_id.to_string(),
+            records: info.records,
+            termination: info.termination.map(|r| r.as_str().to_owned()),
+            checkpointed: info.checkpointed,
+            opened_at: info.meta.opened_at.to_string(),
+            last_recorded_at: info.last_recorded_at.map(|t| t.to_string()),
+        }
+    }
+}
+
+impl Row {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "tenant_id": self.tenant_id,
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "records": self.records,
+            "terminated": self.termination.is_some(),
+            "termination_reason": self.termination,
+            "checkpointed": self.checkpointed,
+            "opened_at": self.opened_at,
+            "last_recorded_at": self.last_recorded_at,
+        })
+    }
 }
 
 /// Unterminated runs can only be closed with a signed checkpoint: when no signing key is
@@ -62,21 +125,7 @@ fn warn_without_signing_key(ctx: &Context, runs: &[RunInfo]) {
     }
 }
 
-fn run_json(info: &RunInfo) -> serde_json::Value {
-    serde_json::json!({
-        "tenant_id": info.meta.tenant_id,
-        "run_id": info.meta.run_id,
-        "task_id": info.meta.task_id,
-        "records": info.records,
-        "terminated": info.terminated(),
-        "termination_reason": info.termination.map(|r| r.as_str()),
-        "checkpointed": info.checkpointed,
-        "opened_at": info.meta.opened_at,
-        "last_recorded_at": info.last_recorded_at,
-    })
-}
-
-fn human(runs: &[RunInfo], tenant: Option<&TenantId>) -> String {
+fn human(runs: &[Row], tenant: Option<&TenantId>) -> String {
     if runs.is_empty() {
         return match tenant {
             Some(t) => format!("no matching runs for tenant `{t}`"),
@@ -87,20 +136,16 @@ fn human(runs: &[RunInfo], tenant: Option<&TenantId>) -> String {
         "{:<12} {:<34} {:<24} {:>7}  {:<18} {}\n",
         "tenant", "run", "task", "records", "state", "last activity"
     );
-    for info in runs {
-        let state = match info.termination {
-            Some(reason) => reason.as_str().to_owned(),
-            None => "UNTERMINATED".to_owned(),
-        };
+    for row in runs {
         let _ = writeln!(
             out,
             "{:<12} {:<34} {:<24} {:>7}  {:<18} {}",
-            info.meta.tenant_id,
-            info.meta.run_id,
-            info.meta.task_id,
-            info.records,
-            state,
-            info.last_recorded_at.unwrap_or(info.meta.opened_at)
+            row.tenant_id,
+            row.run_id,
+            row.task_id,
+            row.records,
+            row.termination.as_deref().unwrap_or("UNTERMINATED"),
+            row.last_recorded_at.as_deref().unwrap_or(&row.opened_at)
         );
     }
     out

@@ -73,6 +73,9 @@ fn copy_tree(from: &Path, to: &Path, project: &Path) {
 struct Service {
     socket: PathBuf,
     token: String,
+    /// An investigator's token of the same tenant: a person's commands go to the service
+    /// with it (the CLI as the service's client).
+    person: String,
     prefix: String,
     /// The agent token's tenant, whose decisions the service's hook answers compare.
     tenant: String,
@@ -95,9 +98,14 @@ fn step_output(
         }
     }
     if let Some(service) = service {
+        let token = if step.get("cli").is_some() {
+            &service.person
+        } else {
+            &service.token
+        };
         command
             .env("CAIRN_SERVER", format!("unix:{}", service.socket.display()))
-            .env("CAIRN_TOKEN", &service.token);
+            .env("CAIRN_TOKEN", token);
     }
     if let Some(args) = step.get("cli") {
         let mut args: Vec<String> = args
@@ -431,6 +439,7 @@ fn serve(project: &Path) -> (common::Serving, Service) {
     let service = Service {
         socket,
         token,
+        person: common::token_for(project, &data, "investigator").0,
         prefix,
         tenant: common::hooks_tenant(&data),
     };

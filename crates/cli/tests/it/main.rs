@@ -41,6 +41,7 @@ mod postgres;
 mod proof;
 mod real_hosts;
 mod reconcile;
+mod service_client;
 mod service_demo;
 mod service_durability;
 mod service_logs;

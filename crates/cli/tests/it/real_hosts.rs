@@ -522,7 +522,7 @@ fn approve_in_the_console(project: &Path, id: &str) {
     );
     let mut command = command_in(project);
     command.env("CAIRN_HOME", project.join("../cairn-home"));
-    let (ui, link) = common::CairnUi::start(command, &project.join("../ui.ready"));
+    let (ui, link) = common::cairn_ui(command, &project.join("../ui.ready"));
     let base = link.split("/ui/").next().unwrap().to_owned();
     let shots = shots_dir(&project.join("../shots"));
     let seen = browser.run("approve-waiting", &[("link", &link)], &shots);

@@ -92,7 +92,7 @@ fn shape(record: &Value) -> Value {
 }
 
 /// The service folder of the demo: its policy and tool catalog in place of the scaffold's.
-fn demo_service_folder(project: &Project) -> std::path::PathBuf {
+pub(crate) fn demo_service_folder(project: &Project) -> std::path::PathBuf {
     let data = project.path("service");
     Output::of(command_in(project.root()).args(["serve", "--init-only", "--data", arg(&data)]))
         .expect(0);
@@ -105,7 +105,23 @@ fn demo_service_folder(project: &Project) -> std::path::PathBuf {
     data
 }
 
-fn token(dir: &Path, data: &Path, role: &str) -> String {
+/// `cairn serve` on the demo's service folder, on a Unix socket: the service, its folder and
+/// its socket.
+pub(crate) fn serve_demo_folder(
+    project: &Project,
+) -> (common::Serving, std::path::PathBuf, std::path::PathBuf) {
+    let data = demo_service_folder(project);
+    let socket = project.path("cairn.sock");
+    let mut command = command_in(project.root());
+    command
+        .args(["serve", "--data", arg(&data), "--listen"])
+        .arg(format!("unix:{}", socket.display()))
+        .stderr(Stdio::null());
+    let served = common::Serving::start(command, &project.path("serve.ready"));
+    (served, data, socket)
+}
+
+pub(crate) fn token(dir: &Path, data: &Path, role: &str) -> String {
     let made = Output::of(
         command_in(dir)
             .args([
@@ -133,14 +149,7 @@ fn the_demo_scenario_through_the_service_decides_as_the_demo() {
         .map(shape)
         .collect();
 
-    let data = demo_service_folder(&project);
-    let socket = project.path("cairn.sock");
-    let mut command = command_in(project.root());
-    command
-        .args(["serve", "--data", arg(&data), "--listen"])
-        .arg(format!("unix:{}", socket.display()))
-        .stderr(Stdio::null());
-    let _served = common::Serving::start(command, &project.path("serve.ready"));
+    let (_served, data, socket) = serve_demo_folder(&project);
     let endpoint = Endpoint::Unix(socket);
     let agent = Client {
         endpoint: endpoint.clone(),

@@ -44,10 +44,10 @@ fn get(host: &str, path: &str, cookie: Option<&str>) -> Answer {
 }
 
 /// `cairn ui` on the project's store; the console and the link it printed.
-fn start(project: &Project) -> (common::CairnUi, String) {
+fn start(project: &Project) -> (common::Serving, String) {
     let mut command = command_in(project.root());
     command.arg("--store").arg(project.store());
-    common::CairnUi::start(command, &project.path("ui.ready"))
+    common::cairn_ui(command, &project.path("ui.ready"))
 }
 
 #[test]

@@ -274,9 +274,9 @@ pub struct DecisionStatusView {
     pub latest_snapshot: Option<String>,
 }
 
-/// The continuity health of the token's tenant's decisions now: the latest snapshot's
-/// comparison in one line — what a hook would block on (investigator, admin).
-#[utoipa::path(get, path = "/v1/decisions/status", tag = "decisions",
+/// The continuity health of the token's tenant's decisions now: the latest (or the named)
+/// snapshot's comparison in one line — what a hook would block on (investigator, admin).
+#[utoipa::path(get, path = "/v1/decisions/status", tag = "decisions", params(CompareQuery),
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The status", body = DecisionStatusView),
@@ -286,9 +286,11 @@ pub struct DecisionStatusView {
 pub(super) async fn status(
     State(service): State<Arc<Service>>,
     caller: Authenticated,
+    QueryParams(query): QueryParams<CompareQuery>,
 ) -> Result<Json<DecisionStatusView>, ApiError> {
     let caller = caller.with_role(PEOPLE, "read the decisions' status")?;
-    let (name, comparison) = blocking(move || service.compare_decisions(&caller, None)).await?;
+    let (name, comparison) =
+        blocking(move || service.compare_decisions(&caller, query.name.as_deref())).await?;
     let state = comparison.state();
     Ok(Json(DecisionStatusView {
         continuity: state.as_str().to_owned(),

@@ -121,3 +121,38 @@ pub(super) async fn prove_step(
     let proof = blocking(move || service.prove(&caller, &run, step)).await?;
     Ok(Json(serde_json::to_value(&proof).unwrap_or_default()))
 }
+
+/// One step for an incident, as `cairn ledger show` reads it: the record, whether its digest
+/// matches its content, and its retained arguments and observation re-hashed against the
+/// digests the record holds (investigator, approver, admin: deciding needs the exact
+/// arguments).
+#[utoipa::path(get, path = "/v1/runs/{run}/steps/{step}", tag = "evidence",
+    params(("run" = String, Path, description = "The run id"),
+           ("step" = u64, Path, description = "The record's step")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The step (`record`, `digest_matches_content`, `args`, `observation`; each content `matches` with its `text`, `altered` with its `actual_digest`, or `not_retained`)", body = Object),
+        (status = "4XX", description = "Refused, no such run or step, or a record that does not read", body = ErrorBody),
+        (status = "5XX", description = "The service failed", body = ErrorBody),
+    ))]
+pub(super) async fn show_step(
+    State(service): State<Arc<Service>>,
+    caller: Authenticated,
+    path: PathParams,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    use super::extract::roles::APPROVAL_READERS;
+    let (caller, run) = caller.on_run(APPROVAL_READERS, "read a step's content", &path)?;
+    let step = path.step("step")?;
+    let view = blocking(move || service.step_view(&caller, &run, step)).await?;
+    let text = view.to_text().map_err(|fault| {
+        ApiError::new(
+            crate::error::ServerCode::STORED_RECORD_UNREADABLE,
+            format!(
+                "step {step} does not read: {} (verify the run)",
+                fault.detail
+            ),
+        )
+        .at("path.step")
+    })?;
+    Ok(Json(serde_json::to_value(&text).unwrap_or_default()))
+}

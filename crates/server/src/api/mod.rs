@@ -50,7 +50,7 @@ pub use tokens::{CreateTokenRequest, CreatedToken, TokenView};
         runs::observe, runs::terminate, runs::reconcile, boundaries::compact, boundaries::rehydrate,
         approvals::list_approvals, approvals::get_approval, approvals::approve, approvals::deny,
         approvals::revoke,
-        evidence::verify_run, evidence::export_bundle, evidence::prove_step,
+        evidence::verify_run, evidence::export_bundle, evidence::prove_step, evidence::show_step,
         evidence::verify_bundle, cost::cost_rollup,
         decisions::list_decisions, decisions::set_decision, decisions::approve_change,
         decisions::snapshot, decisions::compare, decisions::status,
@@ -135,6 +135,7 @@ pub fn router(service: Arc<Service>) -> Router {
             post(lanes::record_evidence),
         )
         .route("/v1/runs/{run}/lanes/{lane}/handoff", post(lanes::hand_off))
+        .route("/v1/runs/{run}/steps/{step}", get(evidence::show_step))
         .route("/v1/runs/{run}/verify", get(evidence::verify_run))
         .route("/v1/runs/{run}/bundle", get(evidence::export_bundle))
         .route(

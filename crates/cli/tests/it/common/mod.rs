@@ -502,11 +502,17 @@ pub fn hooks_tenant(data: &Path) -> String {
 /// An agent token for the service folder `data` (run in `dir`), of the tenant its
 /// `hooks.json` names (else `local`, the hooks' default): the token and its id.
 pub fn agent_token_for(dir: &Path, data: &Path) -> (String, String) {
+    token_for(dir, data, "agent")
+}
+
+/// A token of `role` for the tenant of the hooks of the service folder `data`: the token and
+/// its id.
+pub fn token_for(dir: &Path, data: &Path, role: &str) -> (String, String) {
     let tenant = hooks_tenant(data);
     let made = Output::of(
         command_in(dir)
             .args([
-                "--json", "tokens", "create", "--role", "agent", "--tenant", &tenant, "--data",
+                "--json", "tokens", "create", "--role", role, "--tenant", &tenant, "--data",
             ])
             .arg(data),
     );
@@ -531,40 +537,19 @@ pub fn export_args<'a>(run: &'a str, out: &'a str) -> [&'a str; 8] {
     ]
 }
 
-/// A running `cairn ui`, stopped when dropped (however the test ends).
-pub struct CairnUi(std::process::Child);
-
-impl CairnUi {
-    /// Runs `command` (a `cairn` command with its global options set) as `cairn ui` on a free
-    /// loopback port; the console and the one-time link it printed to `ready`.
-    #[track_caller]
-    pub fn start(mut command: std::process::Command, ready: &Path) -> (Self, String) {
-        let child = command
-            .args(["ui", "--listen", "127.0.0.1:0", "--ready-file"])
-            .arg(ready)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let console = Self(child);
-        let started = std::time::Instant::now();
-        loop {
-            let text = std::fs::read_to_string(ready).unwrap_or_default();
-            if let Some(link) = text.lines().find(|l| l.contains("/ui/login?code=")) {
-                return (console, link.to_owned());
-            }
-            assert!(
-                started.elapsed() < std::time::Duration::from_secs(30),
-                "cairn ui did not start"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for CairnUi {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+/// Runs `command` (a `cairn` command with its global options set) as `cairn ui` on a free
+/// loopback port; the console (stopped when dropped) and the one-time link it printed.
+#[track_caller]
+pub fn cairn_ui(mut command: Command, ready: &Path) -> (Serving, String) {
+    command
+        .args(["ui", "--listen", "127.0.0.1:0"])
+        .stderr(Stdio::null());
+    let console = Serving::start(command, ready);
+    let link = console
+        .addresses
+        .iter()
+        .find(|line| line.contains("/ui/login?code="))
+        .expect("the one-time link")
+        .clone();
+    (console, link)
 }
