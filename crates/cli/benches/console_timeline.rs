@@ -23,7 +23,7 @@
 
 use std::io::{Read as _, Write as _};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -33,28 +33,16 @@ use cairn_runtime::{Admitted, Durability, Executor, Recorder, RecorderOptions, T
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 use cairn_test_support::gates::AllowAll;
 
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "support/served.rs"]
+mod served;
 
-fn cairn() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    command
-        .env_remove("CAIRN_STORE")
-        .env_remove("CAIRN_KEYS")
-        .env_remove("CAIRN_DATA")
-        .env_remove("CAIRN_SERVER")
-        .env_remove("CAIRN_LOG");
-    command
-}
+use served::{Served, cairn, env_number};
 
 /// Writes a closed run `run` of `records` records (calls of three tools, a few refused) into
 /// the service folder's store, signed with its key.
 fn write_run(data: &Path, run: &str, records: u64) {
-    let store = Arc::new(SqliteStore::open(data.join("cairn.db"), OpenMode::CreateIfMissing).unwrap());
+    let store =
+        Arc::new(SqliteStore::open(data.join("cairn.db"), OpenMode::CreateIfMissing).unwrap());
     let recorder = Recorder::open(
         store,
         Arc::new(cairn_core::SystemClock),
@@ -93,48 +81,10 @@ fn write_run(data: &Path, run: &str, records: u64) {
         .unwrap();
 }
 
-/// A running `cairn serve`, stopped when dropped.
-struct Served {
-    child: Child,
-    host: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
-    }
-}
-
+/// What the benchmark asks of the running service.
 impl Served {
-    fn start(data: &Path) -> Self {
-        let ready = data.with_extension("ready");
-        let _ = std::fs::remove_file(&ready);
-        let child = cairn()
-            .arg("serve")
-            .arg("--data")
-            .arg(data)
-            .args(["--listen", "127.0.0.1:0", "--ready-file"])
-            .arg(&ready)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while !ready.exists() {
-            assert!(
-                started.elapsed() < Duration::from_secs(60),
-                "cairn serve never got ready"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let url = std::fs::read_to_string(&ready).unwrap();
-        let host = url.trim().strip_prefix("http://").unwrap().to_owned();
-        Self { child, host }
+    fn host(&self) -> &str {
+        self.url.strip_prefix("http://").unwrap()
     }
 
     /// A field of `/proc/<pid>/status` (`VmRSS`, `VmHWM`), in KiB.
@@ -149,11 +99,11 @@ impl Served {
 
     /// `method path` with `cookie` and a form `body`: the status, the head and the body.
     fn request(&self, method: &str, path: &str, cookie: &str, body: &str) -> (u16, String, String) {
-        let mut stream = std::net::TcpStream::connect(&self.host).unwrap();
+        let mut stream = std::net::TcpStream::connect(self.host()).unwrap();
         write!(
             stream,
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.host,
+            self.host(),
             body.len()
         )
         .unwrap();
@@ -302,7 +252,13 @@ fn main() {
     exports.sort();
     let (export_wall, export_peak) = exports[1];
 
-    let served = Served::start(&data);
+    let mut command = cairn();
+    command
+        .arg("serve")
+        .arg("--data")
+        .arg(&data)
+        .args(["--listen", "127.0.0.1:0"]);
+    let served = Served::start(command, &data.with_extension("ready"));
     let cookie = served.sign_in(&token);
     let idle = served.memory_kib("VmRSS");
     let last = records - records % 100;

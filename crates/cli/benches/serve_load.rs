@@ -32,45 +32,15 @@
 )]
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[path = "support/served.rs"]
+mod served;
 
-fn cairn() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    command
-        .env_remove("CAIRN_STORE")
-        .env_remove("CAIRN_KEYS")
-        .env_remove("CAIRN_DATA")
-        .env_remove("CAIRN_LOG");
-    command
-}
-
-/// A running `cairn serve`, stopped (SIGTERM, drained) when dropped.
-struct Served {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(self.child.id().to_string())
-            .status();
-        let _ = self.child.wait();
-    }
-}
+use served::{Served, cairn, env_number};
 
 fn serve(data: &Path, store: Option<&str>, init: bool) -> Served {
     let ready = data.with_extension("ready");
-    let _ = std::fs::remove_file(&ready);
     let mut command = cairn();
     if init {
         command.arg("serve").arg("--init");
@@ -80,11 +50,7 @@ fn serve(data: &Path, store: Option<&str>, init: bool) -> Served {
     command
         .arg("--data")
         .arg(data)
-        .args(["--listen", "127.0.0.1:0", "--ready-file"])
-        .arg(&ready)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
+        .args(["--listen", "127.0.0.1:0"]);
     if let Some(store) = store {
         command.args(["--store", store]);
     }
@@ -94,22 +60,7 @@ fn serve(data: &Path, store: Option<&str>, init: bool) -> Served {
     {
         command.args(["--durability", &mode]);
     }
-    let child = command.spawn().expect("cairn serve starts");
-    let started = Instant::now();
-    while !ready.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "cairn serve never got ready"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let url = std::fs::read_to_string(&ready)
-        .expect("ready file")
-        .lines()
-        .next()
-        .expect("an address")
-        .to_owned();
-    Served { child, url }
+    Served::start(command, &ready)
 }
 
 fn post(url: &str, path: &str, token: &str, body: &str) -> serde_json::Value {
