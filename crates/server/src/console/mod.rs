@@ -172,7 +172,10 @@ async fn runs(
         Err(answer) => return *answer,
     };
     let service = Arc::clone(&console.service);
-    let open_only = matches!(query.state.as_deref(), Some("open" | "attention"));
+    let open_only = query
+        .state
+        .as_deref()
+        .is_some_and(|state| pages::OPEN_STATES.contains(&state));
     let read = move |caller: &Caller| {
         let runs = service.list_runs(caller, open_only, None)?;
         // What needs a person is read from the open runs' records (the most recently active

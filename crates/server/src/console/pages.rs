@@ -18,6 +18,8 @@ pub(super) const ATTENTION_RUNS: usize = 100;
 pub(super) const HEALTH_MAX_RECORDS: u64 = 10_000;
 /// The records before a held call shown with its approval request.
 pub(super) const HISTORY_BEFORE_REQUEST: u64 = 10;
+/// The states of the runs filter that only open runs can be in.
+pub(super) const OPEN_STATES: [&str; 5] = ["open", "attention", "blocked", "waiting", "unreadable"];
 /// Records shown per timeline page.
 pub(super) const RECORDS_PER_PAGE: u64 = 100;
 
@@ -119,10 +121,19 @@ pub(super) fn runs(
             .get(&run.meta.run_id)
             .is_some_and(cairn_runtime::Attention::needs_a_person)
     };
+    let has = |run: &RunInfo, what: fn(&cairn_runtime::Attention) -> bool| {
+        attention.get(&run.meta.run_id).is_some_and(what)
+    };
     runs.retain(|run| {
-        (wanted_state != "closed" || run.terminated())
-            && (wanted_state != "attention" || needs(run))
-            && (task.is_empty() || run.meta.task_id.as_str().contains(task))
+        let in_state = match wanted_state {
+            "closed" => run.terminated(),
+            "attention" => needs(run),
+            "blocked" => has(run, |a| a.unresolved > 0),
+            "waiting" => has(run, |a| a.waiting > 0),
+            "unreadable" => has(run, |a| a.unreadable > 0),
+            _ => true,
+        };
+        in_state && (task.is_empty() || run.meta.task_id.as_str().contains(task))
     });
     runs.sort_by(|a, b| {
         needs(b)
@@ -145,7 +156,7 @@ pub(super) fn runs(
         }
         url
     };
-    let cli = if matches!(wanted_state, "open" | "attention") {
+    let cli = if OPEN_STATES.contains(&wanted_state) {
         "cairn runs list --unterminated"
     } else {
         "cairn runs list"
@@ -153,7 +164,10 @@ pub(super) fn runs(
     let states = [
         ("all", "all"),
         ("attention", "needs a person"),
-        ("open", "open"),
+        ("blocked", "blocked on reconciliation"),
+        ("waiting", "waiting for approval"),
+        ("unreadable", "records that do not read"),
+        ("open", "open (unterminated)"),
         ("closed", "closed"),
     ];
     let body = html! {
@@ -205,7 +219,7 @@ pub(super) fn runs(
                 @if page < pages { a href=(link(page + 1)) rel="next" { "Older →" } }
             }
         }
-        p { "What needs a person, and the counts, are read from the records of the " (ATTENTION_RUNS) " most recently active open runs; a closed run shows — (open it, or verify it)." }
+        p { "What needs a person, and the counts, are read from the records of the " (ATTENTION_RUNS) " most recently active open runs; a closed run shows — (open it, or verify it). Whether a run was tampered with is known by verifying it: each run's page links its verification (" code { "cairn ledger verify --all" } " checks every run). A token sees its own tenant's runs: sign in with another tenant's token to see that tenant's." }
         p.cli { "The same in the CLI: " code { (cli) } }
     };
     layout("Runs", Some((caller, csrf)), &body)

@@ -634,6 +634,23 @@ fn the_runs_that_need_a_person_come_first_with_what_they_need() {
     );
     assert!(only.body.contains("2 run(s)"), "{}", only.body);
     assert!(!only.body.contains(&quiet), "{}", only.body);
+    // Each thing a person may be needed for, on its own.
+    for (state, shown, hidden) in [("blocked", &blocked, &held), ("waiting", &held, &blocked)] {
+        let page = send(
+            &service,
+            "GET",
+            &format!("/ui/runs?state={state}"),
+            Some(&cookie),
+            None,
+        );
+        assert!(page.body.contains("1 run(s)"), "{state}: {}", page.body);
+        assert!(page.body.contains(shown.as_str()), "{state}: {}", page.body);
+        assert!(
+            !page.body.contains(hidden.as_str()),
+            "{state}: {}",
+            page.body
+        );
+    }
 }
 
 #[test]
