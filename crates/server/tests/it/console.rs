@@ -886,8 +886,21 @@ fn a_session_idle_past_its_time_ends_and_every_page_asks_to_sign_in_again() {
     });
     let agent = service.token("acme", Role::Agent);
     let run = a_read_and_a_refusal(&service, &agent, "idle");
+    let compaction = r#"{"summary": "a read and a refusal", "trigger": "auto"}"#;
+    let compacted = service.on_run("POST", &agent, &run, "compact", Some(compaction));
+    let compacted = compacted.json()["step"].as_u64().expect("compacted");
+    let held = service
+        .step(
+            &agent,
+            &run,
+            r#"{"tool": "payments.refund", "arguments": {"amount": 500}}"#,
+        )
+        .json();
+    let request = held["approval"]["id"].as_str().expect("held").to_owned();
     let cookie = session_of(&service, &service.token("acme", Role::Admin));
     let pages = [
+        format!("/ui/runs/{}/boundaries/{compacted}", url_encode(&run)),
+        format!("/ui/approvals/{request}"),
         "/ui/runs".to_owned(),
         format!("/ui/runs/{}", url_encode(&run)),
         format!("/ui/runs/{}/steps/0", url_encode(&run)),
@@ -910,7 +923,27 @@ fn a_session_idle_past_its_time_ends_and_every_page_asks_to_sign_in_again() {
         );
         assert_eq!(page.header("location"), Some("/ui/login"), "{path}");
     }
-    // Its forms are refused too, and the expired session does not come back.
+    // Its forms are refused too — an approval is not given — and the expired session does
+    // not come back.
+    let approve = send(
+        &service,
+        "POST",
+        &format!("/ui/approvals/{request}/approve"),
+        Some(&cookie),
+        Some("csrf=x&expires_in=15m&uses=1"),
+    );
+    assert_eq!(approve.status, 303, "{}", approve.body);
+    assert_eq!(
+        service
+            .step(
+                &agent,
+                &run,
+                r#"{"tool": "payments.refund", "arguments": {"amount": 500}}"#
+            )
+            .json()["reason"],
+        "approval_pending",
+        "nothing was approved by an expired session"
+    );
     let logout = send(
         &service,
         "POST",
