@@ -273,56 +273,83 @@ fn describe_report(report: &RunReport) -> String {
     }
 }
 
+/// A run's bundle as `export` writes it.
+struct Exported {
+    tenant: String,
+    run: String,
+    /// The JSON lines: the records, then the checkpoint when there is one.
+    text: String,
+    records: usize,
+    checkpointed: bool,
+}
+
+/// The bundle of the run `selector` names, from the local store.
+fn local_bundle(ctx: &Context, selector: &RunSelector) -> Result<Exported, Failure> {
+    let store = ctx.open_existing_store()?;
+    let info = resolve_run(store.as_ref(), selector)?;
+    let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
+    let rows = store.rows(tenant, run)?;
+    let note = store.checkpoint(tenant, run)?;
+    let checkpointed = note.is_some();
+    let text = write_bundle(tenant, run, &rows, note).map_err(|fault| {
+        Failure::new(
+            CliCode::RECORD_UNREADABLE,
+            format!(
+                "run `{tenant}/{run}` step {}: {} (run `cairn ledger verify --run {run}`)",
+                fault.step_index, fault.detail
+            ),
+        )
+    })?;
+    Ok(Exported {
+        tenant: tenant.to_string(),
+        run: run.to_string(),
+        text,
+        records: rows.len(),
+        checkpointed,
+    })
+}
+
+/// The bundle of the run `selector` names, as the service exports it (`GET
+/// /v1/runs/{run}/bundle`, the same JSON lines).
+fn remote_bundle(service: &Remote, selector: &RunSelector) -> Result<Exported, Failure> {
+    #[derive(serde::Deserialize)]
+    struct Listed {
+        tenant_id: String,
+        run_id: String,
+    }
+    let path = format!("/v1/runs/{}", crate::remote::encoded(&selector.run));
+    let listed: Listed = service.get(&path)?;
+    let bytes = service.bytes("GET", &format!("{path}/bundle"), None)?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        Failure::new(
+            CliCode::SERVICE_REFUSED,
+            format!("the service's bundle is not UTF-8: {e}"),
+        )
+    })?;
+    let checkpointed = text
+        .lines()
+        .last()
+        .is_some_and(|line| line.contains("\"cairn.checkpoint/v1\""));
+    Ok(Exported {
+        tenant: listed.tenant_id,
+        run: listed.run_id,
+        records: text.lines().count() - usize::from(checkpointed),
+        text,
+        checkpointed,
+    })
+}
+
 fn export(ctx: &Context, selector: &RunSelector, out: Option<&Path>) -> Result<Outcome, Failure> {
-    let (tenant, run, text, records, checkpointed) =
-        match Remote::from_env(ctx, "an investigator's")? {
-            Some(service) => {
-                #[derive(serde::Deserialize)]
-                struct Listed {
-                    tenant_id: String,
-                    run_id: String,
-                }
-                let path = format!("/v1/runs/{}", crate::remote::encoded(&selector.run));
-                let listed: Listed = service.get(&path)?;
-                let bytes = service.bytes("GET", &format!("{path}/bundle"), None)?;
-                let text = String::from_utf8(bytes).map_err(|e| {
-                    Failure::new(
-                        CliCode::SERVICE_REFUSED,
-                        format!("the service's bundle is not UTF-8: {e}"),
-                    )
-                })?;
-                let checkpointed = text
-                    .lines()
-                    .last()
-                    .is_some_and(|line| line.contains("\"cairn.checkpoint/v1\""));
-                let records = text.lines().count() - usize::from(checkpointed);
-                (listed.tenant_id, listed.run_id, text, records, checkpointed)
-            }
-            None => {
-                let store = ctx.open_existing_store()?;
-                let info = resolve_run(store.as_ref(), selector)?;
-                let (tenant, run) = (&info.meta.tenant_id, &info.meta.run_id);
-                let rows = store.rows(tenant, run)?;
-                let note = store.checkpoint(tenant, run)?;
-                let checkpointed = note.is_some();
-                let text = write_bundle(tenant, run, &rows, note).map_err(|fault| {
-                Failure::new(
-                    CliCode::RECORD_UNREADABLE,
-                    format!(
-                        "run `{tenant}/{run}` step {}: {} (run `cairn ledger verify --run {run}`)",
-                        fault.step_index, fault.detail
-                    ),
-                )
-            })?;
-                (
-                    tenant.to_string(),
-                    run.to_string(),
-                    text,
-                    rows.len(),
-                    checkpointed,
-                )
-            }
-        };
+    let Exported {
+        tenant,
+        run,
+        text,
+        records,
+        checkpointed,
+    } = match Remote::from_env(ctx, "an investigator's")? {
+        Some(service) => remote_bundle(&service, selector)?,
+        None => local_bundle(ctx, selector)?,
+    };
     let summary = serde_json::json!({
         "tenant_id": tenant, "run_id": run, "records": records, "checkpoint": checkpointed,
         "out": out,

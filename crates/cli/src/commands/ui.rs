@@ -69,13 +69,17 @@ pub fn run(ctx: &Context, args: &UiArgs) -> Result<Outcome, Failure> {
     let keyring = ctx.keyring()?;
     let signing_key = keyring.active_signing_key()?;
     let trusted = keyring.trusted_keys()?;
+    // The project's decisions, when it keeps any (the boundary page compares them).
     let state = ctx.state_dir()?;
-    let decisions = state.is_dir().then(|| cairn_server::DecisionHome {
-        dir: state,
-        single_project: true,
-        keys: ctx.keys_dir().unwrap_or_default(),
-        window: jiff::SignedDuration::from_mins(10),
-    });
+    let decisions = match ctx.keys_dir() {
+        Ok(keys) if state.is_dir() => Some(cairn_server::DecisionHome {
+            dir: state,
+            single_project: true,
+            keys,
+            window: cairn_runtime::restrictions::DECISION_WINDOW,
+        }),
+        _ => None,
+    };
     let now = jiff::Timestamp::now();
     let (tokens, bearer) = TokenBook::single(tenant.clone(), Role::Admin, "cairn ui", now);
     let config = ServiceConfig {

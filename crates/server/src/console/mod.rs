@@ -444,11 +444,15 @@ async fn verify_run(
         Err(answer) => return *answer,
     };
     let service = Arc::clone(&console.service);
-    rendered(
-        &person,
-        move |caller: &Caller| service.verify(caller, &Service::run_id(caller, &run)?),
-        |person, report| pages::verification(&person.caller, &person.csrf, &report),
-    )
+    let read = move |caller: &Caller| {
+        let run = Service::run_id(caller, &run)?;
+        let report = service.verify(caller, &run)?;
+        let note = service.checkpoint_note(caller, &run)?;
+        Ok((report, note))
+    };
+    rendered(&person, read, |person, (report, note)| {
+        pages::verification(&person.caller, &person.csrf, &report, note.as_deref())
+    })
     .await
 }
 

@@ -505,8 +505,11 @@ pub(super) fn verification(
     caller: &Caller,
     csrf: &str,
     report: &cairn_runtime::ledger::verify::RunReport,
+    note: Option<&str>,
 ) -> Markup {
     use cairn_runtime::ledger::verify::CheckpointState;
+    // A signed note's body: its origin, the tree size and the Merkle root, one per line.
+    let root = note.and_then(|note| note.lines().nth(2));
     let run = report.run_id.as_str();
     let timeline = |step: u64| {
         format!(
@@ -537,6 +540,15 @@ pub(super) fn verification(
                         CheckpointState::Failed { reason } => span.error { "does not verify: " (reason) },
                     }
                 } }
+                @if let Some(root) = root {
+                    tr { th scope="row" { "Merkle root" } td.mono { (root) " (base64, as the checkpoint states it" @if !matches!(report.checkpoint, CheckpointState::Verified { .. }) { span.error { "; not trusted: the checkpoint does not verify" } } ")" } }
+                }
+            }
+        }
+        @if let Some(note) = note {
+            details {
+                summary { "The signed checkpoint (a C2SP signed note: origin, size, Merkle root, signatures)" }
+                pre.mono { (note) }
             }
         }
         @if !report.findings.is_empty() {

@@ -42,6 +42,20 @@ impl Service {
         ))
     }
 
+    /// The run's signed checkpoint (a C2SP signed note: origin, size, Merkle root, then the
+    /// signatures), when it has one — as stored: [`Service::verify`] says whether it verifies.
+    ///
+    /// # Errors
+    /// `run_not_found`; store failures.
+    pub fn checkpoint_note(
+        &self,
+        caller: &Caller,
+        run: &RunId,
+    ) -> Result<Option<String>, ApiError> {
+        self.run_info(caller, run)?;
+        Ok(self.config.store.checkpoint(&caller.tenant, run)?)
+    }
+
     /// Verifies a posted evidence bundle against the service's trusted keys, its signed
     /// checkpoint required, reading nothing from the store: as `cairn ledger verify --bundle`
     /// on the service's host.

@@ -471,9 +471,55 @@ fn a_run_is_verified_on_demand_and_a_rewritten_record_shows_where_it_breaks() {
     let run = a_read_and_a_refusal(&service, &agent, "audited");
     let investigator = session_of(&service, &service.token("acme", Role::Investigator));
     let page = format!("/ui/runs/{}/verify", url_encode(&run));
+    let open = send(&service, "GET", &page, Some(&investigator), None);
+    assert!(open.body.contains("no (still open)"), "{}", open.body);
+    assert!(!open.body.contains("Merkle root"), "{}", open.body);
+    let closed = service.on_run(
+        "POST",
+        &agent,
+        &run,
+        "terminate",
+        Some(r#"{"reason": "completed"}"#),
+    );
+    assert_eq!(
+        closed.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&closed.body)
+    );
     let intact = send(&service, "GET", &page, Some(&investigator), None);
     assert_eq!(intact.status, 200, "{}", intact.body);
     assert!(intact.body.contains("Intact"), "{}", intact.body);
+    // The checkpoint's Merkle root and signer, as the signed note states them.
+    let bundle = service.on_run(
+        "GET",
+        &service.token("acme", Role::Investigator),
+        &run,
+        "bundle",
+        None,
+    );
+    let note: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&bundle.body)
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    let root = note["note"]
+        .as_str()
+        .unwrap()
+        .lines()
+        .nth(2)
+        .unwrap()
+        .to_owned();
+    for seen in [
+        "Merkle root",
+        root.as_str(),
+        "cairn.test",
+        "signed, covering",
+    ] {
+        assert!(intact.body.contains(seen), "{seen}: {}", intact.body);
+    }
     assert!(
         intact.body.contains("cairn ledger verify --run"),
         "{}",
