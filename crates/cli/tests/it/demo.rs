@@ -77,6 +77,15 @@ fn demo_prints_the_canonical_scenario_with_each_boundary_and_decision_in_order()
         lines[retry]
     );
     assert!(out.stdout.contains("verify      intact"), "{}", out.stdout);
+    // The hints name the compaction's page and the console.
+    let step = lines[compaction].split_whitespace().next().unwrap();
+    let hint = line_with(&lines, &["ledger boundary --run"]);
+    assert!(
+        lines[hint].ends_with(&format!("--step {step}")),
+        "{}",
+        lines[hint]
+    );
+    line_with(&lines, &[" ui ", "one-time link"]);
 }
 
 /// The demo's records, and the index of the first record matching `pred`.

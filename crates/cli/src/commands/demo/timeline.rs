@@ -199,5 +199,20 @@ pub(super) fn render(run: &Run<'_>) -> String {
         "    cairn --store {store} ledger export --run {id} --format jsonl"
     );
     let _ = writeln!(out, "    cairn --store {store} ledger verify --all");
+    if let Some(compaction) = run.records.iter().find(|r| {
+        r.boundary
+            .as_ref()
+            .is_some_and(|b| b.event.as_str() == "context_compaction")
+    }) {
+        let _ = writeln!(
+            out,
+            "    cairn --store {store} ledger boundary --run {id} --step {}",
+            compaction.step_index
+        );
+    }
+    let _ = writeln!(
+        out,
+        "    cairn --store {store} ui          # the same in a browser (prints a one-time link)"
+    );
     out
 }
