@@ -2,7 +2,8 @@
 //! run in the real `cairn serve` — the time of its first page, of its last page and of a step
 //! page, and the server's memory — against the same run's `cairn ledger export` as the
 //! same-run baseline (wall time and peak memory of the process, by GNU time), and against the
-//! same pages of a 1,000-record run in the same service.
+//! same pages of a 1,000-record run in the same service. An open run as long is there too:
+//! the runs list, which reads what needs a person from open runs, must not read it whole.
 //!
 //! Targets: the console is paged — a page of the 100,000-record run costs what a page of the
 //! 1,000-record run costs (within 1.5×, first and last page alike) and a small fraction of
@@ -38,9 +39,9 @@ mod served;
 
 use served::{Served, cairn, env_number};
 
-/// Writes a closed run `run` of `records` records (calls of three tools, a few refused) into
-/// the service folder's store, signed with its key.
-fn write_run(data: &Path, run: &str, records: u64) {
+/// Writes a run `run` of `records` records (calls of three tools) into the service folder's
+/// store, closed with a checkpoint signed with its key when `close`.
+fn write_run(data: &Path, run: &str, records: u64, close: bool) {
     let store =
         Arc::new(SqliteStore::open(data.join("cairn.db"), OpenMode::CreateIfMissing).unwrap());
     let recorder = Recorder::open(
@@ -73,12 +74,16 @@ fn write_run(data: &Path, run: &str, records: u64) {
             panic!("allowed")
         };
     }
-    let key = Keyring::open(data.join("keys"))
-        .active_signing_key()
-        .unwrap();
-    executor
-        .terminate(TerminationReason::Completed, None, &key)
-        .unwrap();
+    if close {
+        let key = Keyring::open(data.join("keys"))
+            .active_signing_key()
+            .unwrap();
+        executor
+            .terminate(TerminationReason::Completed, None, &key)
+            .unwrap();
+    } else {
+        executor.recorder().flush().unwrap();
+    }
 }
 
 /// What the benchmark asks of the running service.
@@ -222,8 +227,10 @@ fn main() {
         String::from_utf8_lossy(&made.stderr)
     );
     let started = Instant::now();
-    write_run(&data, "long-run", records);
-    write_run(&data, "short-run", 1_000);
+    write_run(&data, "long-run", records, true);
+    write_run(&data, "short-run", 1_000, true);
+    // An open run as long: the runs list must not read it whole for what needs a person.
+    write_run(&data, "long-open-run", records, false);
     eprintln!(
         "wrote a run of {records} records and one of 1,000 in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -274,6 +281,7 @@ fn main() {
     let short_first = served.timed("/ui/runs/short-run", &cookie, rounds);
     let short_last = served.timed("/ui/runs/short-run?from=900", &cookie, rounds);
     let runs = served.timed("/ui/runs", &cookie, rounds);
+    let open_first = served.timed("/ui/runs/long-open-run", &cookie, rounds);
     let peak = served.memory_kib("VmHWM");
     let growth = peak.saturating_sub(idle);
 
@@ -310,17 +318,30 @@ fn main() {
         "last page, 1,000 records",
     );
     row("a step page, long run", long_step, export_wall, "export");
-    row("runs list", runs, export_wall, "export");
+    row(
+        "runs list (with an open run as long)",
+        runs,
+        export_wall,
+        "export",
+    );
+    row(
+        "first page, the open long run",
+        open_first,
+        export_wall,
+        "export",
+    );
     println!(
         "| server memory: idle {idle} KiB, peak {peak} KiB after every page | grew {growth} KiB | export's peak {export_peak} KiB | {:.3}× |",
         growth as f64 / export_peak as f64
     );
     let paged = ms(long_first.0) <= 1.5 * ms(short_first.0).max(1.0)
         && ms(long_last.0) <= 1.5 * ms(short_last.0).max(1.0);
-    let cheap = ms(long_first.0) <= 0.05 * ms(export_wall);
+    let cheap = [long_first, open_first, runs]
+        .iter()
+        .all(|(median, _)| ms(*median) <= 0.05 * ms(export_wall));
     let lean = growth < export_peak;
     println!(
-        "\ntargets: a page costs the same in a 100× longer run (≤ 1.5×): {}; the first page ≤ 0.05× the export: {}; the server grows less than the export's peak: {}",
+        "\ntargets: a page costs the same in a 100× longer run (≤ 1.5×): {}; the first pages and the runs list ≤ 0.05× the export: {}; the server grows less than the export's peak: {}",
         if paged { "yes" } else { "NO" },
         if cheap { "yes" } else { "NO" },
         if lean { "yes" } else { "NO" }

@@ -179,9 +179,12 @@ async fn runs(
     let read = move |caller: &Caller| {
         let runs = service.list_runs(caller, open_only, None)?;
         // What needs a person is read from the open runs' records (the most recently active
-        // first, at most ATTENTION_RUNS of them).
-        let mut open: Vec<&cairn_runtime::ledger::store::RunInfo> =
-            runs.iter().filter(|run| !run.terminated()).collect();
+        // first, at most ATTENTION_RUNS of them, each of at most HEALTH_MAX_RECORDS records:
+        // a longer run is read a page at a time, on its own page).
+        let mut open: Vec<&cairn_runtime::ledger::store::RunInfo> = runs
+            .iter()
+            .filter(|run| !run.terminated() && run.records <= pages::HEALTH_MAX_RECORDS)
+            .collect();
         open.sort_by_key(|run| std::cmp::Reverse(run.last_recorded_at));
         let ids: Vec<cairn_core::RunId> = open
             .iter()

@@ -219,7 +219,7 @@ pub(super) fn runs(
                 @if page < pages { a href=(link(page + 1)) rel="next" { "Older →" } }
             }
         }
-        p { "What needs a person, and the counts, are read from the records of the " (ATTENTION_RUNS) " most recently active open runs; a closed run shows — (open it, or verify it). Whether a run was tampered with is known by verifying it: each run's page links its verification (" code { "cairn ledger verify --all" } " checks every run). A token sees its own tenant's runs: sign in with another tenant's token to see that tenant's." }
+        p { "What needs a person, and the counts, are read from the records of the " (ATTENTION_RUNS) " most recently active open runs of at most " (HEALTH_MAX_RECORDS) " records; a closed or longer run shows — (open it, or verify it). Whether a run was tampered with is known by verifying it: each run's page links its verification (" code { "cairn ledger verify --all" } " checks every run). A token sees its own tenant's runs: sign in with another tenant's token to see that tenant's." }
         p.cli { "The same in the CLI: " code { (cli) } }
     };
     layout("Runs", Some((caller, csrf)), &body)
