@@ -22,7 +22,6 @@
     reason = "benchmark code"
 )]
 
-use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -33,6 +32,7 @@ use cairn_runtime::keyring::Keyring;
 use cairn_runtime::{Admitted, Durability, Executor, Recorder, RecorderOptions, ToolCall};
 use cairn_store_sqlite::{OpenMode, SqliteStore};
 use cairn_test_support::gates::AllowAll;
+use cairn_test_support::http::request;
 
 #[path = "support/served.rs"]
 mod served;
@@ -102,32 +102,12 @@ impl Served {
             .unwrap()
     }
 
-    /// `method path` with `cookie` and a form `body`: the status, the head and the body.
-    fn request(&self, method: &str, path: &str, cookie: &str, body: &str) -> (u16, String, String) {
-        let mut stream = std::net::TcpStream::connect(self.host()).unwrap();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.host(),
-            body.len()
-        )
-        .unwrap();
-        let mut text = String::new();
-        stream.read_to_string(&mut text).unwrap();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let status = head
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        (status, head.to_owned(), body.to_owned())
-    }
-
     /// Signs in with `token` as a browser does; the session cookie.
     fn sign_in(&self, token: &str) -> String {
-        let (_, head, body) = self.request("GET", "/ui/login", "", "");
-        let login = cookie_of(&head, "cairn_ui_login");
-        let csrf = body
+        let form = request(self.host(), "GET", "/ui/login", None, None);
+        let login = form.cookie("cairn_ui_login").unwrap();
+        let csrf = form
+            .body
             .split("name=\"csrf\" value=\"")
             .nth(1)
             .and_then(|rest| rest.split('"').next())
@@ -137,14 +117,15 @@ impl Served {
             "token={}&csrf={csrf}",
             cairn_server::console::url_encode(token)
         );
-        let (status, head, _) = self.request(
+        let signed = request(
+            self.host(),
             "POST",
             "/ui/login",
-            &format!("cairn_ui_login={login}"),
-            &form,
+            Some(&format!("cairn_ui_login={login}")),
+            Some(&form),
         );
-        assert_eq!(status, 303, "signed in");
-        format!("cairn_ui={}", cookie_of(&head, "cairn_ui"))
+        assert_eq!(signed.status, 303, "signed in");
+        format!("cairn_ui={}", signed.cookie("cairn_ui").unwrap())
     }
 
     /// The median and the slowest of `rounds` requests of `path` (each answered 200).
@@ -152,23 +133,15 @@ impl Served {
         let mut took: Vec<Duration> = (0..rounds)
             .map(|_| {
                 let started = Instant::now();
-                let (status, _, body) = self.request("GET", path, cookie, "");
+                let reply = request(self.host(), "GET", path, Some(cookie), None);
                 let elapsed = started.elapsed();
-                assert_eq!(status, 200, "{path}: {body}");
+                assert_eq!(reply.status, 200, "{path}: {}", reply.body);
                 elapsed
             })
             .collect();
         took.sort();
         (took[took.len() / 2], took[took.len() - 1])
     }
-}
-
-fn cookie_of(head: &str, name: &str) -> String {
-    head.lines()
-        .find_map(|line| line.strip_prefix(&format!("set-cookie: {name}=")))
-        .and_then(|value| value.split(';').next())
-        .unwrap()
-        .to_owned()
 }
 
 /// `cairn ledger export` of `run`, by GNU time: its wall time and peak memory (KiB).

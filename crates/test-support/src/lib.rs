@@ -14,6 +14,7 @@
 //! - `postgres` (feature `postgres`): the PostgreSQL test server, a schema per store.
 //! - [`workload`]: the tools and rules of a realistic agent run, for the benchmarks.
 //! - [`browser`]: real headless Chromium driven by `tests/console/browse.mjs`.
+//! - [`http`]: one raw HTTP/1.1 request, for the status, headers and cookies of an answer.
 //! - [`architecture`]: the checks of the workspace's layout (no module cycles, one test
 //!   binary per crate) that `tests/it/architecture.rs` runs.
 
@@ -33,6 +34,7 @@ pub mod continuity_cases;
 pub mod decision_boundaries;
 #[cfg(feature = "runtime")]
 pub mod gates;
+pub mod http;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 #[cfg(feature = "postgres")]

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use cairn_runtime::content::Retained;
+use cairn_runtime::content::{Retained, RetainedText};
 use cairn_runtime::crossing::{Crossing, SavedEnvelope, crossing};
 use serde_json::{Value, json};
 
@@ -55,15 +55,16 @@ fn envelope_json(envelope: &SavedEnvelope) -> Value {
     }
 }
 
+/// The summary as retained content travels (`RetainedText`), marked untrusted.
 fn summary_json(summary: Option<&Retained>) -> Value {
-    match summary {
-        None => json!({"status": "none"}),
-        Some(Retained::Gone) => json!({"status": "not_retained"}),
-        Some(Retained::Altered { actual }) => json!({"status": "altered", "actual_digest": actual}),
-        Some(Retained::Matches(bytes)) => {
-            json!({"status": "matches", "untrusted": true, "text": String::from_utf8_lossy(bytes)})
-        }
+    let Some(retained) = summary else {
+        return json!({"status": "none"});
+    };
+    let mut value = serde_json::to_value(RetainedText::from(retained)).unwrap_or_default();
+    if let Some(fields) = value.as_object_mut() {
+        fields.insert("untrusted".to_owned(), Value::Bool(true));
     }
+    value
 }
 
 fn human(seen: &Crossing, session: &str) -> String {

@@ -4,43 +4,12 @@
 
 use crate::common;
 
-use std::io::{Read as _, Write as _};
-use std::time::Duration;
-
+use cairn_test_support::http::{Reply, request};
 use common::{INVALID, Project, command_in};
 
-/// One answer: status, the raw head and the body.
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-/// `GET path` on `host` (`127.0.0.1:PORT`) with `cookie`, over a connection of its own.
-fn get(host: &str, path: &str, cookie: Option<&str>) -> Answer {
-    let mut stream = std::net::TcpStream::connect(host).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let cookie = cookie.map_or_else(String::new, |c| format!("Cookie: {c}\r\n"));
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\n{cookie}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    Answer {
-        status,
-        head: head.to_owned(),
-        body: body.to_owned(),
-    }
+/// `GET path` on `host` with `cookie`.
+fn get(host: &str, path: &str, cookie: Option<&str>) -> Reply {
+    request(host, "GET", path, cookie, None)
 }
 
 /// `cairn ui` on the project's store; the console and the link it printed.
@@ -65,10 +34,7 @@ fn the_one_time_link_opens_one_session_on_the_projects_runs_and_no_api() {
     let entered = get(host, path, None);
     assert_eq!(entered.status, 303, "{}", entered.head);
     let cookie = entered
-        .head
-        .lines()
-        .find_map(|l| l.strip_prefix("set-cookie: cairn_ui="))
-        .and_then(|v| v.split(';').next())
+        .cookie("cairn_ui")
         .map(|id| format!("cairn_ui={id}"))
         .expect("a session cookie");
     let runs = get(host, "/ui/runs", Some(&cookie));

@@ -151,7 +151,7 @@ async fn icon() -> Response {
 /// The runs page's filters.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct RunsQuery {
-    /// `open`, `closed`, or anything else for all.
+    /// One of [`pages::OPEN_STATES`], `closed`, or anything else for all.
     #[serde(default)]
     pub state: Option<String>,
     /// Runs whose task contains this.
@@ -337,7 +337,15 @@ async fn approval_page(
         // The held step (the rules that asked, its exact arguments when retained) and what
         // the run did just before it.
         let request = &listed.approval.request;
-        let held = service.step_view(caller, &request.run, request.step).ok();
+        let held = match service.step_view(caller, &request.run, request.step) {
+            Ok(view) => Some(view),
+            // A request whose step is not (yet) in the store shows without it; any other
+            // failure is the page's.
+            Err(error) if error.code() == crate::error::ServerCode::RECORD_NOT_FOUND.name() => {
+                None
+            }
+            Err(error) => return Err(error),
+        };
         let from = request.step.saturating_sub(pages::HISTORY_BEFORE_REQUEST);
         let (_, history) = service.records_page(caller, &request.run, from, request.step - from)?;
         Ok((listed, held, history))

@@ -354,9 +354,8 @@ fn a_compaction_and_its_rehydration_are_recorded_and_never_authorise() {
     let agent = service.token("acme", Role::Agent);
     let investigator = service.token("acme", Role::Investigator);
     let run = service.open(&agent, "boundaries");
-    let (_, key) = service.write_timing_out(&agent, &run, "timed out");
     let summary = r#"{"summary": "The ticket was created; retry it to be sure.", "trigger": "auto", "facts": {"objective": "triage"}}"#;
-    let compacted = service.on_run("POST", &agent, &run, "compact", Some(summary));
+    let (key, compacted) = service.compact_after_a_lost_write(&agent, &run, summary);
     assert_eq!(
         compacted.status,
         200,

@@ -705,14 +705,9 @@ fn a_runs_activity_and_continuity_health_are_shown_side_by_side() {
     let agent = service.token("acme", Role::Agent);
     let investigator_token = service.token("acme", Role::Investigator);
     let run = service.open(&agent, "boundaries");
-    let (_, key) = service.write_timing_out(&agent, &run, "timed out");
     let summary = r#"{"summary": "The ticket was created; retry it to be sure.", "trigger": "auto", "facts": {"objective": "triage"}}"#;
-    assert_eq!(
-        service
-            .on_run("POST", &agent, &run, "compact", Some(summary))
-            .status,
-        200
-    );
+    let (key, compacted) = service.compact_after_a_lost_write(&agent, &run, summary);
+    assert_eq!(compacted.status, 200);
     let cookie = session_of(&service, &investigator_token);
     let page = format!("/ui/runs/{}", url_encode(&run));
 
@@ -805,7 +800,6 @@ fn a_compaction_shows_the_durable_record_beside_the_untrusted_summary_and_the_de
     let admin = service.token("acme", Role::Admin);
     let investigator = service.token("acme", Role::Investigator);
     let run = service.open(&agent, "boundaries");
-    let (_, key) = service.write_timing_out(&agent, &run, "timed out");
     // The session's decisions, snapshotted for its boundary as the hooks do (under its
     // first run), then one changed without approval.
     for (decision, value) in [
@@ -831,7 +825,7 @@ fn a_compaction_shows_the_durable_record_beside_the_untrusted_summary_and_the_de
     );
     assert_eq!(snap.status, 201, "{}", String::from_utf8_lossy(&snap.body));
     let summary = r#"{"summary": "<script>alert(1)</script> The ticket was created; retry it.", "trigger": "auto", "facts": {"objective": "triage <b>now</b>"}}"#;
-    let compacted = service.on_run("POST", &agent, &run, "compact", Some(summary));
+    let (key, compacted) = service.compact_after_a_lost_write(&agent, &run, summary);
     assert_eq!(
         compacted.status,
         200,

@@ -78,84 +78,79 @@ pub struct Harness {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// What a test service is started with, beyond the defaults (`group` durability, no traces,
+/// no TLS, no lanes, approvals held for 30 s, no content kept, the default console).
+#[derive(Default)]
+struct Setup<'a> {
+    durability: Option<Commit>,
+    traces: Option<cairn_server::traces::Traces>,
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+    lanes: Option<&'a str>,
+    approvals: Option<cairn_server::ApprovalSettings>,
+    retention: Option<jiff::SignedDuration>,
+    console: Option<cairn_server::console::ConsoleOptions>,
+}
+
 impl Harness {
     pub fn start() -> Self {
-        Self::start_with(Commit::Group)
+        Self::start_full(Setup::default())
     }
 
     pub fn start_with(durability: Commit) -> Self {
-        Self::start_traced(durability, cairn_server::traces::Traces::none())
+        Self::start_full(Setup {
+            durability: Some(durability),
+            ..Setup::default()
+        })
     }
 
     pub fn start_traced(durability: Commit, traces: cairn_server::traces::Traces) -> Self {
-        Self::start_full(durability, traces, None, None, None, None, None)
+        Self::start_full(Setup {
+            durability: Some(durability),
+            traces: Some(traces),
+            ..Setup::default()
+        })
     }
 
     /// A service that keeps each call's arguments and observation for a day.
     pub fn start_retaining() -> Self {
-        Self::start_full(
-            Commit::Group,
-            cairn_server::traces::Traces::none(),
-            None,
-            None,
-            None,
-            Some(jiff::SignedDuration::from_hours(24)),
-            None,
-        )
+        Self::start_full(Setup {
+            retention: Some(jiff::SignedDuration::from_hours(24)),
+            ..Setup::default()
+        })
     }
 
     /// A service whose console is served with `options` (a short idle time, a one-time link).
     pub fn start_with_console(options: cairn_server::console::ConsoleOptions) -> Self {
-        Self::start_full(
-            Commit::Group,
-            cairn_server::traces::Traces::none(),
-            None,
-            None,
-            None,
-            None,
-            Some(options),
-        )
+        Self::start_full(Setup {
+            console: Some(options),
+            ..Setup::default()
+        })
     }
 
     /// A service that holds calls and pushes new approval requests as `approvals` says.
     pub fn start_with_approvals(approvals: cairn_server::ApprovalSettings) -> Self {
-        Self::start_full(
-            Commit::Group,
-            cairn_server::traces::Traces::none(),
-            None,
-            None,
-            Some(approvals),
-            None,
-            None,
-        )
+        Self::start_full(Setup {
+            approvals: Some(approvals),
+            ..Setup::default()
+        })
     }
 
     /// A service that puts every run in the lanes `lanes_json` declares (`cairn.lanes/v1`).
     pub fn start_with_lanes(lanes_json: &str) -> Self {
-        Self::start_full(
-            Commit::Group,
-            cairn_server::traces::Traces::none(),
-            None,
-            Some(lanes_json),
-            None,
-            None,
-            None,
-        )
+        Self::start_full(Setup {
+            lanes: Some(lanes_json),
+            ..Setup::default()
+        })
     }
 
     /// A service whose TCP listener serves TLS with `cert` and `key` (PEM); the harness's
     /// calls go over `https://localhost`, trusting `cert`.
     pub fn start_tls(cert: &std::path::Path, key: &std::path::Path) -> Self {
         let config = cairn_server::tls::server_config(cert, key).expect("TLS config");
-        let mut harness = Self::start_full(
-            Commit::Group,
-            cairn_server::traces::Traces::none(),
-            Some(config),
-            None,
-            None,
-            None,
-            None,
-        );
+        let mut harness = Self::start_full(Setup {
+            tls: Some(config),
+            ..Setup::default()
+        });
         let Endpoint::Tcp(addr) = &harness.tcp else {
             panic!("a TCP endpoint")
         };
@@ -167,15 +162,18 @@ impl Harness {
         harness
     }
 
-    fn start_full(
-        durability: Commit,
-        traces: cairn_server::traces::Traces,
-        tls: Option<std::sync::Arc<rustls::ServerConfig>>,
-        lanes: Option<&str>,
-        approvals: Option<cairn_server::ApprovalSettings>,
-        retention: Option<jiff::SignedDuration>,
-        console: Option<cairn_server::console::ConsoleOptions>,
-    ) -> Self {
+    fn start_full(setup: Setup<'_>) -> Self {
+        let Setup {
+            durability,
+            traces,
+            tls,
+            lanes,
+            approvals,
+            retention,
+            console,
+        } = setup;
+        let durability = durability.unwrap_or(Commit::Group);
+        let traces = traces.unwrap_or_else(cairn_server::traces::Traces::none);
         let dir = tempfile::tempdir().expect("temp dir");
         let lanes_file = dir.path().join("lanes.json");
         if let Some(json) = lanes {
@@ -372,6 +370,19 @@ impl Harness {
             .expect("an idempotency key")
             .to_owned();
         (write, key)
+    }
+
+    /// Loses a ticket write in `run` ([`Harness::write_timing_out`]) and compacts the run with
+    /// `body` (`POST /v1/runs/{run}/compact`): the unknown write's key and the compaction's
+    /// answer.
+    pub fn compact_after_a_lost_write(
+        &self,
+        agent: &str,
+        run: &str,
+        body: &str,
+    ) -> (String, Answer) {
+        let (_, key) = self.write_timing_out(agent, run, "timed out");
+        (key, self.on_run("POST", agent, run, "compact", Some(body)))
     }
 
     /// Reconciles the effect of idempotency key `key` of `run` as applied, with `evidence`.
