@@ -4,7 +4,8 @@
 # tests/hosts), driven by fake-model.mjs on loopback with SCRIPT, every hook event answered by
 # a hook that only appends its stdin, one JSON line each, to OUT/capture.jsonl.
 #
-# usage: tests/hosts/capture.sh claude-code|codex SCRIPT.json OUT "PROMPT" [host arguments]
+# usage: tests/hosts/capture.sh claude-code|codex|gemini-cli SCRIPT.json OUT "PROMPT" [host arguments]
+# (Gemini CLI: CAPTURE_GEMINI_SETTINGS, a JSON object, is merged into its user settings.)
 #
 # Nothing leaves the machine: the host's model is the fake server, its home is OUT/home.
 # Each run is bounded (the host by `timeout 180`, the model server by its --lifetime).
@@ -83,6 +84,28 @@ TOML
       --dangerously-bypass-hook-trust "$@" "$prompt" \
       < /dev/null > "$out/host.out" 2> "$out/host.err" || true
     ;;
-  *) echo "usage: $0 claude-code|codex SCRIPT.json OUT PROMPT [host arguments]" >&2; exit 2 ;;
+  gemini-cli)
+    mkdir -p "$out/project/.gemini" "$out/home/.gemini"
+    python3 - "$out/project/.gemini/settings.json" "$hook" "$out/home/.gemini/settings.json" <<'PY'
+import json, os, sys
+events = ["SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "PreCompress", "BeforeModel",
+          "AfterAgent", "SessionEnd", "Notification"]
+group = lambda: [{"hooks": [{"type": "command", "command": sys.argv[2], "timeout": 30000}]}]
+json.dump({"hooks": {event: group() for event in events}}, open(sys.argv[1], "w"))
+user = {"security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "privacy": {"usageStatisticsEnabled": False}, "telemetry": {"enabled": False}}
+user.update(json.loads(os.environ.get("CAPTURE_GEMINI_SETTINGS") or "{}"))
+json.dump(user, open(sys.argv[3], "w"))
+PY
+    cd "$out/project"
+    env -i PATH="$PATH" HOME="$out/home" LANG=C.UTF-8 TERM=dumb NO_COLOR=1 \
+      GEMINI_API_KEY=fake-key-for-tests GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$port" \
+      GEMINI_CLI_TRUST_WORKSPACE=true \
+      timeout 180 node "$harness/node_modules/@google/gemini-cli/bundle/gemini.js" \
+      -p "$prompt" --yolo -m gemini-2.5-flash --output-format json "$@" \
+      < /dev/null > "$out/host.out" 2> "$out/host.err" || true
+    ;;
+  *) echo "usage: $0 claude-code|codex|gemini-cli SCRIPT.json OUT PROMPT [host arguments]" >&2; exit 2 ;;
 esac
 echo "captured $(grep -c . "$log" || true) events in $log"

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// A scripted model server for driving the real Claude Code and Codex in tests.
+// A scripted model server for driving the real Claude Code, Codex and Gemini CLI in tests.
 //
-// It speaks just enough of the Anthropic Messages API (POST /v1/messages, streamed as SSE)
-// and of the OpenAI Responses API (POST /v1/responses, streamed as SSE) to play a script:
+// It speaks just enough of the Anthropic Messages API (POST /v1/messages, streamed as SSE),
+// of the OpenAI Responses API (POST /v1/responses, streamed as SSE) and of the Gemini API
+// (POST /v1beta/models/M:streamGenerateContent?alt=sse and :generateContent) to play a script:
 // each request of the host's main conversation gets the script's next step (one or more
 // tool calls, or a closing text); a summarisation (compaction) request gets a summary; any
 // other request (titles, quota probes, token counts) gets a short text. Usage figures are
@@ -19,10 +20,10 @@
 //   `${AGENT_ID}` in a step is the agent id the latest `spawn_agent` output handed back.
 //   STEP: {"calls": [CALL, ...], "context": "full"?} | {"text": "...", "context": "full"?}
 //   CALL: {"shell": "command", "timeout_ms": N?}            the host's shell tool
-//       | {"tool": "Name", "input": {...}, "host": "claude-code"|"codex"?,
+//       | {"tool": "Name", "input": {...}, "host": "claude-code"|"codex"|"gemini-cli"?,
 //          "namespace": "multi_agent_v1"?}                  a named (namespaced) tool
-//   A CALL or STEP with "host" is played only in that host; a step left with no call is
-//   skipped.
+//   A CALL or STEP with "host" (a name, or a list of them) is played only in that host; a
+//   step left with no call is skipped.
 
 import http from 'node:http';
 import fs from 'node:fs';
@@ -70,22 +71,35 @@ function textOf(content) {
 }
 
 const SUMMARY_ASKS = [
+  /<state_snapshot>/,
   /create a detailed summary of the conversation/i,
   /summar(y|ize|ise) (of )?(the|this) conversation/i,
   /context checkpoint compaction/i,
   /handoff summary/i,
 ];
 
+// A Gemini request's turns as the other APIs' messages: role and text.
+function geminiMessages(body) {
+  return (body.contents ?? []).map((turn) => ({
+    role: turn.role === 'model' ? 'assistant' : 'user',
+    content: (turn.parts ?? []).map((part) => part.text ?? (part.functionResponse ? JSON.stringify(part.functionResponse.response ?? {}) : '')).join('\n'),
+  }));
+}
+
 function isSummaryRequest(body) {
-  const messages = body.messages ?? body.input ?? [];
+  const messages = body.messages ?? body.input ?? (body.contents ? geminiMessages(body) : []);
   // The ask is in the latest user message; a host may append a system note after it.
   const list = Array.isArray(messages) ? messages : [];
   const last = [...list].reverse().find((m) => m?.role === 'user') ?? list[list.length - 1];
-  const texts = [textOf(last?.content ?? last), textOf(body.system), body.instructions ?? ''];
+  const system = body.systemInstruction ? textOf(body.systemInstruction.parts ?? []) : '';
+  const texts = [textOf(last?.content ?? last), textOf(body.system), body.instructions ?? '', system];
   return texts.some((text) => SUMMARY_ASKS.some((re) => re.test(text)));
 }
 
 function isMainRequest(body) {
+  if (body.contents) {
+    return (body.tools ?? []).some((tool) => (tool.functionDeclarations ?? []).length > 0);
+  }
   return Array.isArray(body.tools) && body.tools.length > 0;
 }
 
@@ -94,7 +108,7 @@ function isMainRequest(body) {
 const agentQueues = Object.entries(script.agents ?? {}).map(([marker, queue]) => ({ marker, queue: [...queue] }));
 
 function userText(body) {
-  const messages = body.messages ?? body.input ?? [];
+  const messages = body.messages ?? body.input ?? (body.contents ? geminiMessages(body) : []);
   return (Array.isArray(messages) ? messages : [])
     .filter((m) => m?.role === 'user')
     .map((m) => textOf(m.content))
@@ -126,13 +140,18 @@ function stepFor(host, body) {
   return id ? JSON.parse(JSON.stringify(step).replaceAll('${AGENT_ID}', id)) : step;
 }
 
+// Whether a step or call is for `host` (`"host"`: one name or a list; none: every host).
+function playsIn(item, host) {
+  return !item.host || [].concat(item.host).includes(host);
+}
+
 // The next step of the main conversation for `host`, skipping steps with nothing for it.
 function nextStep(host) {
   while (cursor < steps.length) {
     const step = steps[cursor++];
-    if (step.host && step.host !== host) continue;
+    if (!playsIn(step, host)) continue;
     if (step.text !== undefined) return step;
-    const calls = (step.calls ?? []).filter((call) => !call.host || call.host === host);
+    const calls = (step.calls ?? []).filter((call) => playsIn(call, host));
     if (calls.length > 0) return { ...step, calls };
   }
   return { text: 'Done.' };
@@ -239,6 +258,35 @@ function responsesReply(res, body, step) {
   sendSse(res, events);
 }
 
+// ---------- Gemini ----------
+
+function geminiCall(call) {
+  if (call.shell !== undefined) {
+    const args = { command: call.shell, description: 'scripted command' };
+    if (call.background) args.is_background = true;
+    return { name: 'run_shell_command', args };
+  }
+  return { name: call.tool, args: call.input ?? {} };
+}
+
+function geminiReply(res, body, step, stream) {
+  const promptTokens = step.context === 'full' ? FULL_CONTEXT : 1000;
+  const parts = [];
+  if (step.text !== undefined) parts.push({ text: step.text });
+  for (const call of step.calls ?? []) parts.push({ functionCall: geminiCall(call) });
+  const response = {
+    candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
+    usageMetadata: { promptTokenCount: promptTokens, candidatesTokenCount: 20, totalTokenCount: promptTokens + 20 },
+    modelVersion: 'gemini-fake',
+  };
+  if (!stream) {
+    sendJson(res, 200, response);
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.end(`data: ${JSON.stringify(response)}\r\n\r\n`);
+}
+
 // ---------- plumbing ----------
 
 function sendJson(res, status, value) {
@@ -264,18 +312,27 @@ const server = http.createServer((req, res) => {
       body = { unparsed: raw.slice(0, 2000) };
     }
     const path = req.url.split('?')[0];
-    const api = path.endsWith('/messages') ? 'anthropic' : path.endsWith('/responses') ? 'responses' : 'other';
+    const api = path.endsWith('/messages')
+      ? 'anthropic'
+      : path.endsWith('/responses')
+        ? 'responses'
+        : /:(stream)?[gG]enerateContent$/.test(path)
+          ? 'gemini'
+          : 'other';
     let kind = 'other';
     if (api !== 'other' && req.method === 'POST') {
       kind = isSummaryRequest(body) ? 'summary' : isMainRequest(body) ? 'main' : 'side';
     }
     let step = null;
-    if (kind === 'main') step = stepFor(api === 'anthropic' ? 'claude-code' : 'codex', body);
+    const host = { anthropic: 'claude-code', responses: 'codex', gemini: 'gemini-cli' }[api];
+    if (kind === 'main') step = stepFor(host, body);
     if (kind === 'summary') step = { text: summaryText };
     if (kind === 'side') step = { text: 'ok' };
     log({ at: new Date().toISOString(), method: req.method, path, kind, cursor, step, body });
     if (api === 'anthropic' && step) return anthropicReply(res, body, step);
     if (api === 'responses' && step) return responsesReply(res, body, step);
+    if (api === 'gemini' && step) return geminiReply(res, body, step, path.endsWith(':streamGenerateContent'));
+    if (path.endsWith(':countTokens')) return sendJson(res, 200, { totalTokens: 1000 });
     if (path.endsWith('/count_tokens')) return sendJson(res, 200, { input_tokens: 1000 });
     if (path.endsWith('/models')) return sendJson(res, 200, { data: [], models: [] });
     sendJson(res, 200, {});

@@ -932,6 +932,8 @@ pub enum HookHost {
     ClaudeCode,
     /// Codex.
     Codex,
+    /// Gemini CLI.
+    GeminiCli,
 }
 
 impl HookHost {
@@ -940,6 +942,7 @@ impl HookHost {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
+            Self::GeminiCli => "gemini-cli",
         }
     }
 }
@@ -998,7 +1001,7 @@ pub struct HooksServe {
 
 /// Which hosts and which project `cairn hooks` works on.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("host").required(true).multiple(true).args(["claude_code", "codex"])))]
+#[command(group(clap::ArgGroup::new("host").required(true).multiple(true).args(["claude_code", "codex", "gemini_cli"])))]
 pub struct HooksTarget {
     /// Claude Code: `.claude/settings.json`.
     #[arg(long)]
@@ -1006,6 +1009,9 @@ pub struct HooksTarget {
     /// Codex: `.codex/hooks.json`.
     #[arg(long)]
     pub codex: bool,
+    /// Gemini CLI: `.gemini/settings.json`.
+    #[arg(long)]
+    pub gemini_cli: bool,
     /// The project folder (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,

@@ -19,6 +19,13 @@
 //! - Context for the model goes in `hookSpecificOutput.additionalContext` of `SessionStart`,
 //!   `UserPromptSubmit`, `PostToolUse` and `PostToolUseFailure` (at most
 //!   [`MAX_CONTEXT_CHARS`] characters); a message for the user in `systemMessage`.
+//!
+//! Answers are built in Claude Code's form and written in the host's by [`Answer::for_host`]:
+//! Gemini CLI reads a deny as `{"decision": "deny", "reason": …}` (exit 2 blocks as well), the
+//! context of its `AfterTool`, `BeforeAgent` and `SessionStart` in
+//! `hookSpecificOutput.additionalContext`, and — unlike the others — reads stderr as its
+//! answer when stdout is empty, turning a note into an `allow`; so every exit-0 answer to it
+//! carries a JSON object on stdout (`{}`: no decision).
 
 use serde_json::json;
 
@@ -141,6 +148,49 @@ impl Answer {
         self
     }
 
+    /// This answer as `host` reads it (see the module documentation).
+    #[must_use]
+    pub fn for_host(&self, host: Host) -> Self {
+        if host != Host::GeminiCli {
+            return self.clone();
+        }
+        let mut answer = self.clone();
+        let value = answer
+            .stdout
+            .as_deref()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok());
+        let mut out = serde_json::Map::new();
+        if let Some(serde_json::Value::Object(object)) = &value {
+            if let Some(message) = object.get("systemMessage") {
+                out.insert("systemMessage".to_owned(), message.clone());
+            }
+            let specific = object.get("hookSpecificOutput");
+            let field = |name: &str| specific.and_then(|s| s.get(name)).cloned();
+            if field("permissionDecision").and_then(|d| d.as_str().map(str::to_owned))
+                == Some("deny".to_owned())
+            {
+                out.insert("decision".to_owned(), json!("deny"));
+                out.insert(
+                    "reason".to_owned(),
+                    field("permissionDecisionReason").unwrap_or_else(|| json!("")),
+                );
+            }
+            if let Some(context) = field("additionalContext") {
+                let event = field("hookEventName")
+                    .and_then(|e| e.as_str().map(gemini_event))
+                    .unwrap_or("AfterTool");
+                out.insert(
+                    "hookSpecificOutput".to_owned(),
+                    json!({"hookEventName": event, "additionalContext": context}),
+                );
+            }
+        }
+        if answer.exit == 0 || answer.stdout.is_some() {
+            answer.stdout = Some(serde_json::Value::Object(out).to_string());
+        }
+        answer
+    }
+
     fn json(value: &serde_json::Value) -> Self {
         Self {
             stdout: Some(value.to_string()),
@@ -148,6 +198,15 @@ impl Answer {
             exit: 0,
             denies: false,
         }
+    }
+}
+
+/// Gemini CLI's name of the event Cairn names `event`.
+fn gemini_event(event: &str) -> &'static str {
+    match event {
+        "UserPromptSubmit" => "BeforeAgent",
+        "SessionStart" => "SessionStart",
+        _ => "AfterTool",
     }
 }
 
@@ -180,6 +239,29 @@ mod tests {
             .unwrap();
         assert_eq!(text.chars().count(), MAX_CONTEXT_CHARS);
         assert!(text.ends_with("truncated by Cairn]"));
+    }
+
+    #[test]
+    fn gemini_cli_reads_denies_and_context_in_its_own_form() {
+        let deny = Answer::deny("no").for_host(Host::GeminiCli);
+        assert_eq!(deny.exit, EXIT_BLOCK);
+        let value: serde_json::Value = serde_json::from_str(&deny.stdout.unwrap()).unwrap();
+        assert_eq!(value, json!({"decision": "deny", "reason": "no"}));
+        let context = Answer::context("PostToolUse", "blocks: none").for_host(Host::GeminiCli);
+        let value: serde_json::Value = serde_json::from_str(&context.stdout.unwrap()).unwrap();
+        assert_eq!(
+            value,
+            json!({"hookSpecificOutput": {"hookEventName": "AfterTool", "additionalContext": "blocks: none"}})
+        );
+        // A note alone would be read from stderr as an `allow`: stdout says "no decision".
+        let note = Answer::note("cairn: something").for_host(Host::GeminiCli);
+        assert_eq!(note.stdout.as_deref(), Some("{}"));
+        assert_eq!(
+            Answer::silent().for_host(Host::GeminiCli).stdout.as_deref(),
+            Some("{}")
+        );
+        // Every other host reads the answer as built.
+        assert_eq!(Answer::note("x").for_host(Host::Codex), Answer::note("x"));
     }
 
     #[test]

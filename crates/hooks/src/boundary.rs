@@ -210,6 +210,39 @@ impl Session<'_> {
         }
     }
 
+    /// Gemini CLI's `PreCompress`: it comes before every turn, whether a compaction follows
+    /// or not, so it records nothing; it names the trigger of a compaction that follows
+    /// ([`Self::model_request`] sees whether one did).
+    pub(crate) fn compaction_may_follow(&mut self, trigger: &str) -> Answer {
+        self.state.compress_trigger = Some(trigger.to_owned());
+        Answer::silent()
+    }
+
+    /// Gemini CLI's `BeforeModel`: a history that starts from a summary not seen before is a
+    /// compaction, just made. It is recorded as Claude Code's are — the decision snapshot
+    /// (taken now: no tool ran since the compaction began, so the decisions are as they were
+    /// before it), then the envelope with the summary bound — and the rehydration and the
+    /// authoritative context follow at the next events (the context goes with the next
+    /// `AfterTool` or `BeforeAgent`, the events whose answer the model reads). Never blocks.
+    pub(crate) fn model_request(&mut self, summary: Option<&str>) -> Result<Answer, HookError> {
+        let Some(summary) = summary else {
+            return Ok(Answer::silent());
+        };
+        let digest = cairn_runtime::continuity::summary_sha256(summary);
+        if self.state.seen_summary == Some(digest) {
+            return Ok(Answer::silent());
+        }
+        let trigger = self
+            .state
+            .compress_trigger
+            .take()
+            .unwrap_or_else(|| "auto".to_owned());
+        let answer = self.pre_compact(&trigger)?;
+        self.post_compact(&trigger, Some(summary))?;
+        self.state.seen_summary = Some(digest);
+        Ok(answer)
+    }
+
     /// `PostCompact`: record the compaction, binding the summary; never blocks.
     pub(crate) fn post_compact(
         &mut self,
@@ -342,7 +375,7 @@ impl Session<'_> {
         let comparison = self.compare_decisions(self.now());
         let summary = match self.host {
             crate::host::Host::ClaudeCode => SummaryNote::Pending,
-            crate::host::Host::Codex => SummaryNote::NotSent,
+            crate::host::Host::Codex | crate::host::Host::GeminiCli => SummaryNote::NotSent,
         };
         let text = self.context_text(&mut executor, comparison.as_ref(), summary, None);
         self.state.context = Some(text);

@@ -207,7 +207,8 @@ fn inconsistency(answer: &Answer, blocks: bool) -> Option<String> {
     let Ok(serde_json::Value::Object(object)) = serde_json::from_str(stdout) else {
         return Some("its stdout is not a JSON object".into());
     };
-    if !blocks {
+    // `{}` is "no decision" to every host.
+    if !blocks || object.is_empty() {
         return None;
     }
     let explicit_allow = object.len() == 1
@@ -239,7 +240,7 @@ pub fn binding(host: Host, project: Option<PathBuf>) -> Binding {
         Host::ClaudeCode => std::env::var_os("CLAUDE_PROJECT_DIR")
             .filter(|dir| !dir.is_empty())
             .map(PathBuf::from),
-        Host::Codex => None,
+        Host::Codex | Host::GeminiCli => None,
     });
     Binding {
         fixed: None,
@@ -259,7 +260,8 @@ pub fn session_index() -> Option<PathBuf> {
 /// Writes `answer` for the host and returns the exit code: 0 or 2 only. A refusal whose
 /// JSON cannot be written exits 2 instead, so that it still blocks.
 #[must_use]
-pub fn emit(answer: &Answer) -> u8 {
+pub fn emit(host: Host, answer: &Answer) -> u8 {
+    let answer = &answer.for_host(host);
     let mut exit = answer.exit;
     if let Some(text) = &answer.stdout {
         let mut out = std::io::stdout().lock();

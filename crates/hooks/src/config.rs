@@ -54,8 +54,9 @@ use crate::project::Project;
 /// The configuration's schema tag.
 pub const CONFIG_SCHEMA_VERSION: &str = "cairn.hooks/v1";
 
-/// Tools that only read (Claude Code's and Codex's names): not consequential by default.
-pub const DEFAULT_READ_ONLY: [&str; 27] = [
+/// Tools that only read (Claude Code's, Codex's and Gemini CLI's names): not consequential by
+/// default.
+pub const DEFAULT_READ_ONLY: [&str; 39] = [
     "Read",
     "Glob",
     "Grep",
@@ -83,6 +84,18 @@ pub const DEFAULT_READ_ONLY: [&str; 27] = [
     "list_dir",
     "grep_files",
     "list_mcp_resources",
+    "read_many_files",
+    "list_directory",
+    "glob",
+    "grep_search",
+    "google_web_search",
+    "web_fetch",
+    "write_todos",
+    "get_internal_docs",
+    "read_mcp_resource",
+    "ask_user",
+    "enter_plan_mode",
+    "exit_plan_mode",
 ];
 
 /// The largest configuration file read.

@@ -126,7 +126,9 @@ pub fn handle(host: Host, stdin: &[u8], env: &Environment) -> Answer {
         Err(error) => return malformed(&error, input::blocks_on_failure(stdin)),
     };
     match &input.event {
-        Event::Ignored(_) => return Answer::silent(),
+        // A model request whose history starts from no summary (most of them) is nothing to
+        // Cairn: answered without opening the session.
+        Event::Ignored(_) | Event::ModelRequest { summary: None } => return Answer::silent(),
         Event::Unknown { name, tool_shaped } => return unknown(name, *tool_shaped),
         _ => {}
     }
@@ -290,7 +292,7 @@ impl<'a> Session<'a> {
 
     fn dispatch(&mut self, event: &Event) -> Result<Answer, HookError> {
         let compaction_event = match event {
-            Event::PostCompact { .. } => true,
+            Event::PostCompact { .. } | Event::ModelRequest { .. } => true,
             Event::SessionStart { source } => source == "compact",
             _ => false,
         };
@@ -303,7 +305,11 @@ impl<'a> Session<'a> {
             Event::UserPromptSubmit { prompt, agent } => {
                 self.user_prompt(prompt.as_deref(), agent.as_deref())
             }
+            Event::PreCompact { trigger } if self.host == Host::GeminiCli => {
+                Ok(self.compaction_may_follow(trigger))
+            }
             Event::PreCompact { trigger } => self.pre_compact(trigger),
+            Event::ModelRequest { summary } => self.model_request(summary.as_deref()),
             Event::PostCompact { trigger, summary } => {
                 self.post_compact(trigger, summary.as_deref())
             }

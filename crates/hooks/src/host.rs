@@ -1,4 +1,4 @@
-//! The two hosts Cairn answers as a hook: Claude Code and Codex.
+//! The hosts Cairn answers as a hook: Claude Code, Codex and Gemini CLI.
 
 /// A host agent that runs `cairn hook <host>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -7,27 +7,32 @@ pub enum Host {
     ClaudeCode,
     /// OpenAI's Codex (`.codex/hooks.json`).
     Codex,
+    /// Google's Gemini CLI (`.gemini/settings.json`).
+    GeminiCli,
 }
 
 impl Host {
-    /// Both hosts.
-    pub const ALL: [Self; 2] = [Self::ClaudeCode, Self::Codex];
+    /// Every host.
+    pub const ALL: [Self; 3] = [Self::ClaudeCode, Self::Codex, Self::GeminiCli];
 
-    /// The name on the command line and in files (`claude-code`, `codex`).
+    /// The name on the command line and in files (`claude-code`, `codex`, `gemini-cli`).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
+            Self::GeminiCli => "gemini-cli",
         }
     }
 
-    /// The prefix of the run ids of this host's sessions (`cc-<session>`, `codex-<session>`).
+    /// The prefix of the run ids of this host's sessions (`cc-<session>`, `codex-<session>`,
+    /// `gemini-<session>`).
     #[must_use]
     pub const fn run_prefix(self) -> &'static str {
         match self {
             Self::ClaudeCode => "cc",
             Self::Codex => "codex",
+            Self::GeminiCli => "gemini",
         }
     }
 
@@ -37,6 +42,7 @@ impl Host {
         match self {
             Self::ClaudeCode => "agent:claude-code",
             Self::Codex => "agent:codex",
+            Self::GeminiCli => "agent:gemini-cli",
         }
     }
 
@@ -46,6 +52,7 @@ impl Host {
         match self {
             Self::ClaudeCode => "Claude Code",
             Self::Codex => "Codex",
+            Self::GeminiCli => "Gemini CLI",
         }
     }
 }
@@ -63,7 +70,10 @@ impl std::str::FromStr for Host {
         match text {
             "claude-code" => Ok(Self::ClaudeCode),
             "codex" => Ok(Self::Codex),
-            other => Err(format!("expected `claude-code` or `codex`, got `{other}`")),
+            "gemini-cli" => Ok(Self::GeminiCli),
+            other => Err(format!(
+                "expected `claude-code`, `codex` or `gemini-cli`, got `{other}`"
+            )),
         }
     }
 }

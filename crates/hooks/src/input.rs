@@ -1,7 +1,13 @@
 //! The hosts' hook input, read from stdin and converted by hand into a host-neutral
 //! [`HookInput`]. This is the only place that knows the hook JSON's field names.
 //!
-//! Both hosts send one JSON object with `session_id`, `cwd`, `hook_event_name` and, per
+//! Gemini CLI names its events differently (`BeforeTool`, `AfterTool`, `BeforeAgent`,
+//! `AfterAgent`, `PreCompress`, `BeforeModel`: see [`GEMINI_EVENTS`]), sends no id of a call
+//! (one is made of the call's name and arguments: [`call_id`]), and announces a compaction
+//! only before it — at every turn, compaction or not — so Cairn reads its compactions from
+//! the history each `BeforeModel` carries ([`Event::ModelRequest`]).
+//!
+//! The hosts send one JSON object with `session_id`, `cwd`, `hook_event_name` and, per
 //! event, `tool_name` / `tool_input` / `tool_use_id` (tool events), `tool_response`
 //! (`PostToolUse`), `error` / `is_interrupt` (`PostToolUseFailure`), `prompt`
 //! (`UserPromptSubmit`), `trigger` and `compact_summary` (compaction; Codex sends no
@@ -26,8 +32,33 @@ use crate::host::Host;
 /// The largest hook input read (a `Write` of a large file carries the file in `tool_input`).
 pub const MAX_INPUT_BYTES: usize = 32 << 20;
 
+/// Gemini CLI's events and the events they are to Cairn. Its `AfterAgent` ends a turn (a
+/// `Stop`); its `PreCompress` comes before every turn, whether a compaction follows or not.
+pub const GEMINI_EVENTS: [(&str, &str); 6] = [
+    ("BeforeTool", "PreToolUse"),
+    ("AfterTool", "PostToolUse"),
+    ("BeforeAgent", "UserPromptSubmit"),
+    ("AfterAgent", "Stop"),
+    ("PreCompress", "PreCompact"),
+    ("BeforeModel", "ModelRequest"),
+];
+
+/// The event `name` of a host's input as Cairn names it (Gemini CLI's names mapped, every
+/// other name as it is).
+#[must_use]
+pub fn canonical_event(name: &str) -> &str {
+    GEMINI_EVENTS
+        .iter()
+        .find(|(host, _)| *host == name)
+        .map_or(name, |(_, ours)| ours)
+}
+
+/// The text Gemini CLI's model answers a compaction's summary with, right after it in the
+/// history.
+const GEMINI_SUMMARY_ACK: &str = "Got it. Thanks for the additional context!";
+
 /// The events a host may send that Cairn knows and deliberately does not act on.
-const IGNORED_EVENTS: [&str; 24] = [
+const IGNORED_EVENTS: [&str; 26] = [
     "Notification",
     "SubagentStart",
     "PermissionRequest",
@@ -52,6 +83,8 @@ const IGNORED_EVENTS: [&str; 24] = [
     "PreModelSwitch",
     "PostModelSwitch",
     "Interrupt",
+    "AfterModel",
+    "BeforeToolSelection",
 ];
 
 /// One tool call as the host describes it.
@@ -177,6 +210,11 @@ pub enum Event {
         /// Why (`clear`, `logout`, `prompt_input_exit`, `other`, …).
         reason: String,
     },
+    /// The host is about to ask its model (Gemini CLI's `BeforeModel`).
+    ModelRequest {
+        /// The summary of the latest compaction the history starts from, if it does.
+        summary: Option<String>,
+    },
     /// An event Cairn knows and does not act on.
     Ignored(String),
     /// An event name Cairn does not know.
@@ -207,6 +245,7 @@ impl Event {
             Self::Stop => "Stop",
             Self::SubagentStop { .. } => "SubagentStop",
             Self::SessionEnd { .. } => "SessionEnd",
+            Self::ModelRequest { .. } => "ModelRequest",
             Self::Ignored(name) | Self::Unknown { name, .. } => name,
         }
     }
@@ -357,10 +396,12 @@ pub fn blocks_on_failure(bytes: &[u8]) -> bool {
     }
     let Ok(peek) = serde_json::from_slice::<Peek>(bytes) else {
         // Not JSON: only an event that is known never to carry a call may pass.
-        return sniff_event_name(bytes)
-            .is_none_or(|name| name == "PreToolUse" || !is_known_event(&name));
+        return sniff_event_name(bytes).is_none_or(|name| {
+            let name = canonical_event(&name);
+            name == "PreToolUse" || !is_known_event(name)
+        });
     };
-    match peek.hook_event_name.as_deref() {
+    match peek.hook_event_name.as_deref().map(canonical_event) {
         Some("PreToolUse") | None => true,
         Some(name) if is_known_event(name) => false,
         Some(_) => {
@@ -384,8 +425,13 @@ pub fn parse(host: Host, bytes: &[u8]) -> Result<HookInput, HookError> {
             sniff_event_name(bytes).as_deref(),
         )
     })?;
-    let name: String = required(&map, "hook_event_name", "a string", None)?;
-    let event_name = Some(name.as_str());
+    let host_event: String = required(&map, "hook_event_name", "a string", None)?;
+    let name = if host == Host::GeminiCli {
+        canonical_event(&host_event).to_owned()
+    } else {
+        host_event.clone()
+    };
+    let event_name = Some(host_event.as_str());
     let session_id: Option<String> = field(&map, "session_id", "a string", event_name)?;
     let transcript: Option<String> = field(&map, "transcript_path", "a string", event_name)?;
     let session_id = match session_id.filter(|s| !s.trim().is_empty()) {
@@ -401,13 +447,74 @@ pub fn parse(host: Host, bytes: &[u8]) -> Result<HookInput, HookError> {
         ),
     };
     let cwd: Option<String> = field(&map, "cwd", "a string", event_name)?;
-    let event = parse_event(&map, &name)?;
+    let mut event = parse_event(&map, &name)?;
+    if host == Host::GeminiCli {
+        match &mut event {
+            Event::PreToolUse(tool) | Event::PostToolUse { tool, .. } if tool.id.is_none() => {
+                tool.id = Some(call_id(&tool.name, tool.input.get()));
+            }
+            _ => {}
+        }
+    }
     Ok(HookInput {
         host,
         session_id,
         cwd: cwd.filter(|c| !c.is_empty()).map(PathBuf::from),
         event,
     })
+}
+
+/// The id of a call whose host sends none (Gemini CLI): made of its tool's name and its
+/// arguments, exactly as sent — the host hands the same arguments object to the hook before
+/// and after the call, so both events name the same id. Identical calls in flight share it
+/// (the session keeps them apart: `SessionState::remember`).
+#[must_use]
+pub fn call_id(tool: &str, input: &str) -> String {
+    let mut bytes = Vec::with_capacity(tool.len() + input.len() + 1);
+    bytes.extend_from_slice(tool.as_bytes());
+    bytes.push(b'\n');
+    bytes.extend_from_slice(input.as_bytes());
+    format!("call-{}", cairn_core::Digest::of(&bytes).short())
+}
+
+/// The summary the history of a Gemini CLI model request starts from, if a compaction made
+/// it: the user turn just before the model's fixed acknowledgement, without the session
+/// context the host puts in front of it.
+fn gemini_summary(map: &RawMap, event: Option<&str>) -> Result<Option<String>, HookError> {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        role: Option<String>,
+        content: Option<Value>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Request {
+        messages: Option<Vec<Message>>,
+    }
+    let request: Option<Request> = field(map, "llm_request", "an object", event)?;
+    let messages = request.and_then(|r| r.messages).unwrap_or_default();
+    let text = |m: &Message| match &m.content {
+        Some(Value::String(text)) => Some(text.clone()),
+        _ => None,
+    };
+    let ack = messages.iter().position(|m| {
+        m.role.as_deref() == Some("model") && text(m).as_deref() == Some(GEMINI_SUMMARY_ACK)
+    });
+    let Some(before) = ack
+        .and_then(|at| at.checked_sub(1))
+        .and_then(|at| messages.get(at))
+        .filter(|m| m.role.as_deref() == Some("user"))
+        .and_then(text)
+    else {
+        return Ok(None);
+    };
+    let summary = match before.find("</session_context>") {
+        Some(end) => before
+            .get(end + "</session_context>".len()..)
+            .unwrap_or_default()
+            .to_owned(),
+        None => before,
+    };
+    Ok(Some(summary.trim().to_owned()).filter(|s| !s.is_empty()))
 }
 
 fn tool_use(map: &RawMap, event: &str, input_required: bool) -> Result<ToolUse, HookError> {
@@ -437,7 +544,7 @@ fn tool_use(map: &RawMap, event: &str, input_required: bool) -> Result<ToolUse, 
 }
 
 /// The events [`parse_event`] acts on by name.
-const HANDLED_EVENTS: [&str; 10] = [
+const HANDLED_EVENTS: [&str; 11] = [
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
@@ -448,11 +555,13 @@ const HANDLED_EVENTS: [&str; 10] = [
     "Stop",
     "SubagentStop",
     "SessionEnd",
+    "ModelRequest",
 ];
 
 /// Whether `name` is an event Cairn handles or deliberately ignores (not `Event::Unknown`).
 #[must_use]
 pub fn is_known_event(name: &str) -> bool {
+    let name = canonical_event(name);
     HANDLED_EVENTS.contains(&name) || IGNORED_EVENTS.contains(&name)
 }
 
@@ -507,6 +616,9 @@ fn parse_event(map: &RawMap, name: &str) -> Result<Event, HookError> {
         },
         "SessionEnd" => Event::SessionEnd {
             reason: text("reason")?.unwrap_or_else(|| "other".to_owned()),
+        },
+        "ModelRequest" => Event::ModelRequest {
+            summary: gemini_summary(map, event_name)?,
         },
         known if IGNORED_EVENTS.contains(&known) => Event::Ignored(known.to_owned()),
         other => Event::Unknown {
@@ -607,6 +719,73 @@ mod tests {
             parse_event(&map, "PreToolUseV2").unwrap(),
             Event::Unknown { .. }
         ));
+    }
+
+    #[test]
+    fn gemini_cli_events_read_as_cairn_names_them_and_calls_get_an_id() {
+        let before = br#"{"session_id":"g","cwd":"/p","hook_event_name":"BeforeTool","tool_name":"run_shell_command","tool_input":{"command":"ls"}}"#;
+        let after = br#"{"session_id":"g","cwd":"/p","hook_event_name":"AfterTool","tool_name":"run_shell_command","tool_input":{"command":"ls"},"tool_response":{"llmContent":"Output: a"}}"#;
+        let Event::PreToolUse(pre) = parse(Host::GeminiCli, before).unwrap().event else {
+            panic!("not a PreToolUse")
+        };
+        let Event::PostToolUse { tool: post, .. } = parse(Host::GeminiCli, after).unwrap().event
+        else {
+            panic!("not a PostToolUse")
+        };
+        // Both events of one call name the same id; another call's differs.
+        assert_eq!(pre.id, post.id);
+        assert!(pre.id.as_deref().is_some_and(|id| id.starts_with("call-")));
+        assert_ne!(
+            pre.id,
+            Some(call_id("run_shell_command", r#"{"command":"pwd"}"#))
+        );
+        for (gemini, ours) in GEMINI_EVENTS {
+            let text = format!(
+                r#"{{"session_id":"g","hook_event_name":"{gemini}","tool_name":"t","tool_input":{{}}}}"#
+            );
+            let event = parse(Host::GeminiCli, text.as_bytes()).unwrap().event;
+            assert_eq!(event.name(), ours, "{gemini}");
+            // Another host sending Gemini CLI's name of a tool call is not let through.
+            assert!(
+                blocks_on_failure(text.as_bytes()) == (ours == "PreToolUse"),
+                "{gemini}"
+            );
+        }
+        // Claude Code does not send Gemini CLI's names: one carrying a call is unknown.
+        let text =
+            br#"{"session_id":"g","hook_event_name":"BeforeTool","tool_name":"t","tool_input":{}}"#;
+        assert!(matches!(
+            parse(Host::ClaudeCode, text).unwrap().event,
+            Event::Unknown {
+                tool_shaped: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_gemini_model_request_names_the_summary_its_history_starts_from() {
+        let request = |messages: &str| {
+            format!(
+                r#"{{"session_id":"g","hook_event_name":"BeforeModel","llm_request":{{"model":"m","messages":{messages}}}}}"#
+            )
+        };
+        let summary = |text: &str| match parse(Host::GeminiCli, text.as_bytes()).unwrap().event {
+            Event::ModelRequest { summary } => summary,
+            other => panic!("{other:?}"),
+        };
+        let compacted = request(
+            r#"[{"role":"user","content":"<session_context>cwd</session_context><state_snapshot>S</state_snapshot>"},{"role":"model","content":"Got it. Thanks for the additional context!"},{"role":"user","content":"go on"}]"#,
+        );
+        assert_eq!(
+            summary(&compacted).as_deref(),
+            Some("<state_snapshot>S</state_snapshot>")
+        );
+        let plain = request(
+            r#"[{"role":"user","content":"<session_context>cwd</session_context>"},{"role":"model","content":"done"},{"role":"user","content":"go on"}]"#,
+        );
+        assert_eq!(summary(&plain), None);
+        assert_eq!(summary(&request("[]")), None);
     }
 
     #[test]

@@ -24,6 +24,14 @@
 //!   (`Bash`, the multi-agent tools); an MCP tool's response is the `CallToolResult` object
 //!   (`isError: true` is a known failure). A command that outlives its yield time is never
 //!   reported at all (it is settled when the turn ends).
+//! - **Gemini CLI** reports every tool as `{llmContent, returnDisplay, error?}` (only those
+//!   fields). `run_shell_command`'s `llmContent` (inside `<untrusted_context>` tags) starts
+//!   `Output:` for a command that ran to its end, with `Exit Code: N` after a failing one and
+//!   `Signal: S` after one killed by a signal (unknown); a command cancelled for its inactivity
+//!   timeout or by the user, or moved to the background (`is_background`), says so instead
+//!   (unknown: Gemini CLI never reports a background command's end to its hooks). Any other
+//!   tool: an `error` is a known failure, its absence a completion. A call Gemini CLI cancels
+//!   before it returns is never reported (it is settled at the turn's `AfterAgent`).
 //! - Any other tool, or any other shape: unknown.
 
 use serde_json::Value;
@@ -166,6 +174,7 @@ pub fn classify(host: Host, tool: &str, outcome: &ToolOutcome) -> OutcomeClass {
             Some(value) => match host {
                 Host::ClaudeCode => claude_code(tool, value),
                 Host::Codex => codex(tool, value),
+                Host::GeminiCli => gemini_cli(tool, value),
             },
         },
     }
@@ -215,6 +224,88 @@ fn claude_code(tool: &str, value: &Value) -> OutcomeClass {
             ),
         },
         _ => unrecognised(tool, "a tool whose report Cairn does not know"),
+    }
+}
+
+/// The fields of a Gemini CLI tool report.
+const GEMINI_FIELDS: [&str; 3] = ["llmContent", "returnDisplay", "error"];
+
+fn gemini_cli(tool: &str, value: &Value) -> OutcomeClass {
+    let Some(object) = value.as_object() else {
+        return unrecognised(tool, "not an object");
+    };
+    if let Some(field) = object
+        .keys()
+        .find(|key| !GEMINI_FIELDS.contains(&key.as_str()))
+    {
+        return unrecognised(tool, &format!("the field `{field}`"));
+    }
+    if !object.contains_key("llmContent") {
+        return unrecognised(tool, "no `llmContent`");
+    }
+    if tool == "run_shell_command" {
+        return gemini_shell(object);
+    }
+    match object.get("error") {
+        None | Some(Value::Null) => OutcomeClass::Completed,
+        Some(error) => {
+            let text = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            if text.contains("cancel") || text.contains("abort") {
+                OutcomeClass::unknown("interrupted", "the call was cancelled")
+            } else if text.contains("timed out") || text.contains("timeout") {
+                OutcomeClass::unknown("timed_out", "the call timed out")
+            } else {
+                OutcomeClass::Failed
+            }
+        }
+    }
+}
+
+fn gemini_shell(object: &serde_json::Map<String, Value>) -> OutcomeClass {
+    let Some(text) = object.get("llmContent").and_then(Value::as_str) else {
+        return unrecognised("run_shell_command", "`llmContent` is not text");
+    };
+    let text = text.trim();
+    let text = text
+        .strip_prefix("<untrusted_context>")
+        .and_then(|inner| inner.strip_suffix("</untrusted_context>"))
+        .unwrap_or(text)
+        .trim_start();
+    if text.starts_with("Command was automatically cancelled") {
+        return OutcomeClass::unknown(
+            "timed_out",
+            "the command was cancelled when it outlived its inactivity timeout",
+        );
+    }
+    if text.starts_with("Command was cancelled") {
+        return OutcomeClass::unknown("interrupted", "the command was cancelled");
+    }
+    if text.starts_with("Command moved to background") {
+        return OutcomeClass::unknown(
+            "moved_to_background",
+            "the command was moved to the background, whose end Gemini CLI does not report",
+        );
+    }
+    if !text.starts_with("Output:") {
+        return unrecognised(
+            "run_shell_command",
+            "an output that does not start `Output:`",
+        );
+    }
+    if let Some(signal) = text.lines().find_map(|line| line.strip_prefix("Signal: ")) {
+        return OutcomeClass::unknown(
+            "killed_by_signal",
+            format!("the command was killed by signal {}", signal.trim()),
+        );
+    }
+    if text.lines().any(|line| line.starts_with("Exit Code: ")) || object.contains_key("error") {
+        OutcomeClass::Failed
+    } else {
+        OutcomeClass::Completed
     }
 }
 

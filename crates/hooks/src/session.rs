@@ -207,6 +207,14 @@ pub struct SessionState {
     /// was; a change is recorded before the next call (`lane_changed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_lane: Option<String>,
+    /// The trigger the host's latest announcement of a possible compaction named (Gemini
+    /// CLI's `PreCompress`, sent before every turn), for the compaction that may follow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compress_trigger: Option<String>,
+    /// The digest of the latest compaction summary seen at the head of the model's history
+    /// (Gemini CLI), so that one compaction is recorded once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_summary: Option<Digest>,
 }
 
 impl SessionState {
@@ -227,13 +235,41 @@ impl SessionState {
             unresolved_hint: None,
             background: BTreeMap::new(),
             active_lane: None,
+            compress_trigger: None,
+            seen_summary: None,
         }
     }
 
     /// Remembers an admitted call, forgetting the oldest beyond the limit.
     pub fn remember(&mut self, tool_use_id: String, step: PendingStep) {
-        self.steps.insert(tool_use_id, step);
+        // A host that sends no id of its own (Gemini CLI) gets one made of the call's name and
+        // arguments, which two identical calls in flight share: the second is kept as `id#2`.
+        let mut key = tool_use_id.clone();
+        let mut n = 1_u32;
+        while self.steps.contains_key(&key) && n < 512 {
+            n = n.saturating_add(1);
+            key = format!("{tool_use_id}#{n}");
+        }
+        self.steps.insert(key, step);
         keep_newest(&mut self.steps, |s| s.step);
+    }
+
+    /// Takes the call remembered under `tool_use_id` — the oldest, when identical calls share
+    /// it (see [`Self::remember`]).
+    pub fn take_step(&mut self, tool_use_id: &str) -> Option<PendingStep> {
+        let key = self
+            .steps
+            .iter()
+            .filter(|(key, _)| {
+                key.as_str() == tool_use_id
+                    || key
+                        .strip_prefix(tool_use_id)
+                        .and_then(|rest| rest.strip_prefix('#'))
+                        .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .min_by_key(|(_, pending)| pending.step)
+            .map(|(key, _)| key.clone())?;
+        self.steps.remove(&key)
     }
 
     /// Remembers a call moved to the background as its `task`, forgetting the oldest beyond
@@ -254,6 +290,7 @@ impl SessionState {
         next.boundary = self.boundary.clone();
         next.continuity = self.continuity.clone();
         next.decisions = self.decisions.clone();
+        next.seen_summary = self.seen_summary;
         *self = next;
     }
 }
@@ -523,5 +560,24 @@ mod tests {
         }
         assert_eq!(state.steps.len(), MAX_PENDING_STEPS);
         assert!(!state.steps.contains_key("t0"));
+    }
+
+    #[test]
+    fn identical_calls_in_flight_are_kept_apart_and_taken_oldest_first() {
+        let mut state = SessionState::new("s");
+        let pending = |step| PendingStep {
+            step,
+            tool: "run_shell_command".to_owned(),
+            consequential: true,
+            agent: None,
+        };
+        state.remember("call-a".to_owned(), pending(3));
+        state.remember("call-a".to_owned(), pending(5));
+        state.remember("call-ab".to_owned(), pending(4));
+        assert_eq!(state.steps.len(), 3);
+        assert_eq!(state.take_step("call-a").map(|p| p.step), Some(3));
+        assert_eq!(state.take_step("call-a").map(|p| p.step), Some(5));
+        assert_eq!(state.take_step("call-a").map(|p| p.step), None);
+        assert_eq!(state.take_step("call-ab").map(|p| p.step), Some(4));
     }
 }

@@ -265,7 +265,7 @@ impl crate::engine::Session<'_> {
     ) -> Result<Answer, HookError> {
         let class = crate::outcome::classify(self.host, &tool.name, outcome);
         let mut recorder = self.recorder()?;
-        let pending = tool.id.as_ref().and_then(|id| self.state.steps.remove(id));
+        let pending = tool.id.as_deref().and_then(|id| self.state.take_step(id));
         let mut step = pending.as_ref().map(|p| p.step);
         if step.is_none() && !class.is_known() {
             // The state lost the call (a power loss, a state file reset): the latest admitted

@@ -55,7 +55,9 @@ pub const SELF_PROTECTION_RULE: &str = "cairn.self-protection";
 pub const PATH_ARGS: &[&str] = &[
     "file_path",
     "filepath",
+    "absolute_path",
     "path",
+    "dir_path",
     "notebook_path",
     "file",
     "filename",

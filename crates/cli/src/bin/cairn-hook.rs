@@ -94,12 +94,13 @@ fn run(args: &[OsString], started: Instant) -> u8 {
     let Some(plain) = Plain::of(args) else {
         return hand_over(args, started);
     };
+    let host = plain.host;
     let limit = client::DEFAULT_DEADLINE;
     let deadline = started + limit;
     let stdin = match client::read_stdin_by(deadline) {
         Ok(bytes) => bytes,
-        Err(StdinFailure::Late) => return client::emit(&client::late(true, limit)),
-        Err(StdinFailure::Failed(error)) => return client::emit(&client::unreadable(&error)),
+        Err(StdinFailure::Late) => return client::emit(host, &client::late(true, limit)),
+        Err(StdinFailure::Failed(error)) => return client::emit(host, &client::unreadable(&error)),
     };
     let blocks = cairn_hooks::input::blocks_on_failure(&stdin);
     let project = client::binding(plain.host, plain.project).project_of(plain.host, &stdin);
@@ -112,10 +113,10 @@ fn run(args: &[OsString], started: Instant) -> u8 {
     if let Some(project) = &project
         && let Some(result) = cairn_hooks::resident::ask(plain.host, &stdin, project, deadline)
     {
-        return client::emit(&client::resident_answer(result, blocks, limit));
+        return client::emit(host, &client::resident_answer(result, blocks, limit));
     }
     let _ = project;
-    pass_on(args, &stdin, blocks, deadline + GRACE)
+    pass_on(host, args, &stdin, blocks, deadline + GRACE)
 }
 
 /// The `cairn` binary: beside this one, else on `PATH`.
@@ -149,12 +150,20 @@ fn hand_over(args: &[OsString], started: Instant) -> u8 {
     };
     let blocks = client::read_stdin_by(started + client::DEFAULT_DEADLINE)
         .map_or(true, |stdin| cairn_hooks::input::blocks_on_failure(&stdin));
-    client::emit(&cannot_start(blocks, &error))
+    client::emit(host_named(args), &cannot_start(blocks, &error))
+}
+
+/// The host `args` name first (a host that reads stdout as JSON gets JSON either way: see
+/// `Answer::for_host`), else Gemini CLI's form, which every host reads as "no decision".
+fn host_named(args: &[OsString]) -> Host {
+    args.first()
+        .and_then(|host| host.to_str()?.parse().ok())
+        .unwrap_or(Host::GeminiCli)
 }
 
 /// Runs `cairn hook ARGS` on the input already read, with this process's output, and
 /// returns its exit code; kills it once `deadline` has passed.
-fn pass_on(args: &[OsString], stdin: &[u8], blocks: bool, deadline: Instant) -> u8 {
+fn pass_on(host: Host, args: &[OsString], stdin: &[u8], blocks: bool, deadline: Instant) -> u8 {
     let mut child = match cairn_hook(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::inherit())
@@ -162,7 +171,7 @@ fn pass_on(args: &[OsString], stdin: &[u8], blocks: bool, deadline: Instant) -> 
         .spawn()
     {
         Ok(child) => child,
-        Err(error) => return client::emit(&cannot_start(blocks, &error)),
+        Err(error) => return client::emit(host, &cannot_start(blocks, &error)),
     };
     // Written whole before waiting: the input is at most a few MiB and `cairn hook` reads
     // all of it first (a pipe it never reads fails the write, which it then answers).
@@ -182,7 +191,7 @@ fn pass_on(args: &[OsString], stdin: &[u8], blocks: bool, deadline: Instant) -> 
             Ok(None) | Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return client::emit(&client::late(blocks, client::DEFAULT_DEADLINE));
+                return client::emit(host, &client::late(blocks, client::DEFAULT_DEADLINE));
             }
         }
     }

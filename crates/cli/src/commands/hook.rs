@@ -101,6 +101,7 @@ fn host_of(args: &HookArgs) -> Host {
     match args.host {
         HookHost::ClaudeCode => Host::ClaudeCode,
         HookHost::Codex => Host::Codex,
+        HookHost::GeminiCli => Host::GeminiCli,
     }
 }
 
@@ -130,6 +131,8 @@ fn fault() -> Option<Fault> {
 /// The supervising process: stdin, then the resident server or a worker, all by the
 /// deadline; every failure is answered as a failure of the event (see the module docs).
 fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
+    let host = host_of(args);
+    let emit = |answer: &Answer| emit(host, answer);
     let limit = match deadline_of(args) {
         Ok(limit) => limit,
         Err(message) => {
@@ -145,7 +148,6 @@ fn supervise(ctx: &Context, args: &HookArgs, started: Instant) -> u8 {
         Err(StdinFailure::Failed(error)) => return emit(&client::unreadable(&error)),
     };
     let blocks = cairn_hooks::input::blocks_on_failure(&stdin);
-    let host = host_of(args);
     // With a service named, the call is the service's to answer: nothing is decided here.
     if let Some(server) = std::env::var_os("CAIRN_SERVER") {
         return emit(&through_service(

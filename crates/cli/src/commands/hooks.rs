@@ -1,5 +1,6 @@
-//! `cairn hooks install|uninstall --claude-code|--codex [--dir D]`: adds Cairn's hooks to the
-//! host's project settings (`.claude/settings.json`, `.codex/hooks.json`) without touching any
+//! `cairn hooks install|uninstall --claude-code|--codex|--gemini-cli [--dir D]`: adds Cairn's
+//! hooks to the host's project settings (`.claude/settings.json`, `.codex/hooks.json`,
+//! `.gemini/settings.json`) without touching any
 //! other setting or hook, and scaffolds `.cairn/` in observe-first mode (every call allowed
 //! and recorded) when the project has none, so installing never breaks a working setup. With
 //! `CAIRN_SERVER` set, the project is the service's client: only the hosts' settings are
@@ -119,6 +120,9 @@ fn hosts(target: &HooksTarget) -> Vec<Host> {
     if target.codex {
         hosts.push(Host::Codex);
     }
+    if target.gemini_cli {
+        hosts.push(Host::GeminiCli);
+    }
     hosts
 }
 
@@ -213,6 +217,10 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     if codex {
         human.push_str(&codex_trust_steps(&base));
     }
+    let gemini = changes.iter().any(|c| c.host == Host::GeminiCli);
+    if gemini {
+        human.push_str(&gemini_notes(&base));
+    }
     let hook_program_found = on_path(install::HOOK_PROGRAM);
     if !hook_program_found {
         let _ = writeln!(
@@ -230,7 +238,7 @@ warning: `{program}` is not on PATH. The hosts run it for every hook event: Clau
     } else {
         let _ = writeln!(
             human,
-            "\nnext: use the agent as usual; every tool call is gated and recorded.\n  cairn runs list              one run per session (cc-<session>, codex-<session>)\n  cairn ledger verify --all    check every chain and signed checkpoint"
+            "\nnext: use the agent as usual; every tool call is gated and recorded.\n  cairn runs list              one run per session (cc-<session>, codex-<session>, gemini-<session>)\n  cairn ledger verify --all    check every chain and signed checkpoint"
         );
     }
     Ok(Outcome::ok(
@@ -240,6 +248,7 @@ warning: `{program}` is not on PATH. The hosts run it for every hook event: Clau
             "created": scaffolded,
             "hooks": changes.iter().map(|c| to_json(c, &base)).collect::<Vec<_>>(),
             "codex_trust_required": codex,
+            "gemini_hooks_disabled": gemini && gemini_hooks_disabled(&base).is_some(),
             "hook_program_on_path": hook_program_found,
         }),
         human,
@@ -275,6 +284,38 @@ fn codex_trust_steps(base: &Path) -> String {
         "\nCodex: until both steps below are done, Codex ignores these hooks and runs every tool ungated and unrecorded (`codex exec` warns about an untrusted project, but says nothing of untrusted hooks):\n  1. trust the project: run `codex` in {dir} and accept the trust prompt, or run `codex exec --trust` there once\n     (it adds [projects.\"{dir}\"] trust_level = \"trusted\" to ~/.codex/config.toml);\n  2. trust the hooks: run `codex` in {dir} and choose \"Trust all and continue\" at \"Hooks need review\"\n     (Codex asks again whenever a hook's command changes, e.g. after `cairn hooks install` updates it).\n  Check: `cairn runs list` shows a codex-<session> run after a Codex session that used a tool.\n",
         dir = dir.display()
     )
+}
+
+/// What a Gemini CLI user must know: it reads a project's hooks only in a trusted folder, has
+/// no setting that refuses a call whose hook failed, and can have its hooks switched off.
+fn gemini_notes(base: &Path) -> String {
+    let mut notes = "\nGemini CLI: it runs these hooks only in a trusted folder. Trust the folder when Gemini CLI asks (or set GEMINI_CLI_TRUST_WORKSPACE=true for a headless run); `gemini --skip-trust` runs the session WITHOUT the project's hooks, every tool ungated and unrecorded. Gemini CLI lets a call through when its hook fails: Cairn's BeforeTool command exits 2 when `cairn-hook` cannot start, but a hook it kills at its timeout (60 s) lets the call through.\n  Check: `cairn runs list` shows a gemini-<session> run after a Gemini CLI session that used a tool.\n".to_owned();
+    if let Some(file) = gemini_hooks_disabled(base) {
+        let _ = writeln!(
+            notes,
+            "\nwarning: `hooksConfig.enabled` is false in {}: Gemini CLI runs no hook at all, so every tool call is ungated and unrecorded. Set it to true.",
+            file.display()
+        );
+    }
+    notes
+}
+
+/// The Gemini CLI settings file (the project's, then the user's) that switches hooks off.
+fn gemini_hooks_disabled(base: &Path) -> Option<PathBuf> {
+    let user = std::env::var_os("HOME").map(|home| Path::new(&home).join(".gemini/settings.json"));
+    std::iter::once(install::settings_path(Host::GeminiCli, base))
+        .chain(user)
+        .find(|file| {
+            std::fs::read_to_string(file)
+                .ok()
+                .and_then(|text| install::settings_value(Host::GeminiCli, &text))
+                .is_some_and(|value| {
+                    value
+                        .get("hooksConfig")
+                        .and_then(|config| config.get("enabled"))
+                        == Some(&serde_json::Value::Bool(false))
+                })
+        })
 }
 
 fn uninstall_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {

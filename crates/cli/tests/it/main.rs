@@ -29,6 +29,7 @@ mod hook_inconsistent_answers;
 mod hook_resident;
 mod hook_sessions;
 mod hooks_install;
+mod hooks_install_kinds;
 mod inspect_continuity;
 mod interop;
 mod interop_mutations;

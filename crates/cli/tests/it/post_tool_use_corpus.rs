@@ -1,4 +1,5 @@
-//! The recorded `PostToolUse` payloads of the pinned Claude Code and Codex
+//! The recorded `PostToolUse` payloads of the pinned Claude Code, Codex and Gemini CLI (its
+//! `AfterTool`)
 //! (`tests/hosts/post_tool_use/`, issue 34, acceptance 2), each with the outcome class Cairn
 //! must read it as: `completed`, `failed`, `backgrounded` or `unknown`.
 //!
@@ -66,17 +67,25 @@ fn substituted(raw: &RawValue, project: &Path, session: &str) -> String {
         .replace("${HOME}", project.join("home").to_str().unwrap())
 }
 
-/// The `PreToolUse` of the call `post` reports.
-fn pre_tool_use(post: &str) -> String {
+/// The `PreToolUse` of the call `post` reports (`BeforeTool` for Gemini CLI).
+fn pre_tool_use(host: &str, post: &str) -> String {
     let mut map: BTreeMap<String, Box<RawValue>> = serde_json::from_str(post).unwrap();
     for field in ["tool_response", "error", "is_interrupt", "duration_ms"] {
         map.remove(field);
     }
     map.insert(
         "hook_event_name".to_owned(),
-        RawValue::from_string("\"PreToolUse\"".to_owned()).unwrap(),
+        RawValue::from_string(json!(pre_event(host)).to_string()).unwrap(),
     );
     serde_json::to_string(&map).unwrap()
+}
+
+fn pre_event(host: &str) -> &'static str {
+    if host == "gemini-cli" {
+        "BeforeTool"
+    } else {
+        "PreToolUse"
+    }
 }
 
 fn hook(project: &Path, host: &str, stdin: &str) -> Output {
@@ -102,8 +111,9 @@ fn has_boundary(records: &[Value], event: &str) -> bool {
 
 fn next_call(host: &str, session: &str, project: &Path, i: u32) -> String {
     json!({
-        "session_id": session, "cwd": project, "hook_event_name": "PreToolUse",
-        "tool_name": "Bash", "tool_input": {"command": "true"},
+        "session_id": session, "cwd": project, "hook_event_name": pre_event(host),
+        "tool_name": if host == "gemini-cli" { "run_shell_command" } else { "Bash" },
+        "tool_input": {"command": "true"},
         "tool_use_id": format!("toolu_next_{i}"),
         "model": if host == "codex" { "gpt-5" } else { "claude" },
     })
@@ -137,6 +147,7 @@ fn each_recorded_post_tool_use_is_recorded_by_its_class() {
         let host = case.host.as_str();
         let run = match host {
             "codex" => format!("codex-{session}"),
+            "gemini-cli" => format!("gemini-{session}"),
             _ => format!("cc-{session}"),
         };
         let post = substituted(&case.payload, d, &session);
@@ -147,7 +158,7 @@ fn each_recorded_post_tool_use_is_recorded_by_its_class() {
             .unwrap();
         let tool = tool.as_str().unwrap();
         let at = |what: &str| format!("{name}: {what}");
-        let out = hook(d, host, &pre_tool_use(&post));
+        let out = hook(d, host, &pre_tool_use(host, &post));
         assert_eq!(out.code, 0, "{}", at(&format!("the PreToolUse {out:?}")));
         let out = hook(d, host, &post);
         assert_eq!(out.code, 0, "{}", at(&format!("the payload {out:?}")));

@@ -618,7 +618,42 @@ fn serve(play: &Play<'_>, root: &Path) -> (common::Serving, (String, String, Str
 }
 
 fn play(installed: &Installed, file: &Path, scenario: &Value, host: Host) {
-    play_in(installed, file, scenario, host, false);
+    play_in(installed, file, &for_host(scenario, host), host, false);
+}
+
+/// Whether `scenario` plays in `host`: the hosts it names, else Claude Code and Codex (a
+/// scenario is written for Gemini CLI when it names it).
+fn plays_in(scenario: &Value, host: Host) -> bool {
+    let hosts = strings(scenario.get("hosts"));
+    if hosts.is_empty() {
+        host != Host::GeminiCli
+    } else {
+        hosts.iter().any(|h| h == host.name())
+    }
+}
+
+/// Claude Code's tool names, as Gemini CLI names the same tools (their arguments have the
+/// same names: `command`, `file_path`, `content`, `old_string`, `new_string`).
+const GEMINI_TOOLS: [(&str, &str); 4] = [
+    ("Bash", "run_shell_command"),
+    ("Write", "write_file"),
+    ("Edit", "replace"),
+    ("Read", "read_file"),
+];
+
+/// `scenario` with the tools named as `host` names them: a scenario is written with Claude
+/// Code's names (in the model's calls, the checks and the policies alike).
+fn for_host(scenario: &Value, host: Host) -> Value {
+    if host != Host::GeminiCli {
+        return scenario.clone();
+    }
+    let mut text = scenario.to_string();
+    for (claude, gemini) in GEMINI_TOOLS {
+        text = text
+            .replace(&format!("\"{claude}\""), &format!("\"{gemini}\""))
+            .replace(&format!("\\\"{claude}\\\""), &format!("\\\"{gemini}\\\""));
+    }
+    serde_json::from_str(&text).unwrap()
 }
 
 fn play_in(
@@ -737,8 +772,7 @@ fn play_all(host: Host) {
             ];
             assert!(known.contains(&key.as_str()), "{name}: unknown key `{key}`");
         }
-        let hosts = strings(scenario.get("hosts"));
-        if !hosts.is_empty() && !hosts.iter().any(|h| h == host.name()) {
+        if !plays_in(&scenario, host) {
             continue;
         }
         let started = Instant::now();
@@ -757,6 +791,11 @@ fn scenarios_in_claude_code() {
 #[test]
 fn scenarios_in_codex() {
     play_all(Host::Codex);
+}
+
+#[test]
+fn scenarios_in_gemini_cli() {
+    play_all(Host::GeminiCli);
 }
 
 #[test]

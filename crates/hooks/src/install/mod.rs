@@ -1,7 +1,7 @@
-//! Installing the hooks into a host's settings: `.claude/settings.json` (Claude Code) or
-//! `.codex/hooks.json` (Codex), in the project folder.
+//! Installing the hooks into a host's settings: `.claude/settings.json` (Claude Code),
+//! `.codex/hooks.json` (Codex) or `.gemini/settings.json` (Gemini CLI), in the project folder.
 //!
-//! Both hosts read the same shape — event name → list of matcher groups, each with a list of
+//! The hosts read the same shape — event name → list of matcher groups, each with a list of
 //! handlers. Claude Code's handler names the program and its arguments (the *exec form*: the
 //! host starts `cairn-hook` itself, no shell in between), and on `PreToolUse` tells the host to
 //! refuse the call when the hook fails — cannot be started, crashes, times out:
@@ -13,6 +13,11 @@
 //! ```
 //!
 //! Codex runs a handler's `command` with a shell: `exec cairn-hook codex --project 'DIR'`.
+//! So does Gemini CLI (its `timeout` is in milliseconds), which has no setting that refuses a
+//! call whose hook failed: its `BeforeTool` handler is `cairn-hook gemini-cli --project 'DIR'
+//! || exit 2`, so that a `cairn-hook` that cannot start still blocks the call (exit 2); a hook
+//! it kills at its timeout still lets the call through. Gemini CLI's settings may hold
+//! comments: they are kept as they are.
 //!
 //! The handler names its project (see [`owned_fields`]), so that a session is gated and
 //! recorded in its project whatever its `cwd`. Cairn's groups have no `matcher` (every tool,
@@ -83,7 +88,25 @@ pub const fn events(host: Host) -> &'static [&'static str] {
             "Stop",
             "SessionEnd",
         ],
+        // `BeforeModel` shows Cairn the history, from which a compaction is read (its
+        // `PreCompress` comes before every turn); Gemini CLI has no failure event of a tool.
+        Host::GeminiCli => &[
+            "SessionStart",
+            "BeforeAgent",
+            "BeforeTool",
+            "AfterTool",
+            "PreCompress",
+            "BeforeModel",
+            "AfterAgent",
+            "SessionEnd",
+        ],
     }
+}
+
+/// Whether `host`'s settings file may hold comments (Gemini CLI strips them before reading).
+#[must_use]
+pub const fn allows_comments(host: Host) -> bool {
+    matches!(host, Host::GeminiCli)
 }
 
 /// The timeout Cairn installs for `host`'s `event`, in seconds.
@@ -92,6 +115,14 @@ pub fn timeout_secs(host: Host, event: &str) -> u64 {
     match (host, event) {
         (Host::Codex, "SessionEnd") => CODEX_SESSION_END_TIMEOUT_SECS,
         _ => HOOK_TIMEOUT_SECS,
+    }
+}
+
+/// The timeout as `host`'s settings write it (Gemini CLI's are in milliseconds).
+fn timeout_setting(host: Host, event: &str) -> u64 {
+    match host {
+        Host::GeminiCli => timeout_secs(host, event).saturating_mul(1000),
+        Host::ClaudeCode | Host::Codex => timeout_secs(host, event),
     }
 }
 
@@ -130,6 +161,21 @@ pub fn owned_fields(host: Host, dir: &Path, event: &str) -> Map<String, Value> {
                     "exec {HOOK_PROGRAM} codex --project {}",
                     shell_quoted(&dir.to_string_lossy())
                 )),
+            );
+        }
+        Host::GeminiCli => {
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+            let run = format!(
+                "{HOOK_PROGRAM} gemini-cli --project {}",
+                shell_quoted(&dir.to_string_lossy())
+            );
+            fields.insert(
+                "command".to_owned(),
+                json!(if event == "BeforeTool" {
+                    format!("{run} || exit 2")
+                } else {
+                    format!("exec {run}")
+                }),
             );
         }
     }
@@ -184,6 +230,7 @@ pub fn settings_path(host: Host, dir: &Path) -> PathBuf {
     match host {
         Host::ClaudeCode => dir.join(".claude").join("settings.json"),
         Host::Codex => dir.join(".codex").join("hooks.json"),
+        Host::GeminiCli => dir.join(".gemini").join("settings.json"),
     }
 }
 
@@ -255,7 +302,7 @@ pub(crate) fn our_handler(host: Host, event: &str, owned: &Map<String, Value>) -
     let mut handler = Map::new();
     handler.insert("type".to_owned(), json!("command"));
     handler.extend(owned.iter().map(|(k, v)| (k.clone(), v.clone())));
-    handler.insert("timeout".to_owned(), json!(timeout_secs(host, event)));
+    handler.insert("timeout".to_owned(), json!(timeout_setting(host, event)));
     Value::Object(handler)
 }
 
@@ -311,10 +358,16 @@ pub fn merge(
 }
 
 /// Removes Cairn's hook for `host` from `settings`; returns the events it was removed from.
+/// The `hooks` object left empty is removed too when `drop_hooks` (the install added it).
 ///
 /// # Errors
 /// [`HookError::Settings`] when `settings` does not have the hosts' shape.
-pub fn unmerge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<String>, HookError> {
+pub fn unmerge(
+    settings: &mut Value,
+    host: Host,
+    path: &Path,
+    drop_hooks: bool,
+) -> Result<Vec<String>, HookError> {
     let had_hooks = settings.get("hooks").is_some();
     let hooks = hooks_of(settings, path)?;
     let mut removed = Vec::new();
@@ -349,7 +402,7 @@ pub fn unmerge(settings: &mut Value, host: Host, path: &Path) -> Result<Vec<Stri
     let hooks_empty = hooks.is_empty();
     if let Some(object) = settings.as_object_mut()
         && hooks_empty
-        && (!removed.is_empty() || !had_hooks)
+        && ((drop_hooks && !removed.is_empty()) || !had_hooks)
     {
         object.remove("hooks");
     }
@@ -362,11 +415,18 @@ pub(crate) struct Settings {
     pub(crate) value: Value,
 }
 
-/// Reads the settings at `path` (through a symlink), refusing anything but strict JSON.
-fn read_settings(path: &Path) -> Result<Option<Settings>, HookError> {
+/// Reads `host`'s settings at `path` (through a symlink), refusing anything but strict JSON
+/// (with comments, where the host allows them).
+fn read_settings(host: Host, path: &Path) -> Result<Option<Settings>, HookError> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
-            let value = cairn_core::strict_json::parse_str(&text).map_err(|e| {
+            if std::fs::metadata(path).is_ok_and(|meta| meta.permissions().readonly()) {
+                return Err(shape_error(
+                    path,
+                    "it is read-only; Cairn does not change a settings file its owner made read-only (make it writable, or add the hooks by hand: see `cairn hooks install --help`)",
+                ));
+            }
+            let value = text::meaning(host, &text).map_err(|e| {
                 shape_error(
                     path,
                     format!("not strict JSON ({}: {e}); fix it by hand, Cairn edits only what it can keep exactly", cairn_core::ErrorCode::code(&e)),
@@ -377,6 +437,13 @@ fn read_settings(path: &Path) -> Result<Option<Settings>, HookError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(HookError::io(path, &e)),
     }
+}
+
+/// What the text of a `host` settings file means (comments blanked where the host allows
+/// them), if it reads.
+#[must_use]
+pub fn settings_value(host: Host, text: &str) -> Option<Value> {
+    text::meaning(host, text).ok()
 }
 
 /// Writes `bytes` to `path` atomically (a temporary file beside it, then a rename). A
@@ -409,25 +476,51 @@ fn installed_path(dir: &Path) -> PathBuf {
     dir.join(PROJECT_DIR).join(INSTALLED_FILE)
 }
 
-/// Which settings files the installer created, by host.
-fn created_files(dir: &Path) -> Map<String, Value> {
-    std::fs::read_to_string(installed_path(dir))
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .and_then(|v| v.get("created_files").and_then(Value::as_object).cloned())
-        .unwrap_or_default()
+/// What the installer created, by host (`.cairn/installed-hooks.json`): the settings files,
+/// and the `hooks` objects it added to a file that had none — what `uninstall` removes once
+/// it is empty again (a user's own empty `hooks` stays).
+#[derive(Default)]
+struct Created {
+    files: Map<String, Value>,
+    hooks: Map<String, Value>,
 }
 
-fn save_created_files(dir: &Path, created: Map<String, Value>) -> Result<(), HookError> {
-    let path = installed_path(dir);
-    if created.is_empty() {
-        return match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(HookError::io(&path, &e)),
-            _ => Ok(()),
+impl Created {
+    fn read(dir: &Path) -> Self {
+        let doc = std::fs::read_to_string(installed_path(dir))
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+        let map = |key: &str| {
+            doc.as_ref()
+                .and_then(|v| v.get(key).and_then(Value::as_object).cloned())
+                .unwrap_or_default()
         };
+        Self {
+            files: map("created_files"),
+            hooks: map("created_hooks"),
+        }
     }
-    let doc = json!({"schema_version": "cairn.installed-hooks/v1", "created_files": created});
-    write_atomic(&path, &pretty(&doc))
+
+    fn save(&self, dir: &Path) -> Result<(), HookError> {
+        let path = installed_path(dir);
+        if self.files.is_empty() && self.hooks.is_empty() {
+            return match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(HookError::io(&path, &e)),
+                _ => Ok(()),
+            };
+        }
+        let mut doc =
+            json!({"schema_version": "cairn.installed-hooks/v1", "created_files": self.files});
+        if !self.hooks.is_empty()
+            && let Some(object) = doc.as_object_mut()
+        {
+            object.insert(
+                "created_hooks".to_owned(),
+                Value::Object(self.hooks.clone()),
+            );
+        }
+        write_atomic(&path, &pretty(&doc))
+    }
 }
 
 /// Checks that `host`'s settings file in `dir`, if any, can be merged (strict JSON of the
@@ -447,7 +540,7 @@ fn plan_install(
 ) -> Result<(Option<String>, Vec<String>, bool, String), HookError> {
     let path = settings_path(host, dir);
     let command = command(host, dir);
-    let existing = read_settings(&path)?;
+    let existing = read_settings(host, &path)?;
     let created = existing.is_none();
     let mut expected = existing
         .as_ref()
@@ -456,7 +549,7 @@ fn plan_install(
     if events.is_empty() {
         return Ok((None, events, created, command));
     }
-    let text = edited(existing.as_ref(), &path, &expected, |root| {
+    let text = edited(host, existing.as_ref(), &path, &expected, |root| {
         merge_text(root, host, dir)
     })?;
     Ok((Some(text), events, created, command))
@@ -469,14 +562,20 @@ fn plan_install(
 /// shape, or that cannot be edited in place (it is left untouched); [`HookError::Io`].
 pub fn install(host: Host, dir: &Path) -> Result<Change, HookError> {
     let path = settings_path(host, dir);
+    let had_hooks = read_settings(host, &path)?.is_some_and(|s| s.value.get("hooks").is_some());
     let (text, events, created, command) = plan_install(host, dir)?;
     if let Some(text) = text {
         write_atomic(&path, text.as_bytes())?;
     }
-    if created {
-        let mut record = created_files(dir);
-        record.insert(host.as_str().to_owned(), Value::Bool(true));
-        save_created_files(dir, record)?;
+    if created || !had_hooks {
+        let mut record = Created::read(dir);
+        let entry = if created {
+            &mut record.files
+        } else {
+            &mut record.hooks
+        };
+        entry.insert(host.as_str().to_owned(), Value::Bool(true));
+        record.save(dir)?;
     }
     Ok(Change {
         host,
@@ -495,7 +594,7 @@ pub fn install(host: Host, dir: &Path) -> Result<Change, HookError> {
 pub fn uninstall(host: Host, dir: &Path) -> Result<Change, HookError> {
     let path = settings_path(host, dir);
     let command = command(host, dir);
-    let Some(settings) = read_settings(&path)? else {
+    let Some(settings) = read_settings(host, &path)? else {
         return Ok(Change {
             host,
             path,
@@ -504,11 +603,11 @@ pub fn uninstall(host: Host, dir: &Path) -> Result<Change, HookError> {
             file_created_or_removed: false,
         });
     };
-    let had_hooks = settings.value.get("hooks").is_some();
+    let mut record = Created::read(dir);
+    let we_created = record.files.remove(host.as_str()).is_some();
+    let drop_hooks = record.hooks.remove(host.as_str()).is_some() || we_created;
     let mut expected = settings.value.clone();
-    let events = unmerge(&mut expected, host, &path)?;
-    let mut record = created_files(dir);
-    let we_created = record.remove(host.as_str()).is_some();
+    let events = unmerge(&mut expected, host, &path, drop_hooks)?;
     let empty = expected.as_object().is_some_and(Map::is_empty);
     let removed_file = we_created && empty;
     if removed_file {
@@ -518,12 +617,12 @@ pub fn uninstall(host: Host, dir: &Path) -> Result<Change, HookError> {
             let _ = std::fs::remove_dir(parent);
         }
     } else if !events.is_empty() {
-        let text = edited(Some(&settings), &path, &expected, |root| {
-            unmerge_text(root, host, had_hooks)
+        let text = edited(host, Some(&settings), &path, &expected, |root| {
+            unmerge_text(root, host, drop_hooks)
         })?;
         write_atomic(&path, text.as_bytes())?;
     }
-    save_created_files(dir, record)?;
+    record.save(dir)?;
     Ok(Change {
         host,
         path,
@@ -557,7 +656,7 @@ mod tests {
         );
         assert_eq!(settings, once);
         assert_eq!(settings["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
-        let removed = unmerge(&mut settings, Host::ClaudeCode, path).unwrap();
+        let removed = unmerge(&mut settings, Host::ClaudeCode, path, true).unwrap();
         assert_eq!(removed.len(), events(Host::ClaudeCode).len());
         assert_eq!(
             settings,

@@ -12,9 +12,10 @@ use super::{Settings, events, is_cairn_handler, our_handler, owned_fields, shape
 use crate::error::HookError;
 use crate::host::Host;
 
-fn strict_options() -> ParseOptions {
+/// Strict JSON, with comments where `host`'s settings may hold them.
+fn options(host: Host) -> ParseOptions {
     ParseOptions {
-        allow_comments: false,
+        allow_comments: super::allows_comments(host),
         allow_loose_object_property_names: false,
         allow_trailing_commas: false,
         allow_missing_commas: false,
@@ -128,7 +129,7 @@ pub(super) fn merge_text(root: &CstRootNode, host: Host, dir: &Path) -> Option<(
 }
 
 /// Applies the uninstall to the file's syntax tree, as [`unmerge`] does to its value.
-pub(super) fn unmerge_text(root: &CstRootNode, host: Host, had_hooks: bool) -> Option<()> {
+pub(super) fn unmerge_text(root: &CstRootNode, host: Host, drop_hooks: bool) -> Option<()> {
     let top = root.object_value()?;
     let Some(hooks) = top.object_value("hooks") else {
         return Some(());
@@ -165,7 +166,8 @@ pub(super) fn unmerge_text(root: &CstRootNode, host: Host, had_hooks: bool) -> O
         }
     }
     if hooks.properties().is_empty()
-        && (removed_any || !had_hooks)
+        && removed_any
+        && drop_hooks
         && let Some(prop) = top.get("hooks")
     {
         prop.remove();
@@ -173,20 +175,63 @@ pub(super) fn unmerge_text(root: &CstRootNode, host: Host, had_hooks: bool) -> O
     Some(())
 }
 
+/// What `text`, a settings file of `host`, means: strict JSON once its comments (where the
+/// host allows them) are blanked out, so that a duplicate key or a bad escape is still refused.
+/// A file of nothing but white space (and comments, where allowed) means no settings.
+pub(super) fn meaning(
+    host: Host,
+    text: &str,
+) -> Result<Value, cairn_core::strict_json::StrictJsonError> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    if !super::allows_comments(host) || !(text.contains("//") || text.contains("/*")) {
+        return cairn_core::strict_json::parse_str(text);
+    }
+    let collect = jsonc_parser::CollectOptions {
+        comments: jsonc_parser::CommentCollectionStrategy::Separate,
+        tokens: false,
+    };
+    let Ok(parsed) = jsonc_parser::parse_to_ast(text, &collect, &options(host)) else {
+        return cairn_core::strict_json::parse_str(text);
+    };
+    let mut bytes = text.as_bytes().to_vec();
+    for comment in parsed
+        .comments
+        .iter()
+        .flat_map(|map| map.values())
+        .flat_map(|list| list.iter())
+    {
+        let range = jsonc_parser::common::Ranged::range(comment);
+        for byte in bytes.get_mut(range.start..range.end).into_iter().flatten() {
+            if *byte != b'\n' {
+                *byte = b' ';
+            }
+        }
+    }
+    // Every byte of a comment was blanked whole, so the text is still UTF-8.
+    let blanked = String::from_utf8_lossy(&bytes);
+    if blanked.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    cairn_core::strict_json::parse_str(&blanked)
+}
+
 /// The new text of `settings` after `edit` on its syntax tree, checked to mean exactly
 /// `expected`; an edit that would mean anything else is refused, never written.
 pub(super) fn edited(
+    host: Host,
     settings: Option<&Settings>,
     path: &Path,
     expected: &Value,
     edit: impl FnOnce(&CstRootNode) -> Option<()>,
 ) -> Result<String, HookError> {
     let text = settings.map_or("{}\n", |s| s.text.as_str());
-    let root = CstRootNode::parse(text, &strict_options())
+    let root = CstRootNode::parse(text, &options(host))
         .map_err(|e| shape_error(path, format!("not strict JSON: {e}")))?;
     edit(&root).ok_or_else(|| shape_error(path, "its `hooks` do not have the hosts' shape"))?;
     let out = root.to_string();
-    let means = cairn_core::strict_json::parse_str(&out).ok();
+    let means = meaning(host, &out).ok();
     if means.as_ref() != Some(expected) {
         return Err(shape_error(
             path,

@@ -341,9 +341,7 @@ async fn approval_page(
             Ok(view) => Some(view),
             // A request whose step is not (yet) in the store shows without it; any other
             // failure is the page's.
-            Err(error) if error.code() == crate::error::ServerCode::RECORD_NOT_FOUND.name() => {
-                None
-            }
+            Err(error) if error.code() == crate::error::ServerCode::RECORD_NOT_FOUND.name() => None,
             Err(error) => return Err(error),
         };
         let from = request.step.saturating_sub(pages::HISTORY_BEFORE_REQUEST);

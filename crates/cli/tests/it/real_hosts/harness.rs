@@ -28,6 +28,8 @@ pub enum Host {
     ClaudeCode,
     /// `@openai/codex`.
     Codex,
+    /// `@google/gemini-cli`.
+    GeminiCli,
 }
 
 impl Host {
@@ -36,6 +38,7 @@ impl Host {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
+            Self::GeminiCli => "gemini-cli",
         }
     }
 }
@@ -45,6 +48,7 @@ impl Host {
 pub struct Installed {
     claude: PathBuf,
     codex: PathBuf,
+    gemini: PathBuf,
     node: PathBuf,
     harness: PathBuf,
 }
@@ -67,12 +71,17 @@ pub fn installed() -> Result<Installed, String> {
     let node = which("node").ok_or("no `node` on PATH")?;
     let claude = modules.join("@anthropic-ai/claude-code-linux-x64/claude");
     let codex = modules.join("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
+    let gemini = modules.join("@google/gemini-cli/bundle/gemini.js");
     // Name every missing host: the skip line of a Codex test must not speak of Claude Code only.
-    let missing: Vec<String> = [("Claude Code", &claude), ("Codex", &codex)]
-        .into_iter()
-        .filter(|(_, path)| !path.is_file())
-        .map(|(what, path)| format!("{what} is not installed at {}", path.display()))
-        .collect();
+    let missing: Vec<String> = [
+        ("Claude Code", &claude),
+        ("Codex", &codex),
+        ("Gemini CLI", &gemini),
+    ]
+    .into_iter()
+    .filter(|(_, path)| !path.is_file())
+    .map(|(what, path)| format!("{what} is not installed at {}", path.display()))
+    .collect();
     if !missing.is_empty() {
         return Err(format!(
             "{} (run `npm ci --prefix tests/hosts`)",
@@ -82,6 +91,7 @@ pub fn installed() -> Result<Installed, String> {
     Ok(Installed {
         claude,
         codex,
+        gemini,
         node,
         harness: harness_dir(),
     })
@@ -238,6 +248,19 @@ trust_level = "trusted"
             );
             std::fs::write(codex_home.join("config.toml"), config).unwrap();
         }
+        if host == Host::GeminiCli {
+            // The API-key login (the key and the base URL come with each invocation); no
+            // telemetry, update check or usage statistics.
+            let gemini_home = run.home.join(".gemini");
+            std::fs::create_dir_all(&gemini_home).unwrap();
+            let settings = serde_json::json!({
+                "security": {"auth": {"selectedType": "gemini-api-key"}},
+                "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+                "privacy": {"usageStatisticsEnabled": false},
+                "telemetry": {"enabled": false},
+            });
+            std::fs::write(gemini_home.join("settings.json"), settings.to_string()).unwrap();
+        }
         run
     }
 
@@ -284,6 +307,17 @@ trust_level = "trusted"
                 command
                     .env("CODEX_HOME", self.home.join(".codex"))
                     .env("OPENAI_API_KEY", "sk-fake-key-for-tests");
+            }
+            Host::GeminiCli => {
+                // The project's settings (and so its hooks) are read only in a trusted folder;
+                // `--skip-trust` would run the session without them.
+                command
+                    .env("GEMINI_API_KEY", "fake-key-for-tests")
+                    .env(
+                        "GOOGLE_GEMINI_BASE_URL",
+                        format!("http://127.0.0.1:{}", self.port),
+                    )
+                    .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
             }
         }
         command
@@ -352,6 +386,22 @@ trust_level = "trusted"
                 ]);
                 command
             }
+            Host::GeminiCli => {
+                let mut command = self.command(&self.installed.node);
+                command.arg(&self.installed.gemini);
+                command.args(["-p", prompt, "--yolo", "-m", "gemini-2.5-flash"]);
+                command.args(["--output-format", "json"]);
+                let session = self
+                    .session
+                    .get_or_insert_with(|| uuid_like(&self.project))
+                    .clone();
+                if resume {
+                    command.args(["--resume", "latest"]);
+                } else {
+                    command.args(["--session-id", &session]);
+                }
+                command
+            }
         };
         command.spawn().unwrap()
     }
@@ -397,6 +447,7 @@ trust_level = "trusted"
         let base = match self.host {
             Host::ClaudeCode => format!("cc-{session}"),
             Host::Codex => format!("codex-{session}"),
+            Host::GeminiCli => format!("gemini-{session}"),
         };
         match &self.service {
             Some((_, _, prefix)) => format!("{prefix}.{base}"),
