@@ -185,7 +185,17 @@ impl Answer {
                 );
             }
         }
-        if answer.exit == 0 || answer.stdout.is_some() {
+        // A refusal says so in JSON too (with its reason: Gemini CLI blocks on exit 2 only
+        // when it has a reason to show).
+        if answer.denies && !out.contains_key("decision") {
+            out.insert("decision".to_owned(), json!("deny"));
+            let reason = answer
+                .stderr
+                .clone()
+                .unwrap_or_else(|| "Cairn refused this call".to_owned());
+            out.insert("reason".to_owned(), json!(reason));
+        }
+        if answer.exit == 0 || answer.stdout.is_some() || answer.denies {
             answer.stdout = Some(serde_json::Value::Object(out).to_string());
         }
         answer
@@ -260,6 +270,11 @@ mod tests {
             Answer::silent().for_host(Host::GeminiCli).stdout.as_deref(),
             Some("{}")
         );
+        // A refusal made without JSON (a failure) carries its reason in Gemini CLI's JSON too.
+        let failed = Answer::fail_closed("store locked").for_host(Host::GeminiCli);
+        let value: serde_json::Value = serde_json::from_str(&failed.stdout.unwrap()).unwrap();
+        assert_eq!(value, json!({"decision": "deny", "reason": "store locked"}));
+        assert_eq!(failed.exit, EXIT_BLOCK);
         // Every other host reads the answer as built.
         assert_eq!(Answer::note("x").for_host(Host::Codex), Answer::note("x"));
     }

@@ -224,12 +224,18 @@ impl Session<'_> {
     /// before it), then the envelope with the summary bound — and the rehydration and the
     /// authoritative context follow at the next events (the context goes with the next
     /// `AfterTool` or `BeforeAgent`, the events whose answer the model reads). Never blocks.
-    pub(crate) fn model_request(&mut self, summary: Option<&str>) -> Result<Answer, HookError> {
-        let Some(summary) = summary else {
+    pub(crate) fn model_request(
+        &mut self,
+        summary: Option<&(String, usize)>,
+    ) -> Result<Answer, HookError> {
+        let Some((summary, after)) = summary else {
             return Ok(Answer::silent());
         };
         let digest = cairn_runtime::continuity::summary_sha256(summary);
-        if self.state.seen_summary == Some(digest) {
+        let after = u64::try_from(*after).unwrap_or(u64::MAX);
+        let seen = self.state.seen_summary;
+        self.state.seen_summary = Some((digest, after));
+        if seen.is_some_and(|(known, before)| known == digest && after >= before) {
             return Ok(Answer::silent());
         }
         let trigger = self
@@ -239,7 +245,6 @@ impl Session<'_> {
             .unwrap_or_else(|| "auto".to_owned());
         let answer = self.pre_compact(&trigger)?;
         self.post_compact(&trigger, Some(summary))?;
-        self.state.seen_summary = Some(digest);
         Ok(answer)
     }
 

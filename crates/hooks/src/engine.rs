@@ -309,7 +309,7 @@ impl<'a> Session<'a> {
                 Ok(self.compaction_may_follow(trigger))
             }
             Event::PreCompact { trigger } => self.pre_compact(trigger),
-            Event::ModelRequest { summary } => self.model_request(summary.as_deref()),
+            Event::ModelRequest { summary } => self.model_request(summary.as_ref()),
             Event::PostCompact { trigger, summary } => {
                 self.post_compact(trigger, summary.as_deref())
             }

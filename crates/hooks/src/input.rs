@@ -212,8 +212,9 @@ pub enum Event {
     },
     /// The host is about to ask its model (Gemini CLI's `BeforeModel`).
     ModelRequest {
-        /// The summary of the latest compaction the history starts from, if it does.
-        summary: Option<String>,
+        /// The summary of the latest compaction the history starts from, if it does, and how
+        /// many messages the history holds after it.
+        summary: Option<(String, usize)>,
     },
     /// An event Cairn knows and does not act on.
     Ignored(String),
@@ -479,8 +480,9 @@ pub fn call_id(tool: &str, input: &str) -> String {
 
 /// The summary the history of a Gemini CLI model request starts from, if a compaction made
 /// it: the user turn just before the model's fixed acknowledgement, without the session
-/// context the host puts in front of it.
-fn gemini_summary(map: &RawMap, event: Option<&str>) -> Result<Option<String>, HookError> {
+/// context the host puts in front of it; and how many messages follow the acknowledgement
+/// (a history only grows between compactions).
+fn gemini_summary(map: &RawMap, event: Option<&str>) -> Result<Option<(String, usize)>, HookError> {
     #[derive(serde::Deserialize)]
     struct Message {
         role: Option<String>,
@@ -514,7 +516,12 @@ fn gemini_summary(map: &RawMap, event: Option<&str>) -> Result<Option<String>, H
             .to_owned(),
         None => before,
     };
-    Ok(Some(summary.trim().to_owned()).filter(|s| !s.is_empty()))
+    let after = messages
+        .len()
+        .saturating_sub(ack.map_or(0, |at| at.saturating_add(1)));
+    Ok(Some(summary.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .map(|s| (s, after)))
 }
 
 fn tool_use(map: &RawMap, event: &str, input_required: bool) -> Result<ToolUse, HookError> {
@@ -778,8 +785,8 @@ mod tests {
             r#"[{"role":"user","content":"<session_context>cwd</session_context><state_snapshot>S</state_snapshot>"},{"role":"model","content":"Got it. Thanks for the additional context!"},{"role":"user","content":"go on"}]"#,
         );
         assert_eq!(
-            summary(&compacted).as_deref(),
-            Some("<state_snapshot>S</state_snapshot>")
+            summary(&compacted),
+            Some(("<state_snapshot>S</state_snapshot>".to_owned(), 1))
         );
         let plain = request(
             r#"[{"role":"user","content":"<session_context>cwd</session_context>"},{"role":"model","content":"done"},{"role":"user","content":"go on"}]"#,

@@ -212,9 +212,11 @@ pub struct SessionState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compress_trigger: Option<String>,
     /// The digest of the latest compaction summary seen at the head of the model's history
-    /// (Gemini CLI), so that one compaction is recorded once.
+    /// (Gemini CLI), and how many messages followed it then, so that one compaction is
+    /// recorded once and the next one — even with the same summary — is seen by the history
+    /// growing shorter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seen_summary: Option<Digest>,
+    pub seen_summary: Option<(Digest, u64)>,
 }
 
 impl SessionState {

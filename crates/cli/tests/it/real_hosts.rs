@@ -2,7 +2,7 @@
 //! through the hooks `cairn hooks install` writes (issue 16).
 //!
 //! Each file of `tests/hosts/scenarios/` is one scenario, played in each host it names
-//! (`"hosts"`, both by default) in a fresh project:
+//! (`"hosts"`; Claude Code and Codex by default, Gemini CLI when named) in a fresh project:
 //!
 //! - `"cairn"` — files put into `.cairn/` after `cairn hooks install` scaffolded it (a JSON
 //!   value is written as JSON, a string as it is); `"project"` — files put into the project
@@ -10,8 +10,11 @@
 //! - `"model"` — the fake model server's script (`tests/hosts/fake-model.mjs` says its form;
 //!   `${PROJECT}` is replaced in it, and `${LONE_SURROGATE}` by the escape `\ud800`, which the
 //!   model then sends as JavaScript reads it);
-//! - `"steps"`, in order, each optionally `"only": "claude-code"|"codex"`:
-//!   - `{"host": {"prompt": "…", "resume": bool, "kill": {"signal": "TERM", "when": "file"},
+//! - `"host_settings"` — `{"gemini-cli": {…}}`: settings merged into that host's user
+//!   settings for the play (Gemini CLI's shell inactivity timeout, say);
+//! - `"steps"`, in order, each optionally `"only": "claude-code"|"codex"|"gemini-cli"` (or a
+//!   list of them):
+//!   - `{"host": {"prompt": "…", "resume": bool or [host, …], "kill": {"signal": "TERM", "when": "file"},
 //!     "approve": {"count": N, "expires_in": "15m", "uses": 1, "by": "console"}}, "exit": N}`
 //!     runs the host (resuming its session), optionally sending it a signal once `file` exists
 //!     in the project, and optionally approving, as a person in another terminal would
@@ -152,11 +155,9 @@ impl Play<'_> {
     }
 
     fn step(&mut self, index: usize, step: &Value) {
-        if step
-            .get("only")
-            .and_then(Value::as_str)
-            .is_some_and(|only| only != self.run.host.name())
-        {
+        // `"only"`: one host's name, or a list of them.
+        let only = strings(step.get("only"));
+        if !only.is_empty() && !only.iter().any(|h| h == self.run.host.name()) {
             return;
         }
         let step = self.substituted(step);
@@ -173,7 +174,14 @@ impl Play<'_> {
         if let Some(host) = step.get("host") {
             self.mark = self.server.requests().len();
             let prompt = host["prompt"].as_str().unwrap();
-            let resume = host.get("resume").and_then(Value::as_bool).unwrap_or(false);
+            // `"resume"`: true, or the hosts that resume (a host whose compaction needs an
+            // earlier turn in the session, Gemini CLI, plays a turn more).
+            let resume = match host.get("resume") {
+                Some(Value::Array(_)) => strings(host.get("resume"))
+                    .iter()
+                    .any(|h| h == self.run.host.name()),
+                other => other.and_then(Value::as_bool).unwrap_or(false),
+            };
             let child = self.run.spawn(prompt, resume);
             let approver = host.get("approve").map(|approve| self.approver(approve));
             if let Some(kill) = host.get("kill") {
@@ -188,7 +196,7 @@ impl Play<'_> {
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 self.run.await_transcript();
-                harness::signal(&child, kill["signal"].as_str().unwrap());
+                harness::signal(self.run.host, &child, kill["signal"].as_str().unwrap());
             }
             let out = self.run.finish(child);
             if let Some((done, thread)) = approver {
@@ -686,6 +694,9 @@ fn play_in(
         .replace("${LONE_SURROGATE}", "\\ud800");
     let server = ModelServer::start_text(installed, &script, &root);
     let run = HostRun::new(host, installed, &root, &project, server.port);
+    if let Some(settings) = scenario["host_settings"].get(host.name()) {
+        run.merge_user_settings(settings);
+    }
     let mut play = Play {
         name,
         scenario,
@@ -762,6 +773,7 @@ fn play_all(host: Host) {
             let known = [
                 "about",
                 "hosts",
+                "host_settings",
                 "cairn",
                 "project",
                 "model",

@@ -15,8 +15,9 @@
 //! Codex runs a handler's `command` with a shell: `exec cairn-hook codex --project 'DIR'`.
 //! So does Gemini CLI (its `timeout` is in milliseconds), which has no setting that refuses a
 //! call whose hook failed: its `BeforeTool` handler is `cairn-hook gemini-cli --project 'DIR'
-//! || exit 2`, so that a `cairn-hook` that cannot start still blocks the call (exit 2); a hook
-//! it kills at its timeout still lets the call through. Gemini CLI's settings may hold
+//! || { echo … >&2; exit 2; }`, so that a `cairn-hook` that cannot start, or fails without an
+//! answer, still blocks the call (Gemini CLI blocks on exit 2 only with a reason on stderr); a
+//! hook it kills at its timeout still lets the call through. Gemini CLI's settings may hold
 //! comments: they are kept as they are.
 //!
 //! The handler names its project (see [`owned_fields`]), so that a session is gated and
@@ -172,7 +173,7 @@ pub fn owned_fields(host: Host, dir: &Path, event: &str) -> Map<String, Value> {
             fields.insert(
                 "command".to_owned(),
                 json!(if event == "BeforeTool" {
-                    format!("{run} || exit 2")
+                    format!("{run} || {{ {GEMINI_CANNOT_RUN}; exit 2; }}")
                 } else {
                     format!("exec {run}")
                 }),
@@ -202,6 +203,12 @@ pub fn command(host: Host, dir: &Path) -> String {
 fn shell_quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
+
+/// What Gemini CLI's `BeforeTool` command says when `cairn-hook` fails without an answer:
+/// Gemini CLI blocks on exit 2 only when there is a reason to show (exit 2 alone, or exit 1,
+/// lets the call run).
+const GEMINI_CANNOT_RUN: &str =
+    "echo 'cairn-hook could not run, so Cairn refuses this call (run `cairn doctor`)' >&2";
 
 /// The program the installed hooks run: the thin client of the resident server, which
 /// hands every call it does not answer itself to `cairn hook` (see the `cairn-hook` binary).

@@ -264,6 +264,22 @@ trust_level = "trusted"
         run
     }
 
+    /// Merges `settings` into the host's user settings (Gemini CLI's `settings.json`).
+    pub fn merge_user_settings(&self, settings: &Value) {
+        assert_eq!(
+            self.host,
+            Host::GeminiCli,
+            "user settings are Gemini CLI's only"
+        );
+        let path = self.home.join(".gemini/settings.json");
+        let mut user: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for (key, value) in settings.as_object().unwrap() {
+            user[key] = value.clone();
+        }
+        std::fs::write(&path, user.to_string()).unwrap();
+    }
+
     /// The environment every invocation of the host gets.
     fn command(&self, program: &Path) -> Command {
         let mut command = Command::new(program);
@@ -400,6 +416,9 @@ trust_level = "trusted"
                 } else {
                     command.args(["--session-id", &session]);
                 }
+                // Gemini CLI runs again as a child of its first process, which does not pass a
+                // signal on: its own process group is signalled, as a terminal does.
+                std::os::unix::process::CommandExt::process_group(&mut command, 0);
                 command
             }
         };
@@ -475,11 +494,18 @@ fn uuid_like(project: &Path) -> String {
     )
 }
 
-/// Sends `signal` (`TERM`, `KILL`, `INT`) to `child`.
-pub fn signal(child: &Child, signal: &str) {
+/// Sends `signal` (`TERM`, `KILL`, `INT`) to `child` of `host` (to its process group, for a
+/// host started in one of its own).
+pub fn signal(host: Host, child: &Child, signal: &str) {
+    let target = if host == Host::GeminiCli {
+        format!("-{}", child.id())
+    } else {
+        child.id().to_string()
+    };
     let status = Command::new("kill")
         .arg(format!("-{signal}"))
-        .arg(child.id().to_string())
+        .arg("--")
+        .arg(target)
         .status()
         .unwrap();
     assert!(status.success(), "kill -{signal} failed");
