@@ -4,7 +4,7 @@
 # tests/hosts), driven by fake-model.mjs on loopback with SCRIPT, every hook event answered by
 # a hook that only appends its stdin, one JSON line each, to OUT/capture.jsonl.
 #
-# usage: tests/hosts/capture.sh claude-code|codex|gemini-cli SCRIPT.json OUT "PROMPT" [host arguments]
+# usage: tests/hosts/capture.sh claude-code|codex|gemini-cli|copilot-cli SCRIPT.json OUT "PROMPT" [host arguments]
 # (Gemini CLI: CAPTURE_GEMINI_SETTINGS, a JSON object, is merged into its user settings.)
 #
 # Nothing leaves the machine: the host's model is the fake server, its home is OUT/home.
@@ -106,6 +106,24 @@ PY
       -p "$prompt" --yolo -m gemini-2.5-flash --output-format json "$@" \
       < /dev/null > "$out/host.out" 2> "$out/host.err" || true
     ;;
-  *) echo "usage: $0 claude-code|codex|gemini-cli SCRIPT.json OUT PROMPT [host arguments]" >&2; exit 2 ;;
+  copilot-cli)
+    # Copilot CLI runs Claude Code's hook format from .github/hooks/*.json.
+    mkdir -p "$out/project/.github/hooks"
+    python3 - "$out/project/.github/hooks/capture.json" "$hook" <<'PY'
+import json, sys
+events = ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure",
+          "PreCompact", "Stop", "SubagentStop", "SessionEnd"]
+group = lambda: [{"hooks": [{"type": "command", "command": sys.argv[2], "timeout": 30}]}]
+json.dump({"hooks": {event: group() for event in events}}, open(sys.argv[1], "w"))
+PY
+    cd "$out/project"
+    env -i PATH="$PATH" HOME="$out/home" LANG=C.UTF-8 TERM=dumb NO_COLOR=1 \
+      COPILOT_PROVIDER_BASE_URL="http://127.0.0.1:$port/v1" COPILOT_PROVIDER_WIRE_API=responses \
+      COPILOT_MODEL=gpt-5 COPILOT_OFFLINE=true COPILOT_AUTO_UPDATE=false COPILOT_ALLOW_ALL=true \
+      timeout 180 "$harness/node_modules/@github/copilot-linux-x64/copilot" \
+      -p "$prompt" --disable-client-telemetry "$@" \
+      < /dev/null > "$out/host.out" 2> "$out/host.err" || true
+    ;;
+  *) echo "usage: $0 claude-code|codex|gemini-cli|copilot-cli SCRIPT.json OUT PROMPT [host arguments]" >&2; exit 2 ;;
 esac
 echo "captured $(grep -c . "$log" || true) events in $log"

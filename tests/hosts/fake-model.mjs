@@ -2,7 +2,8 @@
 // A scripted model server for driving the real Claude Code, Codex and Gemini CLI in tests.
 //
 // It speaks just enough of the Anthropic Messages API (POST /v1/messages, streamed as SSE),
-// of the OpenAI Responses API (POST /v1/responses, streamed as SSE) and of the Gemini API
+// of the OpenAI Responses API (POST /v1/responses, streamed as SSE; Codex, and GitHub Copilot
+// CLI with COPILOT_PROVIDER_WIRE_API=responses) and of the Gemini API
 // (POST /v1beta/models/M:streamGenerateContent?alt=sse and :generateContent) to play a script:
 // each request of the host's main conversation gets the script's next step (one or more
 // tool calls, or a closing text); a summarisation (compaction) request gets a summary; any
@@ -140,6 +141,13 @@ function stepFor(host, body) {
   return id ? JSON.parse(JSON.stringify(step).replaceAll('${AGENT_ID}', id)) : step;
 }
 
+// Whether a Responses request comes from GitHub Copilot CLI (its tools: `bash`, `view`,
+// `create`, `edit`) rather than Codex.
+function isCopilot(body) {
+  const names = new Set((body.tools ?? []).map((tool) => tool.name ?? tool.function?.name));
+  return names.has('bash') && names.has('view') && names.has('create');
+}
+
 // Whether a step or call is for `host` (`"host"`: one name or a list; none: every host).
 function playsIn(item, host) {
   return !item.host || [].concat(item.host).includes(host);
@@ -204,6 +212,13 @@ function anthropicReply(res, body, step) {
 
 function codexCall(call, tools) {
   const names = new Set((tools ?? []).map((tool) => tool.name ?? tool.function?.name));
+  if (call.shell !== undefined && names.has('bash') && !names.has('exec_command')) {
+    // GitHub Copilot CLI's shell tool.
+    const input = { command: call.shell, description: 'scripted command' };
+    if (call.timeout_ms !== undefined) input.initial_wait = Math.max(1, Math.round(call.timeout_ms / 1000));
+    if (call.background) input.mode = 'async';
+    return { name: 'bash', input };
+  }
   if (call.shell !== undefined) {
     if (names.has('exec_command')) {
       const input = { cmd: call.shell };
@@ -324,7 +339,9 @@ const server = http.createServer((req, res) => {
       kind = isSummaryRequest(body) ? 'summary' : isMainRequest(body) ? 'main' : 'side';
     }
     let step = null;
-    const host = { anthropic: 'claude-code', responses: 'codex', gemini: 'gemini-cli' }[api];
+    const host = api === 'responses' && isCopilot(body)
+      ? 'copilot-cli'
+      : { anthropic: 'claude-code', responses: 'codex', gemini: 'gemini-cli' }[api];
     if (kind === 'main') step = stepFor(host, body);
     if (kind === 'summary') step = { text: summaryText };
     if (kind === 'side') step = { text: 'ok' };

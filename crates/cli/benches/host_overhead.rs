@@ -1,6 +1,8 @@
-//! What Cairn adds to a tool call inside the real Claude Code (issue 16): sessions of one
-//! `claude -p` each, driven by the scripted model server (`tests/hosts/fake-model.mjs`), whose
-//! model makes `CALLS` quick `Bash` calls and then answers. Each configuration is timed as a
+//! What Cairn adds to a tool call inside the real Claude Code (issue 16), Gemini CLI or Copilot
+//! CLI (issue 39; `CAIRN_BENCH_HOST=gemini-cli|copilot-cli`): sessions of one `claude -p`
+//! (`gemini -p`, `copilot -p`) each, driven
+//! by the scripted model server (`tests/hosts/fake-model.mjs`), whose model makes `CALLS`
+//! quick shell calls and then answers. Each configuration is timed as a
 //! whole session, interleaved round by round so that all see the same machine noise:
 //!
 //! - no hooks at all (the baseline);
@@ -8,7 +10,8 @@
 //!   running a hook command, the floor any hook pays (the target's baseline, as the issue
 //!   defines it: a command line the host runs with its shell);
 //! - the same no-op in the exec form Cairn installs (`/bin/true` started by the host itself,
-//!   no shell): the floor of a hook that starts no shell;
+//!   no shell): the floor of a hook that starts no shell (Claude Code only: Gemini CLI runs
+//!   every hook with a shell);
 //! - Cairn as `cairn hooks install --claude-code` writes it (the resident server starts by
 //!   itself at the session's first call);
 //! - Cairn with a resident server already running (`cairn hooks serve`);
@@ -27,6 +30,7 @@
 //! rounds steady the figure.
 //!
 //! Run: `cargo bench -p cairn-cli --bench host_overhead` (needs `npm ci --prefix tests/hosts`;
+//! `CAIRN_BENCH_HOST` the host, `claude-code`, `gemini-cli` or `copilot-cli`;
 //! `CAIRN_BENCH_ROUNDS` sets the rounds, 5 by default; `CAIRN_BENCH_HOST_CALLS` the calls per
 //! session, 20 by default; `CAIRN_BENCH_CONFIGS`, a comma list of `noop-exec`, `serving`,
 //! `no-server` and `service`, the configurations measured beside the baseline, the no-op hook
@@ -91,9 +95,13 @@ impl Config {
         }
     }
 
-    /// Whether this run measures it: the baseline, the no-op hook and the default install
-    /// always (the target is theirs); the others unless `CAIRN_BENCH_CONFIGS` leaves them out.
-    fn wanted(self) -> bool {
+    /// Whether this run measures it in `host`: the baseline, the no-op hook and the default
+    /// install always (the target is theirs); the others unless `CAIRN_BENCH_CONFIGS` leaves
+    /// them out (the exec form is Claude Code's only).
+    fn wanted(self, host: Host) -> bool {
+        if self == Self::NoOpExec && host != Host::ClaudeCode {
+            return false;
+        }
         matches!(self, Self::NoHooks | Self::NoOp | Self::CairnDefault)
             || std::env::var("CAIRN_BENCH_CONFIGS").map_or(true, |list| {
                 list.split(',').any(|key| key.trim() == self.key())
@@ -133,8 +141,18 @@ fn cairn(project: &Path, args: &[&str]) {
     );
 }
 
-/// One session in `config`; returns its wall time.
-fn session(installed: &harness::Installed, config: Config, calls: usize) -> Duration {
+/// The hooks library's name of the harness's host.
+fn library_host(host: Host) -> cairn_hooks::Host {
+    match host {
+        Host::ClaudeCode => cairn_hooks::Host::ClaudeCode,
+        Host::Codex => cairn_hooks::Host::Codex,
+        Host::GeminiCli => cairn_hooks::Host::GeminiCli,
+        Host::CopilotCli => cairn_hooks::Host::CopilotCli,
+    }
+}
+
+/// One session of `host` in `config`; returns its wall time.
+fn session(installed: &harness::Installed, host: Host, config: Config, calls: usize) -> Duration {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let project = root.join("project");
@@ -148,29 +166,31 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
     match config {
         Config::NoHooks => {}
         Config::NoOp | Config::NoOpExec => {
+            // Gemini CLI's timeouts are in milliseconds.
+            let timeout = if host == Host::GeminiCli { 60_000 } else { 60 };
             let handler = if config == Config::NoOp {
-                json!({"type": "command", "command": "true", "timeout": 60})
+                json!({"type": "command", "command": "true", "timeout": timeout})
             } else {
-                json!({"type": "command", "command": "/bin/true", "args": [], "timeout": 60})
+                json!({"type": "command", "command": "/bin/true", "args": [], "timeout": timeout})
             };
-            // The events `cairn hooks install --claude-code` installs.
-            let events = cairn_hooks::install::events(cairn_hooks::Host::ClaudeCode);
+            // The events `cairn hooks install` installs for the host.
+            let events = cairn_hooks::install::events(library_host(host));
             let hooks: serde_json::Map<String, serde_json::Value> = events
                 .iter()
                 .map(|e| ((*e).to_owned(), json!([{"hooks": [handler.clone()]}])))
                 .collect();
-            std::fs::create_dir_all(project.join(".claude")).unwrap();
-            std::fs::write(
-                project.join(".claude/settings.json"),
-                json!({ "hooks": hooks }).to_string(),
-            )
-            .unwrap();
+            let settings = cairn_hooks::install::settings_path(library_host(host), &project);
+            std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+            std::fs::write(settings, json!({ "hooks": hooks }).to_string()).unwrap();
         }
         Config::CairnDefault
         | Config::CairnServing
         | Config::CairnNoServer
         | Config::CairnService => {
-            cairn(&project, &["hooks", "install", "--claude-code"]);
+            cairn(
+                &project,
+                &["hooks", "install", &format!("--{}", host.name())],
+            );
             if config == Config::CairnNoServer {
                 std::fs::write(
                     project.join(".cairn/hooks.json"),
@@ -200,7 +220,7 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
             }
         }
     }
-    let mut run = HostRun::new(Host::ClaudeCode, installed, &root, &project, server.port);
+    let mut run = HostRun::new(host, installed, &root, &project, server.port);
     if config == Config::CairnService {
         let data = project.join(".cairn");
         let made = Command::new(cairn_binary())
@@ -214,7 +234,9 @@ fn session(installed: &harness::Installed, config: Config, calls: usize) -> Dura
         let socket = root.join("cairn.sock");
         let ready = root.join("serve.ready");
         let child = Command::new(cairn_binary())
-            .args(["serve", "--data"])
+            // `--init`: the service's own key and store in its folder (a project keeps its own
+            // outside the working tree).
+            .args(["serve", "--init", "--data"])
             .arg(&data)
             .arg("--agents-root")
             .arg(&project)
@@ -288,10 +310,18 @@ fn main() {
     };
     let rounds = env("CAIRN_BENCH_ROUNDS", 5);
     let calls = env("CAIRN_BENCH_HOST_CALLS", 20);
-    let configs: Vec<Config> = Config::ALL.into_iter().filter(|c| c.wanted()).collect();
+    let host = match std::env::var("CAIRN_BENCH_HOST").as_deref() {
+        Ok("gemini-cli") => Host::GeminiCli,
+        Ok("copilot-cli") => Host::CopilotCli,
+        Ok("claude-code") | Err(_) => Host::ClaudeCode,
+        Ok(other) => {
+            panic!("CAIRN_BENCH_HOST: `{other}` is not claude-code, gemini-cli or copilot-cli")
+        }
+    };
+    let configs: Vec<Config> = Config::ALL.into_iter().filter(|c| c.wanted(host)).collect();
     // One untimed session per configuration first (page cache, the binaries).
     for config in &configs {
-        session(&installed, *config, 2);
+        session(&installed, host, *config, 2);
     }
     let mut times = vec![Vec::new(); configs.len()];
     // Each round starts one configuration further on, so that none always runs right after
@@ -299,7 +329,7 @@ fn main() {
     for round in 0..rounds {
         for offset in 0..configs.len() {
             let k = (round + offset) % configs.len();
-            times[k].push(session(&installed, configs[k], calls));
+            times[k].push(session(&installed, host, configs[k], calls));
         }
     }
     // What a configuration adds is taken round by round against the baseline session of the
@@ -318,7 +348,8 @@ fn main() {
     let added = |k: usize| added_ms[k];
     let medians: Vec<Duration> = times.iter_mut().map(|v| median(v)).collect();
     println!(
-        "Claude Code sessions of {calls} Bash calls each, {rounds} rounds interleaved; median session, and the median over rounds of each session's time over its round's baseline"
+        "{} sessions of {calls} shell calls each, {rounds} rounds interleaved; median session, and the median over rounds of each session's time over its round's baseline",
+        host.name()
     );
     println!(
         "| configuration | median session | added per tool call | ratio to the no-op hook's |"

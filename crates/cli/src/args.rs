@@ -934,6 +934,8 @@ pub enum HookHost {
     Codex,
     /// Gemini CLI.
     GeminiCli,
+    /// GitHub Copilot CLI.
+    CopilotCli,
 }
 
 impl HookHost {
@@ -943,6 +945,7 @@ impl HookHost {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
             Self::GeminiCli => "gemini-cli",
+            Self::CopilotCli => "copilot-cli",
         }
     }
 }
@@ -1001,7 +1004,7 @@ pub struct HooksServe {
 
 /// Which hosts and which project `cairn hooks` works on.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("host").required(true).multiple(true).args(["claude_code", "codex", "gemini_cli"])))]
+#[command(group(clap::ArgGroup::new("host").required(true).multiple(true).args(["claude_code", "codex", "gemini_cli", "copilot_cli"])))]
 pub struct HooksTarget {
     /// Claude Code: `.claude/settings.json`.
     #[arg(long)]
@@ -1012,6 +1015,9 @@ pub struct HooksTarget {
     /// Gemini CLI: `.gemini/settings.json`.
     #[arg(long)]
     pub gemini_cli: bool,
+    /// GitHub Copilot CLI: `.github/hooks/cairn.json`.
+    #[arg(long)]
+    pub copilot_cli: bool,
     /// The project folder (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,

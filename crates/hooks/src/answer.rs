@@ -25,7 +25,10 @@
 //! context of its `AfterTool`, `BeforeAgent` and `SessionStart` in
 //! `hookSpecificOutput.additionalContext`, and — unlike the others — reads stderr as its
 //! answer when stdout is empty, turning a note into an `allow`; so every exit-0 answer to it
-//! carries a JSON object on stdout (`{}`: no decision).
+//! carries a JSON object on stdout (`{}`: no decision). Copilot CLI reads Claude Code's form
+//! but the context at the top level (`additionalContext`); it refuses a call on any exit code
+//! but 0, yet shows the model a refusal's reason only for its JSON deny with exit 0 — so there,
+//! and only there, a refusal exits 0 with that JSON (exit 2 when stdout cannot be written).
 
 use serde_json::json;
 
@@ -151,9 +154,59 @@ impl Answer {
     /// This answer as `host` reads it (see the module documentation).
     #[must_use]
     pub fn for_host(&self, host: Host) -> Self {
-        if host != Host::GeminiCli {
-            return self.clone();
+        match host {
+            Host::GeminiCli => self.for_gemini_cli(),
+            Host::CopilotCli => self.for_copilot_cli(),
+            Host::ClaudeCode | Host::Codex => self.clone(),
         }
+    }
+
+    /// Copilot CLI reads the context for the model at the top level (`additionalContext`), and
+    /// shows the model a refusal's reason only when the refusal is its JSON deny with exit 0
+    /// (for exit 2 it says "hook exited with code 2"); it refuses a call on any other exit
+    /// code. So a refusal is written as that JSON with exit 0 — and [`crate::client::emit`]
+    /// exits 2 instead if stdout cannot be written.
+    fn for_copilot_cli(&self) -> Self {
+        let mut answer = self.clone();
+        let mut object = match answer
+            .stdout
+            .as_deref()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+        {
+            Some(serde_json::Value::Object(object)) => object,
+            _ => serde_json::Map::new(),
+        };
+        let context = object
+            .get("hookSpecificOutput")
+            .and_then(|specific| specific.get("additionalContext"))
+            .cloned();
+        if let Some(context) = context {
+            object.insert("additionalContext".to_owned(), context);
+        }
+        if answer.denies {
+            let reason = answer
+                .stderr
+                .clone()
+                .unwrap_or_else(|| "Cairn refused this call".to_owned());
+            object.insert("permissionDecision".to_owned(), json!("deny"));
+            object.insert("permissionDecisionReason".to_owned(), json!(reason));
+            object.insert(
+                "hookSpecificOutput".to_owned(),
+                json!({
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }),
+            );
+            answer.exit = 0;
+        }
+        if !object.is_empty() {
+            answer.stdout = Some(serde_json::Value::Object(object).to_string());
+        }
+        answer
+    }
+
+    fn for_gemini_cli(&self) -> Self {
         let mut answer = self.clone();
         let value = answer
             .stdout
@@ -275,6 +328,22 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&failed.stdout.unwrap()).unwrap();
         assert_eq!(value, json!({"decision": "deny", "reason": "store locked"}));
         assert_eq!(failed.exit, EXIT_BLOCK);
+        // Copilot CLI reads the context at the top level, and a refusal as its JSON deny.
+        let context = Answer::context("PostToolUse", "blocks: none").for_host(Host::CopilotCli);
+        let value: serde_json::Value = serde_json::from_str(&context.stdout.unwrap()).unwrap();
+        assert_eq!(value["additionalContext"], "blocks: none");
+        for refusal in [Answer::deny("rule r"), Answer::fail_closed("rule r")] {
+            let copilot = refusal.for_host(Host::CopilotCli);
+            assert!(copilot.denies);
+            assert_eq!(copilot.exit, 0);
+            let value: serde_json::Value =
+                serde_json::from_str(copilot.stdout.as_deref().unwrap()).unwrap();
+            assert_eq!(value["permissionDecision"], "deny");
+            assert_eq!(
+                value["hookSpecificOutput"]["permissionDecisionReason"],
+                "rule r"
+            );
+        }
         // Every other host reads the answer as built.
         assert_eq!(Answer::note("x").for_host(Host::Codex), Answer::note("x"));
     }

@@ -248,6 +248,16 @@ impl Session<'_> {
         Ok(answer)
     }
 
+    /// Copilot CLI's `PreCompact`: the one event of its compactions (no summary, nothing
+    /// after; its summary request follows at once). The decisions are snapshotted and the
+    /// compaction recorded now, unbound; the rehydration and the authoritative context follow
+    /// at the next events. Never blocks.
+    pub(crate) fn announced_compaction(&mut self, trigger: &str) -> Result<Answer, HookError> {
+        let answer = self.pre_compact(trigger)?;
+        self.post_compact(trigger, None)?;
+        Ok(answer)
+    }
+
     /// `PostCompact`: record the compaction, binding the summary; never blocks.
     pub(crate) fn post_compact(
         &mut self,
@@ -380,7 +390,9 @@ impl Session<'_> {
         let comparison = self.compare_decisions(self.now());
         let summary = match self.host {
             crate::host::Host::ClaudeCode => SummaryNote::Pending,
-            crate::host::Host::Codex | crate::host::Host::GeminiCli => SummaryNote::NotSent,
+            crate::host::Host::Codex
+            | crate::host::Host::GeminiCli
+            | crate::host::Host::CopilotCli => SummaryNote::NotSent,
         };
         let text = self.context_text(&mut executor, comparison.as_ref(), summary, None);
         self.state.context = Some(text);

@@ -233,11 +233,15 @@ fn inconsistency(answer: &Answer, blocks: bool) -> Option<String> {
 }
 
 /// How a call's project is found: `project` (the hook command's `--project`), else (Claude
-/// Code) `CLAUDE_PROJECT_DIR`, else the session index, else the payload's `cwd`.
+/// Code) `CLAUDE_PROJECT_DIR` or (Copilot CLI) `COPILOT_PROJECT_DIR`, else the session index,
+/// else the payload's `cwd`.
 #[must_use]
 pub fn binding(host: Host, project: Option<PathBuf>) -> Binding {
     let explicit = project.or_else(|| match host {
         Host::ClaudeCode => std::env::var_os("CLAUDE_PROJECT_DIR")
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from),
+        Host::CopilotCli => std::env::var_os("COPILOT_PROJECT_DIR")
             .filter(|dir| !dir.is_empty())
             .map(PathBuf::from),
         Host::Codex | Host::GeminiCli => None,
@@ -269,6 +273,9 @@ pub fn emit(host: Host, answer: &Answer) -> u8 {
         if written.is_err() && answer.denies {
             exit = EXIT_BLOCK;
         }
+    } else if answer.denies {
+        // A refusal with nothing on stdout blocks only by its exit code.
+        exit = EXIT_BLOCK;
     }
     if let Some(text) = &answer.stderr {
         let _ = writeln!(std::io::stderr(), "{text}");

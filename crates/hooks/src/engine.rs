@@ -308,6 +308,9 @@ impl<'a> Session<'a> {
             Event::PreCompact { trigger } if self.host == Host::GeminiCli => {
                 Ok(self.compaction_may_follow(trigger))
             }
+            Event::PreCompact { trigger } if self.host == Host::CopilotCli => {
+                self.announced_compaction(trigger)
+            }
             Event::PreCompact { trigger } => self.pre_compact(trigger),
             Event::ModelRequest { summary } => self.model_request(summary.as_ref()),
             Event::PostCompact { trigger, summary } => {

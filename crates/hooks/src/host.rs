@@ -1,4 +1,4 @@
-//! The hosts Cairn answers as a hook: Claude Code, Codex and Gemini CLI.
+//! The hosts Cairn answers as a hook: Claude Code, Codex, Gemini CLI and GitHub Copilot CLI.
 
 /// A host agent that runs `cairn hook <host>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -9,30 +9,47 @@ pub enum Host {
     Codex,
     /// Google's Gemini CLI (`.gemini/settings.json`).
     GeminiCli,
+    /// GitHub's Copilot CLI (`.github/hooks/cairn.json`, in Claude Code's hook format).
+    CopilotCli,
 }
 
 impl Host {
     /// Every host.
-    pub const ALL: [Self; 3] = [Self::ClaudeCode, Self::Codex, Self::GeminiCli];
+    pub const ALL: [Self; 4] = [
+        Self::ClaudeCode,
+        Self::Codex,
+        Self::GeminiCli,
+        Self::CopilotCli,
+    ];
 
-    /// The name on the command line and in files (`claude-code`, `codex`, `gemini-cli`).
+    /// The name on the command line and in files (`claude-code`, `codex`, `gemini-cli`,
+    /// `copilot-cli`).
     #[must_use]
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
             Self::GeminiCli => "gemini-cli",
+            Self::CopilotCli => "copilot-cli",
         }
     }
 
+    /// Whether the host sends no id of a call, so that Cairn makes one of the call's name and
+    /// arguments (`input::call_id`).
+    #[must_use]
+    pub const fn sends_no_call_id(self) -> bool {
+        matches!(self, Self::GeminiCli | Self::CopilotCli)
+    }
+
     /// The prefix of the run ids of this host's sessions (`cc-<session>`, `codex-<session>`,
-    /// `gemini-<session>`).
+    /// `gemini-<session>`, `copilot-<session>`).
     #[must_use]
     pub const fn run_prefix(self) -> &'static str {
         match self {
             Self::ClaudeCode => "cc",
             Self::Codex => "codex",
             Self::GeminiCli => "gemini",
+            Self::CopilotCli => "copilot",
         }
     }
 
@@ -43,6 +60,7 @@ impl Host {
             Self::ClaudeCode => "agent:claude-code",
             Self::Codex => "agent:codex",
             Self::GeminiCli => "agent:gemini-cli",
+            Self::CopilotCli => "agent:copilot-cli",
         }
     }
 
@@ -53,6 +71,7 @@ impl Host {
             Self::ClaudeCode => "Claude Code",
             Self::Codex => "Codex",
             Self::GeminiCli => "Gemini CLI",
+            Self::CopilotCli => "Copilot CLI",
         }
     }
 }
@@ -71,8 +90,9 @@ impl std::str::FromStr for Host {
             "claude-code" => Ok(Self::ClaudeCode),
             "codex" => Ok(Self::Codex),
             "gemini-cli" => Ok(Self::GeminiCli),
+            "copilot-cli" => Ok(Self::CopilotCli),
             other => Err(format!(
-                "expected `claude-code`, `codex` or `gemini-cli`, got `{other}`"
+                "expected `claude-code`, `codex`, `gemini-cli` or `copilot-cli`, got `{other}`"
             )),
         }
     }

@@ -1,6 +1,10 @@
 //! The hosts' hook input, read from stdin and converted by hand into a host-neutral
 //! [`HookInput`]. This is the only place that knows the hook JSON's field names.
 //!
+//! GitHub Copilot CLI sends Claude Code's form (it runs Claude Code's hook configuration) with
+//! Claude Code's tool names (`Bash`, `Write`, `Edit`, `Read`), no id of a call, and a tool's
+//! result as `tool_result` (`{result_type, text_result_for_llm}`).
+//!
 //! Gemini CLI names its events differently (`BeforeTool`, `AfterTool`, `BeforeAgent`,
 //! `AfterAgent`, `PreCompress`, `BeforeModel`: see [`GEMINI_EVENTS`]), sends no id of a call
 //! (one is made of the call's name and arguments: [`call_id`]), and announces a compaction
@@ -394,6 +398,7 @@ pub fn blocks_on_failure(bytes: &[u8]) -> bool {
         tool_name: Option<serde::de::IgnoredAny>,
         tool_input: Option<serde::de::IgnoredAny>,
         tool_response: Option<serde::de::IgnoredAny>,
+        tool_result: Option<serde::de::IgnoredAny>,
     }
     let Ok(peek) = serde_json::from_slice::<Peek>(bytes) else {
         // Not JSON: only an event that is known never to carry a call may pass.
@@ -406,7 +411,10 @@ pub fn blocks_on_failure(bytes: &[u8]) -> bool {
         Some("PreToolUse") | None => true,
         Some(name) if is_known_event(name) => false,
         Some(_) => {
-            peek.tool_name.is_some() && peek.tool_input.is_some() && peek.tool_response.is_none()
+            peek.tool_name.is_some()
+                && peek.tool_input.is_some()
+                && peek.tool_response.is_none()
+                && peek.tool_result.is_none()
         }
     }
 }
@@ -449,7 +457,7 @@ pub fn parse(host: Host, bytes: &[u8]) -> Result<HookInput, HookError> {
     };
     let cwd: Option<String> = field(&map, "cwd", "a string", event_name)?;
     let mut event = parse_event(&map, &name)?;
-    if host == Host::GeminiCli {
+    if host.sends_no_call_id() {
         match &mut event {
             Event::PreToolUse(tool) | Event::PostToolUse { tool, .. } if tool.id.is_none() => {
                 tool.id = Some(call_id(&tool.name, tool.input.get()));
@@ -581,11 +589,14 @@ fn parse_event(map: &RawMap, name: &str) -> Result<Event, HookError> {
         "PreToolUse" => Event::PreToolUse(tool_use(map, name, true)?),
         "PostToolUse" => Event::PostToolUse {
             tool: tool_use(map, name, false)?,
-            outcome: ToolOutcome::Response(Response::read(match map.get("tool_response") {
-                Some(raw) => raw.clone(),
-                None => RawValue::from_string("null".to_owned())
-                    .map_err(|e| malformed(e.to_string(), event_name))?,
-            })),
+            // Copilot CLI reports a tool's result as `tool_result`.
+            outcome: ToolOutcome::Response(Response::read(
+                match map.get("tool_response").or_else(|| map.get("tool_result")) {
+                    Some(raw) => raw.clone(),
+                    None => RawValue::from_string("null".to_owned())
+                        .map_err(|e| malformed(e.to_string(), event_name))?,
+                },
+            )),
         },
         "PostToolUseFailure" => {
             let error: Option<Value> = field(map, "error", "JSON", event_name)?;
@@ -632,7 +643,8 @@ fn parse_event(map: &RawMap, name: &str) -> Result<Event, HookError> {
             name: other.to_owned(),
             tool_shaped: map.contains_key("tool_name")
                 && map.contains_key("tool_input")
-                && !map.contains_key("tool_response"),
+                && !map.contains_key("tool_response")
+                && !map.contains_key("tool_result"),
         },
     })
 }

@@ -1,6 +1,6 @@
-//! Cairn as Claude Code and Codex hooks (SPEC §9.2): `cairn hook claude-code` and
-//! `cairn hook codex` read the host's hook JSON on stdin, put every tool call through the
-//! policy gate, lane scope, reconciliation state and decision invariants, write one intent
+//! Cairn as Claude Code, Codex, Gemini CLI and Copilot CLI hooks (SPEC §9.2): `cairn hook
+//! claude-code|codex|gemini-cli|copilot-cli` read the host's hook JSON on stdin, put every
+//! tool call through the policy gate, lane scope, reconciliation state and decision invariants, write one intent
 //! record per call, carry the boundary protocol across compactions, and answer in the host's
 //! format. `cairn hooks install` writes the host's settings.
 //!
@@ -45,7 +45,10 @@
 //! - A `PreToolUse` that cannot be decided is denied with exit 2 — a corrupt store, an
 //!   invalid configuration, an unreadable input, a panic. No failure path answers "allow",
 //!   and no exit code other than 0 and 2 is ever used (the hosts let a call through on any
-//!   other). A deny always exits 2, so exit 0 means the call may run. (The `cairn` binary
+//!   other). A deny always exits 2, so exit 0 means the call may run — except as written for
+//!   Copilot CLI, which refuses on every other exit code and shows the model a refusal's
+//!   reason only for its JSON deny with exit 0 (`Answer::for_host`; exit 2 still when stdout
+//!   cannot be written). (The `cairn` binary
 //!   adds a supervisor around this crate that holds the same for aborts, stack overflows and
 //!   hangs, within a deadline.)
 //! - `PreCompact`, `PostCompact`, `SessionStart`, `Stop` and `SessionEnd` are never blocked:

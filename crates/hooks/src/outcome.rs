@@ -32,6 +32,13 @@
 //!   (unknown: Gemini CLI never reports a background command's end to its hooks). Any other
 //!   tool: an `error` is a known failure, its absence a completion. A call Gemini CLI cancels
 //!   before it returns is never reported (it is settled at the turn's `AfterAgent`).
+//! - **Copilot CLI** (in Claude Code's form) reports `tool_result: {result_type,
+//!   text_result_for_llm}`: `Bash` ran to its end when the text ends `<shellId: N completed
+//!   with exit code X>` (failed, known, for X ≠ 0; unknown for a signal's 129–159), and was
+//!   moved to the background when it says `started in background` (unknown: its end is not
+//!   reported); any other tool completed on `success`, failed on `failure`, `rejected` or
+//!   `denied` (it did not run), and timed out on `timeout`. A failure event
+//!   (`PostToolUseFailure`) is read as Claude Code's.
 //! - Any other tool, or any other shape: unknown.
 
 use serde_json::Value;
@@ -175,6 +182,7 @@ pub fn classify(host: Host, tool: &str, outcome: &ToolOutcome) -> OutcomeClass {
                 Host::ClaudeCode => claude_code(tool, value),
                 Host::Codex => codex(tool, value),
                 Host::GeminiCli => gemini_cli(tool, value),
+                Host::CopilotCli => copilot_cli(tool, value),
             },
         },
     }
@@ -227,19 +235,74 @@ fn claude_code(tool: &str, value: &Value) -> OutcomeClass {
     }
 }
 
+/// The fields of a Copilot CLI `tool_result`.
+const COPILOT_FIELDS: [&str; 3] = ["result_type", "text_result_for_llm", "error"];
+
+/// `value` as an object of only the `known` fields, or why it is not one (unrecognised).
+fn object_of<'a>(
+    tool: &str,
+    value: &'a Value,
+    known: &[&str],
+) -> Result<&'a serde_json::Map<String, Value>, OutcomeClass> {
+    let Some(object) = value.as_object() else {
+        return Err(unrecognised(tool, "not an object"));
+    };
+    match object.keys().find(|key| !known.contains(&key.as_str())) {
+        Some(field) => Err(unrecognised(tool, &format!("the field `{field}`"))),
+        None => Ok(object),
+    }
+}
+
+fn copilot_cli(tool: &str, value: &Value) -> OutcomeClass {
+    let object = match object_of(tool, value, &COPILOT_FIELDS) {
+        Ok(object) => object,
+        Err(class) => return class,
+    };
+    let text = object
+        .get("text_result_for_llm")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    match object.get("result_type").and_then(Value::as_str) {
+        Some("success") if tool == "Bash" => copilot_shell(text),
+        Some("success") => OutcomeClass::Completed,
+        Some("failure" | "rejected" | "denied") => OutcomeClass::Failed,
+        Some("timeout") => OutcomeClass::unknown("timed_out", "the call timed out"),
+        _ => unrecognised(tool, "a `result_type` Cairn does not know"),
+    }
+}
+
+/// A Copilot CLI shell command's outcome, from the text the model is shown.
+fn copilot_shell(text: &str) -> OutcomeClass {
+    if text.contains("started in background") {
+        return OutcomeClass::unknown(
+            "moved_to_background",
+            "the command was started in the background, whose end Copilot CLI does not report",
+        );
+    }
+    let code = text
+        .trim_end()
+        .strip_suffix('>')
+        .and_then(|rest| rest.rsplit_once("completed with exit code "))
+        .and_then(|(_, code)| code.trim().parse::<u32>().ok());
+    match code {
+        Some(0) => OutcomeClass::Completed,
+        Some(code) if (129..=159).contains(&code) => OutcomeClass::unknown(
+            "killed_by_signal",
+            format!("the command was killed by signal {}", code - 128),
+        ),
+        Some(_) => OutcomeClass::Failed,
+        None => unrecognised("Bash", "a result that does not say the command completed"),
+    }
+}
+
 /// The fields of a Gemini CLI tool report.
 const GEMINI_FIELDS: [&str; 3] = ["llmContent", "returnDisplay", "error"];
 
 fn gemini_cli(tool: &str, value: &Value) -> OutcomeClass {
-    let Some(object) = value.as_object() else {
-        return unrecognised(tool, "not an object");
+    let object = match object_of(tool, value, &GEMINI_FIELDS) {
+        Ok(object) => object,
+        Err(class) => return class,
     };
-    if let Some(field) = object
-        .keys()
-        .find(|key| !GEMINI_FIELDS.contains(&key.as_str()))
-    {
-        return unrecognised(tool, &format!("the field `{field}`"));
-    }
     if !object.contains_key("llmContent") {
         return unrecognised(tool, "no `llmContent`");
     }

@@ -6,17 +6,22 @@ use cairn_runtime::protect::Protected;
 
 /// The hosts' hook settings and the person-only `cairn` commands.
 pub const PROTECTED: Protected = Protected {
-    // Claude Code's project settings (shared and local) and Codex's hooks and configuration.
+    // Claude Code's project settings (shared and local), Codex's hooks and configuration,
+    // Gemini CLI's project settings and Copilot CLI's file of Cairn's hooks.
     files: &[
         ".claude/settings.json",
         ".claude/settings.local.json",
         ".codex/hooks.json",
         ".codex/config.toml",
+        ".gemini/settings.json",
+        ".github/hooks/cairn.json",
     ],
     file_text: &[
         ".claude/settings",
         ".codex/hooks.json",
         ".codex/config.toml",
+        ".gemini/settings.json",
+        ".github/hooks/cairn.json",
     ],
     program: cairn_runtime::protect::PERSON_PROGRAM,
     program_options: cairn_runtime::protect::PERSON_PROGRAM_OPTIONS,
@@ -44,6 +49,8 @@ mod tests {
             "cd .cairn && ls",
             "echo '{}' > .claude/settings.local.json",
             "cat .codex/hooks.json",
+            "echo '{}' > .gemini/settings.json",
+            "rm .github/hooks/cairn.json",
             "cairn decisions set scope x && cairn decisions approve-change scope --from 1 --to 2",
             "/usr/local/bin/cairn reconcile --run r --key k --outcome applied --evidence e",
             "cairn --store x.db keys rotate",

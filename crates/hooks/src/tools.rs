@@ -179,10 +179,11 @@ impl crate::engine::Session<'_> {
                     return self.hold(tool, &run, &waiting.id);
                 }
                 let reason = denial.told(&run, &tool.name);
-                Ok(Answer::deny(&format!(
+                let told = format!(
                     "{reason} (Cairn recorded this refusal as step {} of run `{run}`.)",
                     denial.receipt.step_index
-                )))
+                );
+                Ok(Answer::deny(&told))
             }
         }
     }

@@ -50,7 +50,20 @@ fn main() -> ExitCode {
     // A panic is answered (deny, exit 2); the default hook would only print it.
     std::panic::set_hook(Box::new(|_| {}));
     let started = Instant::now();
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let mut args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    if args.is_empty()
+        && let Some(project) = std::env::var_os("COPILOT_CLI")
+            .and_then(|_| std::env::var_os("COPILOT_PROJECT_DIR"))
+            .filter(|dir| !dir.is_empty())
+    {
+        // Copilot CLI runs Claude Code's hooks of `.claude/settings.json` without their
+        // `args`: the call is Copilot CLI's. Where Copilot CLI's own file holds Cairn's hooks
+        // they answer it (the same event reaches both): this one answers nothing.
+        if cairn_hooks::install::installed(Host::CopilotCli, std::path::Path::new(&project)) {
+            return ExitCode::SUCCESS;
+        }
+        args = vec!["copilot-cli".into(), "--project".into(), project];
+    }
     let code = std::panic::catch_unwind(|| run(&args, started)).unwrap_or_else(|_| {
         let _ = writeln!(
             std::io::stderr(),

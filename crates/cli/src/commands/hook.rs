@@ -102,6 +102,7 @@ fn host_of(args: &HookArgs) -> Host {
         HookHost::ClaudeCode => Host::ClaudeCode,
         HookHost::Codex => Host::Codex,
         HookHost::GeminiCli => Host::GeminiCli,
+        HookHost::CopilotCli => Host::CopilotCli,
     }
 }
 

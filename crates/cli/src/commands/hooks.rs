@@ -1,6 +1,6 @@
-//! `cairn hooks install|uninstall --claude-code|--codex|--gemini-cli [--dir D]`: adds Cairn's
-//! hooks to the host's project settings (`.claude/settings.json`, `.codex/hooks.json`,
-//! `.gemini/settings.json`) without touching any
+//! `cairn hooks install|uninstall --claude-code|--codex|--gemini-cli|--copilot-cli [--dir D]`:
+//! adds Cairn's hooks to the host's project settings (`.claude/settings.json`,
+//! `.codex/hooks.json`, `.gemini/settings.json`, `.github/hooks/cairn.json`) without touching any
 //! other setting or hook, and scaffolds `.cairn/` in observe-first mode (every call allowed
 //! and recorded) when the project has none, so installing never breaks a working setup. With
 //! `CAIRN_SERVER` set, the project is the service's client: only the hosts' settings are
@@ -123,6 +123,9 @@ fn hosts(target: &HooksTarget) -> Vec<Host> {
     if target.gemini_cli {
         hosts.push(Host::GeminiCli);
     }
+    if target.copilot_cli {
+        hosts.push(Host::CopilotCli);
+    }
     hosts
 }
 
@@ -221,6 +224,9 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     if gemini {
         human.push_str(&gemini_notes(&base));
     }
+    if changes.iter().any(|c| c.host == Host::CopilotCli) {
+        human.push_str(COPILOT_NOTES);
+    }
     let hook_program_found = on_path(install::HOOK_PROGRAM);
     if !hook_program_found {
         let _ = writeln!(
@@ -238,7 +244,7 @@ warning: `{program}` is not on PATH. The hosts run it for every hook event: Clau
     } else {
         let _ = writeln!(
             human,
-            "\nnext: use the agent as usual; every tool call is gated and recorded.\n  cairn runs list              one run per session (cc-<session>, codex-<session>, gemini-<session>)\n  cairn ledger verify --all    check every chain and signed checkpoint"
+            "\nnext: use the agent as usual; every tool call is gated and recorded.\n  cairn runs list              one run per session (cc-, codex-, gemini-, copilot-<session>)\n  cairn ledger verify --all    check every chain and signed checkpoint"
         );
     }
     Ok(Outcome::ok(
@@ -285,6 +291,9 @@ fn codex_trust_steps(base: &Path) -> String {
         dir = dir.display()
     )
 }
+
+/// What a Copilot CLI user must know.
+const COPILOT_NOTES: &str = "\nCopilot CLI: it runs these hooks only in a trusted folder (accept the prompt, or `copilot --trust-folder` / COPILOT_ALLOW_ALL=true for `copilot -p`). It refuses a call whose hook exits with any code but 0, and lets it through when the hook outlives its timeout. It also runs the Claude Code hooks of `.claude/settings.json`: Cairn's there answer nothing under Copilot CLI while this file holds Cairn's hooks, so every call is recorded once.\n  Check: `cairn runs list` shows a copilot-<session> run after a Copilot CLI session that used a tool.\n";
 
 /// What a Gemini CLI user must know: it reads a project's hooks only in a trusted folder, has
 /// no setting that refuses a call whose hook failed, and can have its hooks switched off.

@@ -55,13 +55,16 @@ fn stop(dir: &Path, session: &str) -> String {
         .to_string()
 }
 
-/// The records of the session's run.
-fn records(dir: &Path, session: &str) -> u64 {
+/// The project's runs (`cairn runs list --json`).
+fn runs(dir: &Path) -> Vec<serde_json::Value> {
     let out = Output::of(command_in(dir).args(["--json", "runs", "list"]));
     out.expect(0);
-    out.json()
-        .as_array()
-        .unwrap()
+    out.json().as_array().unwrap().clone()
+}
+
+/// The records of the session's run.
+fn records(dir: &Path, session: &str) -> u64 {
+    runs(dir)
         .iter()
         .find(|r| r["run_id"] == format!("cc-{session}"))
         .map_or(0, |r| r["records"].as_u64().unwrap())
@@ -245,4 +248,50 @@ fn the_hook_binaries_do_not_load_the_shared_unwinder() {
             "{binary} needs libgcc_s.so.1"
         );
     }
+}
+
+/// The ids of the project's runs.
+fn run_ids(dir: &Path) -> Vec<String> {
+    runs(dir)
+        .iter()
+        .map(|r| r["run_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn copilot_cli_running_claude_codes_hooks_without_their_arguments_is_gated_once() {
+    // Copilot CLI runs the Claude Code hooks of `.claude/settings.json` but drops their
+    // `args`: `cairn-hook` alone, with Copilot CLI's environment.
+    let dir = project(false);
+    let d = dir.path();
+    let bare = || {
+        let mut command = thin_in(d);
+        command
+            .env("COPILOT_CLI", "1")
+            .env("COPILOT_PROJECT_DIR", d);
+        command
+    };
+    let out = run(&mut bare(), &pre_tool_use(d, "cp1", "Bash", 1));
+    assert!(
+        out.code == 0
+            && out.stdout.contains("\"permissionDecision\":\"deny\"")
+            && out.stdout.contains("test.no-bash"),
+        "{out:?}"
+    );
+    assert_eq!(
+        run_ids(d),
+        ["copilot-cp1"],
+        "recorded as Copilot CLI's session"
+    );
+    // Once Copilot CLI's own file holds Cairn's hooks, those answer: this one adds nothing.
+    command_in(d)
+        .args(["hooks", "install", "--copilot-cli"])
+        .status()
+        .unwrap();
+    let out = run(&mut bare(), &pre_tool_use(d, "cp2", "Bash", 2));
+    assert_eq!((out.code, out.stdout.as_str()), (0, ""), "{out:?}");
+    assert_eq!(run_ids(d), ["copilot-cp1"], "nothing recorded twice");
+    // Without Copilot CLI's environment, no arguments is still a usage error that refuses.
+    let out = run(&mut thin_in(d), &pre_tool_use(d, "cp3", "Bash", 3));
+    assert_eq!(out.code, 2, "{out:?}");
 }

@@ -41,12 +41,13 @@ fn hook(command: &str) -> Value {
 /// The kinds of settings file, for `host` (whose first event Cairn uses is `event`).
 fn kinds(host: Host) -> Vec<Kind> {
     let event = events(host)[0];
-    let tool_event = events(host)[2];
+    let tool_event = cairn_hooks::install::gate_event(host);
     let comments = host == Host::GeminiCli;
     let older = match host {
         Host::ClaudeCode => "cairn hook claude-code".to_owned(),
         Host::Codex => "exec cairn-hook codex --project '/old/place'".to_owned(),
         Host::GeminiCli => "exec cairn-hook gemini-cli --project '/old/place'".to_owned(),
+        Host::CopilotCli => "cairn-hook copilot-cli".to_owned(),
     };
     let kind = |name, text: Option<String>, expect| Kind { name, text, expect };
     vec![

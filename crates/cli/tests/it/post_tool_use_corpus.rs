@@ -1,5 +1,5 @@
-//! The recorded `PostToolUse` payloads of the pinned Claude Code, Codex and Gemini CLI (its
-//! `AfterTool`)
+//! The recorded `PostToolUse` payloads of the pinned Claude Code, Codex, Gemini CLI (its
+//! `AfterTool`) and Copilot CLI
 //! (`tests/hosts/post_tool_use/`, issue 34, acceptance 2), each with the outcome class Cairn
 //! must read it as: `completed`, `failed`, `backgrounded` or `unknown`.
 //!
@@ -80,6 +80,16 @@ fn pre_tool_use(host: &str, post: &str) -> String {
     serde_json::to_string(&map).unwrap()
 }
 
+/// Whether the hook refused the call: exit 2, or — Copilot CLI, which shows a refusal's reason
+/// only so — exit 0 with its JSON deny.
+fn refused(host: &str, out: &Output) -> bool {
+    if host == "copilot-cli" && out.code == 0 {
+        return out.stdout.contains("\"permissionDecision\":\"deny\"");
+    }
+    assert!(matches!(out.code, 0 | 2), "{out:?}");
+    out.code == 2
+}
+
 fn pre_event(host: &str) -> &'static str {
     if host == "gemini-cli" {
         "BeforeTool"
@@ -148,6 +158,7 @@ fn each_recorded_post_tool_use_is_recorded_by_its_class() {
         let run = match host {
             "codex" => format!("codex-{session}"),
             "gemini-cli" => format!("gemini-{session}"),
+            "copilot-cli" => format!("copilot-{session}"),
             _ => format!("cc-{session}"),
         };
         let post = substituted(&case.payload, d, &session);
@@ -174,8 +185,8 @@ fn each_recorded_post_tool_use_is_recorded_by_its_class() {
             at(&format!("records {recorded:?}"))
         );
         assert_eq!(
-            next.code,
-            if unknown { 2 } else { 0 },
+            refused(host, &next),
+            unknown,
             "{}",
             at(&format!("{next:?}"))
         );
@@ -202,8 +213,8 @@ fn each_recorded_post_tool_use_is_recorded_by_its_class() {
             );
             let next = hook(d, host, &next_call(host, &session, d, 2));
             assert_eq!(
-                next.code,
-                if resolved { 0 } else { 2 },
+                refused(host, &next),
+                !resolved,
                 "{}",
                 at(&format!("{next:?}"))
             );

@@ -630,11 +630,11 @@ fn play(installed: &Installed, file: &Path, scenario: &Value, host: Host) {
 }
 
 /// Whether `scenario` plays in `host`: the hosts it names, else Claude Code and Codex (a
-/// scenario is written for Gemini CLI when it names it).
+/// scenario is written for Gemini CLI or Copilot CLI when it names it).
 fn plays_in(scenario: &Value, host: Host) -> bool {
     let hosts = strings(scenario.get("hosts"));
     if hosts.is_empty() {
-        host != Host::GeminiCli
+        matches!(host, Host::ClaudeCode | Host::Codex)
     } else {
         hosts.iter().any(|h| h == host.name())
     }
@@ -808,6 +808,11 @@ fn scenarios_in_codex() {
 #[test]
 fn scenarios_in_gemini_cli() {
     play_all(Host::GeminiCli);
+}
+
+#[test]
+fn scenarios_in_copilot_cli() {
+    play_all(Host::CopilotCli);
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! Installing the hooks into a host's settings: `.claude/settings.json` (Claude Code),
-//! `.codex/hooks.json` (Codex) or `.gemini/settings.json` (Gemini CLI), in the project folder.
+//! `.codex/hooks.json` (Codex), `.gemini/settings.json` (Gemini CLI) or
+//! `.github/hooks/cairn.json` (Copilot CLI, which reads Claude Code's hook format from any
+//! file there), in the project folder.
 //!
 //! The hosts read the same shape — event name → list of matcher groups, each with a list of
 //! handlers. Claude Code's handler names the program and its arguments (the *exec form*: the
@@ -91,6 +93,19 @@ pub const fn events(host: Host) -> &'static [&'static str] {
         ],
         // `BeforeModel` shows Cairn the history, from which a compaction is read (its
         // `PreCompress` comes before every turn); Gemini CLI has no failure event of a tool.
+        // Copilot CLI runs Claude Code's hook configuration, with Claude Code's event names; it
+        // has no `PostCompact` (its `PreCompact` comes just before the compaction itself).
+        Host::CopilotCli => &[
+            "SessionStart",
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "PostToolUseFailure",
+            "PreCompact",
+            "Stop",
+            "SubagentStop",
+            "SessionEnd",
+        ],
         Host::GeminiCli => &[
             "SessionStart",
             "BeforeAgent",
@@ -101,6 +116,15 @@ pub const fn events(host: Host) -> &'static [&'static str] {
             "AfterAgent",
             "SessionEnd",
         ],
+    }
+}
+
+/// The event of `host` that comes before a tool call (the gate).
+#[must_use]
+pub const fn gate_event(host: Host) -> &'static str {
+    match host {
+        Host::GeminiCli => "BeforeTool",
+        Host::ClaudeCode | Host::Codex | Host::CopilotCli => "PreToolUse",
     }
 }
 
@@ -123,7 +147,7 @@ pub fn timeout_secs(host: Host, event: &str) -> u64 {
 fn timeout_setting(host: Host, event: &str) -> u64 {
     match host {
         Host::GeminiCli => timeout_secs(host, event).saturating_mul(1000),
-        Host::ClaudeCode | Host::Codex => timeout_secs(host, event),
+        Host::ClaudeCode | Host::Codex | Host::CopilotCli => timeout_secs(host, event),
     }
 }
 
@@ -164,6 +188,16 @@ pub fn owned_fields(host: Host, dir: &Path, event: &str) -> Map<String, Value> {
                 )),
             );
         }
+        Host::CopilotCli => {
+            // Copilot CLI runs `command` with a shell and ignores `args`; it hands every hook
+            // its project as `COPILOT_PROJECT_DIR`, so the file works in every clone.
+            fields.insert(
+                "command".to_owned(),
+                json!(format!(
+                    "exec {HOOK_PROGRAM} copilot-cli --project \"$COPILOT_PROJECT_DIR\""
+                )),
+            );
+        }
         Host::GeminiCli => {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
             let run = format!(
@@ -172,7 +206,7 @@ pub fn owned_fields(host: Host, dir: &Path, event: &str) -> Map<String, Value> {
             );
             fields.insert(
                 "command".to_owned(),
-                json!(if event == "BeforeTool" {
+                json!(if event == gate_event(host) {
                     format!("{run} || {{ {GEMINI_CANNOT_RUN}; exit 2; }}")
                 } else {
                     format!("exec {run}")
@@ -238,6 +272,7 @@ pub fn settings_path(host: Host, dir: &Path) -> PathBuf {
         Host::ClaudeCode => dir.join(".claude").join("settings.json"),
         Host::Codex => dir.join(".codex").join("hooks.json"),
         Host::GeminiCli => dir.join(".gemini").join("settings.json"),
+        Host::CopilotCli => dir.join(".github").join("hooks").join("cairn.json"),
     }
 }
 
@@ -528,6 +563,29 @@ impl Created {
         }
         write_atomic(&path, &pretty(&doc))
     }
+}
+
+/// Whether `host`'s settings file in `dir` holds Cairn's `PreToolUse` hook (a file that does
+/// not read holds none).
+#[must_use]
+pub fn installed(host: Host, dir: &Path) -> bool {
+    let path = settings_path(host, dir);
+    let Some(value) = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| settings_value(host, &text))
+    else {
+        return false;
+    };
+    let gate = gate_event(host);
+    value
+        .get("hooks")
+        .and_then(|hooks| hooks.get(gate))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|group| group.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .any(|handler| is_ours(handler, host))
 }
 
 /// Checks that `host`'s settings file in `dir`, if any, can be merged (strict JSON of the

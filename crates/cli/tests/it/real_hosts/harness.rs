@@ -30,6 +30,8 @@ pub enum Host {
     Codex,
     /// `@google/gemini-cli`.
     GeminiCli,
+    /// `@github/copilot`.
+    CopilotCli,
 }
 
 impl Host {
@@ -39,6 +41,7 @@ impl Host {
             Self::ClaudeCode => "claude-code",
             Self::Codex => "codex",
             Self::GeminiCli => "gemini-cli",
+            Self::CopilotCli => "copilot-cli",
         }
     }
 }
@@ -49,6 +52,7 @@ pub struct Installed {
     claude: PathBuf,
     codex: PathBuf,
     gemini: PathBuf,
+    copilot: PathBuf,
     node: PathBuf,
     harness: PathBuf,
 }
@@ -72,11 +76,13 @@ pub fn installed() -> Result<Installed, String> {
     let claude = modules.join("@anthropic-ai/claude-code-linux-x64/claude");
     let codex = modules.join("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
     let gemini = modules.join("@google/gemini-cli/bundle/gemini.js");
+    let copilot = modules.join("@github/copilot-linux-x64/copilot");
     // Name every missing host: the skip line of a Codex test must not speak of Claude Code only.
     let missing: Vec<String> = [
         ("Claude Code", &claude),
         ("Codex", &codex),
         ("Gemini CLI", &gemini),
+        ("Copilot CLI", &copilot),
     ]
     .into_iter()
     .filter(|(_, path)| !path.is_file())
@@ -92,6 +98,7 @@ pub fn installed() -> Result<Installed, String> {
         claude,
         codex,
         gemini,
+        copilot,
         node,
         harness: harness_dir(),
     })
@@ -335,16 +342,35 @@ trust_level = "trusted"
                     )
                     .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
             }
+            Host::CopilotCli => {
+                // The model a local provider (no GitHub sign-in, nothing else on the network),
+                // the folder trusted and every tool allowed (`COPILOT_ALLOW_ALL=true`), the
+                // package Copilot CLI unpacks on first start kept in one cache for every play.
+                command
+                    .env(
+                        "COPILOT_PROVIDER_BASE_URL",
+                        format!("http://127.0.0.1:{}/v1", self.port),
+                    )
+                    .env("COPILOT_PROVIDER_WIRE_API", "responses")
+                    .env("COPILOT_MODEL", "gpt-5")
+                    .env("COPILOT_OFFLINE", "true")
+                    .env("COPILOT_AUTO_UPDATE", "false")
+                    .env("COPILOT_ALLOW_ALL", "true")
+                    .env(
+                        "XDG_CACHE_HOME",
+                        std::env::temp_dir().join("cairn-copilot-cache"),
+                    );
+            }
         }
         command
     }
 
     /// Waits (at most 10 s) until the host has saved the session's transcript, so that a
-    /// host killed now can be resumed: Claude Code writes it a moment after a tool call
-    /// starts, and one killed before that answers the resume with "No conversation found".
-    /// Codex, which saves its session as it starts, needs no wait.
+    /// host killed now can be resumed: Claude Code (and Copilot CLI) writes it a moment after a
+    /// tool call starts, and one killed before that answers the resume with "No conversation
+    /// found". Codex and Gemini CLI, which save their session as it starts, need no wait.
     pub fn await_transcript(&self) {
-        if self.host != Host::ClaudeCode {
+        if !matches!(self.host, Host::ClaudeCode | Host::CopilotCli) {
             return;
         }
         let Some(session) = &self.session else {
@@ -352,7 +378,15 @@ trust_level = "trusted"
         };
         let name = format!("{session}.jsonl");
         let projects = self.home.join(".claude/projects");
+        let copilot = self
+            .home
+            .join(".copilot/session-state")
+            .join(session)
+            .join("events.jsonl");
         let saved = || {
+            if self.host == Host::CopilotCli {
+                return std::fs::metadata(&copilot).is_ok_and(|m| m.len() > 0);
+            }
             std::fs::read_dir(&projects)
                 .into_iter()
                 .flatten()
@@ -421,6 +455,22 @@ trust_level = "trusted"
                 std::os::unix::process::CommandExt::process_group(&mut command, 0);
                 command
             }
+            Host::CopilotCli => {
+                let mut command = self.command(&self.installed.copilot);
+                command.args(["-p", prompt, "--disable-client-telemetry"]);
+                let session = self
+                    .session
+                    .get_or_insert_with(|| uuid_like(&self.project))
+                    .clone();
+                // `--session-id` of a session that exists resumes it too, but then the host
+                // says its start is `new`; `--resume` says `resume`.
+                if resume {
+                    command.arg(format!("--resume={session}"));
+                } else {
+                    command.args(["--session-id", &session]);
+                }
+                command
+            }
         };
         command.spawn().unwrap()
     }
@@ -467,6 +517,7 @@ trust_level = "trusted"
             Host::ClaudeCode => format!("cc-{session}"),
             Host::Codex => format!("codex-{session}"),
             Host::GeminiCli => format!("gemini-{session}"),
+            Host::CopilotCli => format!("copilot-{session}"),
         };
         match &self.service {
             Some((_, _, prefix)) => format!("{prefix}.{base}"),
