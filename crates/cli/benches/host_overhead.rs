@@ -10,8 +10,9 @@
 //!   running a hook command, the floor any hook pays (the target's baseline, as the issue
 //!   defines it: a command line the host runs with its shell);
 //! - the same no-op in the exec form Cairn installs (`/bin/true` started by the host itself,
-//!   no shell): the floor of a hook that starts no shell (Claude Code only: Gemini CLI runs
-//!   every hook with a shell);
+//!   no shell): the floor of a hook that starts no shell; in Gemini CLI and Copilot CLI, which
+//!   run every hook with a shell, `exec /bin/true` — the floor of a hook that runs a program
+//!   (the shell's `true` is a builtin, which starts none);
 //! - Cairn as `cairn hooks install --claude-code` writes it (the resident server starts by
 //!   itself at the session's first call);
 //! - Cairn with a resident server already running (`cairn hooks serve`);
@@ -97,11 +98,8 @@ impl Config {
 
     /// Whether this run measures it in `host`: the baseline, the no-op hook and the default
     /// install always (the target is theirs); the others unless `CAIRN_BENCH_CONFIGS` leaves
-    /// them out (the exec form is Claude Code's only).
-    fn wanted(self, host: Host) -> bool {
-        if self == Self::NoOpExec && host != Host::ClaudeCode {
-            return false;
-        }
+    /// them out.
+    fn wanted(self, _host: Host) -> bool {
         matches!(self, Self::NoHooks | Self::NoOp | Self::CairnDefault)
             || std::env::var("CAIRN_BENCH_CONFIGS").map_or(true, |list| {
                 list.split(',').any(|key| key.trim() == self.key())
@@ -168,10 +166,17 @@ fn session(installed: &harness::Installed, host: Host, config: Config, calls: us
         Config::NoOp | Config::NoOpExec => {
             // Gemini CLI's timeouts are in milliseconds.
             let timeout = if host == Host::GeminiCli { 60_000 } else { 60 };
-            let handler = if config == Config::NoOp {
-                json!({"type": "command", "command": "true", "timeout": timeout})
-            } else {
-                json!({"type": "command", "command": "/bin/true", "args": [], "timeout": timeout})
+            let handler = match (config, host) {
+                (Config::NoOp, _) => {
+                    json!({"type": "command", "command": "true", "timeout": timeout})
+                }
+                // A host whose hooks always go through a shell: the shell becomes the program.
+                (_, Host::GeminiCli | Host::CopilotCli) => {
+                    json!({"type": "command", "command": "exec /bin/true", "timeout": timeout})
+                }
+                _ => {
+                    json!({"type": "command", "command": "/bin/true", "args": [], "timeout": timeout})
+                }
             };
             // The events `cairn hooks install` installs for the host.
             let events = cairn_hooks::install::events(library_host(host));
@@ -374,7 +379,7 @@ fn main() {
     }
     if let Some(k) = configs.iter().position(|c| *c == Config::NoOpExec) {
         println!(
-            "against the no-op in exec form: the default install adds {:.2}x what it adds",
+            "against the no-op program (exec form, or `exec /bin/true`): the default install adds {:.2}x what it adds",
             added(2) / added(k)
         );
     }

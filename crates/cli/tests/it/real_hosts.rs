@@ -860,3 +860,171 @@ fn scenarios_in_claude_code_through_the_service() {
     }
     assert_eq!(played, THROUGH_THE_SERVICE.len(), "scenarios played");
 }
+
+/// What an agent on the Claude Agent SDK, with the example's bridge, does in a project with a
+/// rule: one run, the allowed command run and recorded, the forbidden one refused (and the
+/// model told the rule), the chain intact. Without `cairn-hook` on its `PATH`
+/// (`hook_on_path: false`), every call is refused and nothing runs.
+fn agent_sdk_session(installed: &Installed, language: &str, program: &[&str], hook_on_path: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let script = json!({"steps": [
+        {"calls": [{"shell": "echo one > one.txt"}]},
+        {"calls": [{"shell": "echo no > forbidden.txt"}]},
+        {"text": "Done."}
+    ]});
+    let server = ModelServer::start(installed, &script, &root);
+    let cairn = |args: &[&str]| {
+        let mut command = command_in(&project);
+        command.env("CAIRN_HOME", root.join("cairn-home"));
+        Output::of(command.args(args))
+    };
+    // `cairn init`, not `hooks install`: the SDK loads the project's Claude Code settings, whose
+    // hooks would run Cairn a second time for every event.
+    cairn(&["init"]).expect(0);
+    std::fs::write(
+        project.join(".cairn/policies/no-forbidden.cedar"),
+        "@id(\"team.no-forbidden\")\nforbid(principal, action == Action::\"Bash\", resource)\n  when { context.args has command && context.args.command like \"*forbidden*\" };\n",
+    )
+    .unwrap();
+    let bin = Path::new(cairn_binary()).parent().unwrap();
+    let elsewhere = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .filter(|dir| !dir.join("cairn-hook").exists())
+        .collect::<Vec<_>>();
+    let path = std::env::join_paths(
+        hook_on_path
+            .then(|| bin.to_path_buf())
+            .into_iter()
+            .chain(elsewhere),
+    )
+    .unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/agent-sdk");
+    let mut command = std::process::Command::new(program[0]);
+    command
+        .args(&program[1..])
+        .arg(&project)
+        .arg("Make one.txt, then forbidden.txt.")
+        .current_dir(examples.join(language))
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", root.join("home"))
+        .env("CAIRN_HOME", root.join("cairn-home"))
+        .env("LANG", "C.UTF-8")
+        .env(
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", server.port),
+        )
+        .env("ANTHROPIC_API_KEY", "sk-ant-fake-key-for-tests")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("CLAUDE_CODE_EXECUTABLE", installed.claude_code());
+    std::fs::create_dir_all(root.join("home")).unwrap();
+    let out = Output::of(&mut command);
+    assert_eq!(out.code, 0, "{language}: {out:?}");
+    if !hook_on_path {
+        assert!(
+            !project.join("one.txt").exists() && !project.join("forbidden.txt").exists(),
+            "{language}: a call ran with no hook to decide it: {:?} {out:?}",
+            std::fs::read_dir(&project)
+                .unwrap()
+                .flatten()
+                .map(|e| e.file_name())
+                .collect::<Vec<_>>()
+        );
+        let told = server
+            .requests()
+            .iter()
+            .any(|r| r.to_string().contains("Cairn could not decide this call"));
+        assert!(told, "{language}: the model was not told why");
+        return;
+    }
+    assert!(
+        project.join("one.txt").exists(),
+        "{language}: the allowed command did not run"
+    );
+    assert!(
+        !project.join("forbidden.txt").exists(),
+        "{language}: the forbidden command ran"
+    );
+    let runs = cairn(&["--json", "runs", "list"]).expect(0).json();
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{language}: {runs:?}");
+    let run = runs[0]["run_id"].as_str().unwrap();
+    assert!(run.starts_with("cc-"), "{language}: {run}");
+    let export = cairn(&["ledger", "export", "--run", run]);
+    export.expect(0);
+    let steps: Vec<(String, String)> = export
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|r| r["kind"] == "step")
+        .map(|r| {
+            (
+                r["tool"]["name"].as_str().unwrap().to_owned(),
+                r["admission"]["decision"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            ("Bash".to_owned(), "allow".to_owned()),
+            ("Bash".to_owned(), "deny".to_owned())
+        ],
+        "{language}"
+    );
+    let told = server
+        .requests()
+        .iter()
+        .any(|r| r.to_string().contains("team.no-forbidden"));
+    assert!(told, "{language}: the model was not told the rule");
+    cairn(&["ledger", "verify", "--all"]).expect(0);
+}
+
+#[test]
+fn the_agent_sdk_examples_put_cairn_on_every_tool_call() {
+    let Some(installed) = hosts_or_skip("the Claude Agent SDK examples") else {
+        return;
+    };
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/agent-sdk");
+    let python_sdk = || {
+        std::process::Command::new("python3")
+            .args(["-c", "import claude_agent_sdk"])
+            .output()
+            .is_ok_and(|out| out.status.success())
+    };
+    let languages: [(&str, [&str; 2], bool, &str); 2] = [
+        (
+            "typescript",
+            ["node", "agent.mjs"],
+            examples
+                .join("typescript/node_modules/@anthropic-ai/claude-agent-sdk")
+                .is_dir(),
+            "npm ci --prefix examples/agent-sdk/typescript",
+        ),
+        (
+            "python",
+            ["python3", "agent.py"],
+            python_sdk(),
+            "pip install -r examples/agent-sdk/python/requirements.txt",
+        ),
+    ];
+    for (language, program, installed_sdk, install) in languages {
+        if installed_sdk {
+            agent_sdk_session(&installed, language, &program, true);
+            agent_sdk_session(&installed, language, &program, false);
+            continue;
+        }
+        assert!(
+            std::env::var("CAIRN_REQUIRE_HOSTS").as_deref() != Ok("1"),
+            "CAIRN_REQUIRE_HOSTS=1 but the {language} Agent SDK is not installed"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED the {language} Agent SDK example: run `{install}`"
+        );
+    }
+}

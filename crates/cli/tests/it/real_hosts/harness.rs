@@ -110,6 +110,13 @@ fn which(name: &str) -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
+impl Installed {
+    /// The Claude Code binary.
+    pub fn claude_code(&self) -> &Path {
+        &self.claude
+    }
+}
+
 /// The fake model server of one scenario run; killed on drop.
 pub struct ModelServer {
     child: Child,
