@@ -936,6 +936,8 @@ pub enum HookHost {
     GeminiCli,
     /// GitHub Copilot CLI.
     CopilotCli,
+    /// Cursor.
+    Cursor,
 }
 
 impl HookHost {
@@ -946,6 +948,7 @@ impl HookHost {
             Self::Codex => "codex",
             Self::GeminiCli => "gemini-cli",
             Self::CopilotCli => "copilot-cli",
+            Self::Cursor => "cursor",
         }
     }
 }
@@ -1004,7 +1007,7 @@ pub struct HooksServe {
 
 /// Which hosts and which project `cairn hooks` works on.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("host").required(true).multiple(true).args(["claude_code", "codex", "gemini_cli", "copilot_cli"])))]
+#[command(group(clap::ArgGroup::new("host").required(true).multiple(true).args(["claude_code", "codex", "gemini_cli", "copilot_cli", "cursor"])))]
 pub struct HooksTarget {
     /// Claude Code: `.claude/settings.json`.
     #[arg(long)]
@@ -1018,6 +1021,9 @@ pub struct HooksTarget {
     /// GitHub Copilot CLI: `.github/hooks/cairn.json`.
     #[arg(long)]
     pub copilot_cli: bool,
+    /// Cursor: `.cursor/hooks.json`.
+    #[arg(long)]
+    pub cursor: bool,
     /// The project folder (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,

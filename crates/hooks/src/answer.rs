@@ -151,14 +151,52 @@ impl Answer {
         self
     }
 
+    /// The reason of a refusal, as the model is to be told it.
+    fn refusal_reason(&self) -> String {
+        self.stderr
+            .clone()
+            .unwrap_or_else(|| "Cairn refused this call".to_owned())
+    }
+
     /// This answer as `host` reads it (see the module documentation).
     #[must_use]
     pub fn for_host(&self, host: Host) -> Self {
         match host {
             Host::GeminiCli => self.for_gemini_cli(),
             Host::CopilotCli => self.for_copilot_cli(),
+            Host::Cursor => self.for_cursor(),
             Host::ClaudeCode | Host::Codex => self.clone(),
         }
+    }
+
+    /// Cursor reads `permission` (`deny`) with `user_message` and `agent_message`, and the
+    /// context for the model as `additional_context`; a refusal also exits 2, which Cursor
+    /// blocks on whatever it makes of the JSON. Every answer is a JSON object.
+    fn for_cursor(&self) -> Self {
+        let mut answer = self.clone();
+        let value = answer
+            .stdout
+            .as_deref()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok());
+        let specific = value
+            .as_ref()
+            .and_then(|v| v.get("hookSpecificOutput"))
+            .cloned();
+        let mut out = serde_json::Map::new();
+        if let Some(message) = value.as_ref().and_then(|v| v.get("systemMessage")) {
+            out.insert("user_message".to_owned(), message.clone());
+        }
+        if let Some(context) = specific.as_ref().and_then(|s| s.get("additionalContext")) {
+            out.insert("additional_context".to_owned(), context.clone());
+        }
+        if answer.denies {
+            let reason = answer.refusal_reason();
+            out.insert("permission".to_owned(), json!("deny"));
+            out.insert("user_message".to_owned(), json!(reason));
+            out.insert("agent_message".to_owned(), json!(reason));
+        }
+        answer.stdout = Some(serde_json::Value::Object(out).to_string());
+        answer
     }
 
     /// Copilot CLI reads the context for the model at the top level (`additionalContext`), and
@@ -184,10 +222,7 @@ impl Answer {
             object.insert("additionalContext".to_owned(), context);
         }
         if answer.denies {
-            let reason = answer
-                .stderr
-                .clone()
-                .unwrap_or_else(|| "Cairn refused this call".to_owned());
+            let reason = answer.refusal_reason();
             object.insert("permissionDecision".to_owned(), json!("deny"));
             object.insert("permissionDecisionReason".to_owned(), json!(reason));
             object.insert(
@@ -242,10 +277,7 @@ impl Answer {
         // when it has a reason to show).
         if answer.denies && !out.contains_key("decision") {
             out.insert("decision".to_owned(), json!("deny"));
-            let reason = answer
-                .stderr
-                .clone()
-                .unwrap_or_else(|| "Cairn refused this call".to_owned());
+            let reason = answer.refusal_reason();
             out.insert("reason".to_owned(), json!(reason));
         }
         if answer.exit == 0 || answer.stdout.is_some() || answer.denies {
@@ -344,6 +376,19 @@ mod tests {
                 "rule r"
             );
         }
+        // Cursor reads `permission`, its messages and `additional_context`.
+        let denied = Answer::deny("rule r").for_host(Host::Cursor);
+        assert_eq!(denied.exit, EXIT_BLOCK);
+        let value: serde_json::Value = serde_json::from_str(&denied.stdout.unwrap()).unwrap();
+        assert_eq!(value["permission"], "deny");
+        assert_eq!(value["agent_message"], "rule r");
+        let context = Answer::context("PostToolUse", "blocks: none").for_host(Host::Cursor);
+        let value: serde_json::Value = serde_json::from_str(&context.stdout.unwrap()).unwrap();
+        assert_eq!(value, json!({"additional_context": "blocks: none"}));
+        assert_eq!(
+            Answer::silent().for_host(Host::Cursor).stdout.as_deref(),
+            Some("{}")
+        );
         // Every other host reads the answer as built.
         assert_eq!(Answer::note("x").for_host(Host::Codex), Answer::note("x"));
     }

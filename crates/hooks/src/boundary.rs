@@ -248,7 +248,7 @@ impl Session<'_> {
         Ok(answer)
     }
 
-    /// Copilot CLI's `PreCompact`: the one event of its compactions (no summary, nothing
+    /// Copilot CLI's and Cursor's `PreCompact`: the one event of their compactions (no summary, nothing
     /// after; its summary request follows at once). The decisions are snapshotted and the
     /// compaction recorded now, unbound; the rehydration and the authoritative context follow
     /// at the next events. Never blocks.
@@ -392,7 +392,8 @@ impl Session<'_> {
             crate::host::Host::ClaudeCode => SummaryNote::Pending,
             crate::host::Host::Codex
             | crate::host::Host::GeminiCli
-            | crate::host::Host::CopilotCli => SummaryNote::NotSent,
+            | crate::host::Host::CopilotCli
+            | crate::host::Host::Cursor => SummaryNote::NotSent,
         };
         let text = self.context_text(&mut executor, comparison.as_ref(), summary, None);
         self.state.context = Some(text);

@@ -308,7 +308,9 @@ impl<'a> Session<'a> {
             Event::PreCompact { trigger } if self.host == Host::GeminiCli => {
                 Ok(self.compaction_may_follow(trigger))
             }
-            Event::PreCompact { trigger } if self.host == Host::CopilotCli => {
+            Event::PreCompact { trigger }
+                if matches!(self.host, Host::CopilotCli | Host::Cursor) =>
+            {
                 self.announced_compaction(trigger)
             }
             Event::PreCompact { trigger } => self.pre_compact(trigger),

@@ -1,4 +1,5 @@
-//! The hosts Cairn answers as a hook: Claude Code, Codex, Gemini CLI and GitHub Copilot CLI.
+//! The hosts Cairn answers as a hook: Claude Code, Codex, Gemini CLI, GitHub Copilot CLI and
+//! Cursor.
 
 /// A host agent that runs `cairn hook <host>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -11,15 +12,18 @@ pub enum Host {
     GeminiCli,
     /// GitHub's Copilot CLI (`.github/hooks/cairn.json`, in Claude Code's hook format).
     CopilotCli,
+    /// Cursor's agent (`.cursor/hooks.json`).
+    Cursor,
 }
 
 impl Host {
     /// Every host.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::ClaudeCode,
         Self::Codex,
         Self::GeminiCli,
         Self::CopilotCli,
+        Self::Cursor,
     ];
 
     /// The name on the command line and in files (`claude-code`, `codex`, `gemini-cli`,
@@ -31,6 +35,7 @@ impl Host {
             Self::Codex => "codex",
             Self::GeminiCli => "gemini-cli",
             Self::CopilotCli => "copilot-cli",
+            Self::Cursor => "cursor",
         }
     }
 
@@ -38,11 +43,11 @@ impl Host {
     /// arguments (`input::call_id`).
     #[must_use]
     pub const fn sends_no_call_id(self) -> bool {
-        matches!(self, Self::GeminiCli | Self::CopilotCli)
+        matches!(self, Self::GeminiCli | Self::CopilotCli | Self::Cursor)
     }
 
     /// The prefix of the run ids of this host's sessions (`cc-<session>`, `codex-<session>`,
-    /// `gemini-<session>`, `copilot-<session>`).
+    /// `gemini-<session>`, `copilot-<session>`, `cursor-<conversation>`).
     #[must_use]
     pub const fn run_prefix(self) -> &'static str {
         match self {
@@ -50,6 +55,7 @@ impl Host {
             Self::Codex => "codex",
             Self::GeminiCli => "gemini",
             Self::CopilotCli => "copilot",
+            Self::Cursor => "cursor",
         }
     }
 
@@ -61,6 +67,7 @@ impl Host {
             Self::Codex => "agent:codex",
             Self::GeminiCli => "agent:gemini-cli",
             Self::CopilotCli => "agent:copilot-cli",
+            Self::Cursor => "agent:cursor",
         }
     }
 
@@ -72,6 +79,7 @@ impl Host {
             Self::Codex => "Codex",
             Self::GeminiCli => "Gemini CLI",
             Self::CopilotCli => "Copilot CLI",
+            Self::Cursor => "Cursor",
         }
     }
 }
@@ -91,8 +99,9 @@ impl std::str::FromStr for Host {
             "codex" => Ok(Self::Codex),
             "gemini-cli" => Ok(Self::GeminiCli),
             "copilot-cli" => Ok(Self::CopilotCli),
+            "cursor" => Ok(Self::Cursor),
             other => Err(format!(
-                "expected `claude-code`, `codex`, `gemini-cli` or `copilot-cli`, got `{other}`"
+                "expected `claude-code`, `codex`, `gemini-cli`, `copilot-cli` or `cursor`, got `{other}`"
             )),
         }
     }

@@ -1,6 +1,10 @@
 //! The hosts' hook input, read from stdin and converted by hand into a host-neutral
 //! [`HookInput`]. This is the only place that knows the hook JSON's field names.
 //!
+//! Cursor names its events in camel case (`preToolUse`: see [`CURSOR_EVENTS`]), its session
+//! `conversation_id`, its working folders `workspace_roots`, a call's result `tool_output`
+//! and a failure `error_message` ([`cursor_fields`] reads them as the others').
+//!
 //! GitHub Copilot CLI sends Claude Code's form (it runs Claude Code's hook configuration) with
 //! Claude Code's tool names (`Bash`, `Write`, `Edit`, `Read`), no id of a call, and a tool's
 //! result as `tool_result` (`{result_type, text_result_for_llm}`).
@@ -47,14 +51,77 @@ pub const GEMINI_EVENTS: [(&str, &str); 6] = [
     ("BeforeModel", "ModelRequest"),
 ];
 
-/// The event `name` of a host's input as Cairn names it (Gemini CLI's names mapped, every
-/// other name as it is).
+/// Cursor's events and the events they are to Cairn (its other events are not installed;
+/// [`CURSOR_SPECIFIC_GATES`] are refused).
+pub const CURSOR_EVENTS: [(&str, &str); 9] = [
+    ("preToolUse", "PreToolUse"),
+    ("postToolUse", "PostToolUse"),
+    ("postToolUseFailure", "PostToolUseFailure"),
+    ("beforeSubmitPrompt", "UserPromptSubmit"),
+    ("preCompact", "PreCompact"),
+    ("stop", "Stop"),
+    ("subagentStop", "SubagentStop"),
+    ("sessionStart", "SessionStart"),
+    ("sessionEnd", "SessionEnd"),
+];
+
+/// Cursor's tool-specific gates. Cairn gates every call at `preToolUse`; one of these reaching
+/// Cairn (a hand-made configuration) is refused rather than passed unexamined.
+pub const CURSOR_SPECIFIC_GATES: [&str; 3] = [
+    "beforeShellExecution",
+    "beforeMCPExecution",
+    "beforeReadFile",
+];
+
+/// The event `name` of a host's input as Cairn names it (Gemini CLI's and Cursor's names
+/// mapped, every other name as it is).
 #[must_use]
 pub fn canonical_event(name: &str) -> &str {
     GEMINI_EVENTS
         .iter()
+        .chain(CURSOR_EVENTS.iter())
         .find(|(host, _)| *host == name)
         .map_or(name, |(_, ours)| ours)
+}
+
+/// Cursor's input in the fields Cairn reads: its `conversation_id` is the session, its first
+/// workspace root the `cwd` when it sends none, its `tool_output` the response and its
+/// `error_message` (with `failure_type`) the error.
+fn cursor_fields(map: &mut RawMap) {
+    let alias = |map: &mut RawMap, ours: &str, theirs: &str| {
+        if !map.contains_key(ours)
+            && let Some(value) = map.get(theirs).cloned()
+        {
+            map.insert(ours.to_owned(), value);
+        }
+    };
+    alias(map, "session_id", "conversation_id");
+    alias(map, "tool_response", "tool_output");
+    if !map.contains_key("cwd")
+        && let Some(root) = map
+            .get("workspace_roots")
+            .and_then(|raw| serde_json::from_str::<Vec<String>>(raw.get()).ok())
+            .and_then(|roots| roots.into_iter().next())
+        && let Ok(raw) = RawValue::from_string(Value::String(root).to_string())
+    {
+        map.insert("cwd".to_owned(), raw);
+    }
+    if !map.contains_key("error")
+        && let Some(message) = map
+            .get("error_message")
+            .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok())
+    {
+        let kind = map
+            .get("failure_type")
+            .and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
+        let text = match kind {
+            Some(kind) => format!("{kind}: {message}"),
+            None => message,
+        };
+        if let Ok(raw) = RawValue::from_string(Value::String(text).to_string()) {
+            map.insert("error".to_owned(), raw);
+        }
+    }
 }
 
 /// The text Gemini CLI's model answers a compaction's summary with, right after it in the
@@ -409,6 +476,7 @@ pub fn blocks_on_failure(bytes: &[u8]) -> bool {
     };
     match peek.hook_event_name.as_deref().map(canonical_event) {
         Some("PreToolUse") | None => true,
+        Some(gate) if CURSOR_SPECIFIC_GATES.contains(&gate) => true,
         Some(name) if is_known_event(name) => false,
         Some(_) => {
             peek.tool_name.is_some()
@@ -428,18 +496,21 @@ pub fn blocks_on_failure(bytes: &[u8]) -> bool {
 /// # Errors
 /// [`HookError::InputMalformed`] naming the field, with the event name when it was read.
 pub fn parse(host: Host, bytes: &[u8]) -> Result<HookInput, HookError> {
-    let map: RawMap = serde_json::from_slice(bytes).map_err(|e| {
+    let mut map: RawMap = serde_json::from_slice(bytes).map_err(|e| {
         malformed(
             format!("not a JSON object: {e}"),
             sniff_event_name(bytes).as_deref(),
         )
     })?;
     let host_event: String = required(&map, "hook_event_name", "a string", None)?;
-    let name = if host == Host::GeminiCli {
+    let name = if matches!(host, Host::GeminiCli | Host::Cursor) {
         canonical_event(&host_event).to_owned()
     } else {
         host_event.clone()
     };
+    if host == Host::Cursor {
+        cursor_fields(&mut map);
+    }
     let event_name = Some(host_event.as_str());
     let session_id: Option<String> = field(&map, "session_id", "a string", event_name)?;
     let transcript: Option<String> = field(&map, "transcript_path", "a string", event_name)?;
@@ -639,6 +710,10 @@ fn parse_event(map: &RawMap, name: &str) -> Result<Event, HookError> {
             summary: gemini_summary(map, event_name)?,
         },
         known if IGNORED_EVENTS.contains(&known) => Event::Ignored(known.to_owned()),
+        gate if CURSOR_SPECIFIC_GATES.contains(&gate) => Event::Unknown {
+            name: gate.to_owned(),
+            tool_shaped: true,
+        },
         other => Event::Unknown {
             name: other.to_owned(),
             tool_shaped: map.contains_key("tool_name")

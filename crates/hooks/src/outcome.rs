@@ -39,6 +39,10 @@
 //!   reported); any other tool completed on `success`, failed on `failure`, `rejected` or
 //!   `denied` (it did not run), and timed out on `timeout`. A failure event
 //!   (`PostToolUseFailure`) is read as Claude Code's.
+//! - **Cursor** (from its documentation; the agent cannot be installed here) sends
+//!   `postToolUse` only for a call that succeeded — a failure is `postToolUseFailure`, with its
+//!   `failure_type` (`timeout`, `error`, `permission_denied`) — with the result as
+//!   `tool_output`: text or an object is a completion; a missing or other output is unknown.
 //! - Any other tool, or any other shape: unknown.
 
 use serde_json::Value;
@@ -183,6 +187,7 @@ pub fn classify(host: Host, tool: &str, outcome: &ToolOutcome) -> OutcomeClass {
                 Host::Codex => codex(tool, value),
                 Host::GeminiCli => gemini_cli(tool, value),
                 Host::CopilotCli => copilot_cli(tool, value),
+                Host::Cursor => cursor(tool, value),
             },
         },
     }
@@ -232,6 +237,13 @@ fn claude_code(tool: &str, value: &Value) -> OutcomeClass {
             ),
         },
         _ => unrecognised(tool, "a tool whose report Cairn does not know"),
+    }
+}
+
+fn cursor(tool: &str, value: &Value) -> OutcomeClass {
+    match value {
+        Value::String(_) | Value::Object(_) => OutcomeClass::Completed,
+        _ => unrecognised(tool, "a `tool_output` that is neither text nor an object"),
     }
 }
 

@@ -15,6 +15,7 @@ pub const PROTECTED: Protected = Protected {
         ".codex/config.toml",
         ".gemini/settings.json",
         ".github/hooks/cairn.json",
+        ".cursor/hooks.json",
     ],
     file_text: &[
         ".claude/settings",
@@ -22,6 +23,7 @@ pub const PROTECTED: Protected = Protected {
         ".codex/config.toml",
         ".gemini/settings.json",
         ".github/hooks/cairn.json",
+        ".cursor/hooks.json",
     ],
     program: cairn_runtime::protect::PERSON_PROGRAM,
     program_options: cairn_runtime::protect::PERSON_PROGRAM_OPTIONS,

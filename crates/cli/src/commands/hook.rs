@@ -103,6 +103,7 @@ fn host_of(args: &HookArgs) -> Host {
         HookHost::Codex => Host::Codex,
         HookHost::GeminiCli => Host::GeminiCli,
         HookHost::CopilotCli => Host::CopilotCli,
+        HookHost::Cursor => Host::Cursor,
     }
 }
 

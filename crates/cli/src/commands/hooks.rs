@@ -1,4 +1,4 @@
-//! `cairn hooks install|uninstall --claude-code|--codex|--gemini-cli|--copilot-cli [--dir D]`:
+//! `cairn hooks install|uninstall --claude-code|--codex|--gemini-cli|--copilot-cli|--cursor`:
 //! adds Cairn's hooks to the host's project settings (`.claude/settings.json`,
 //! `.codex/hooks.json`, `.gemini/settings.json`, `.github/hooks/cairn.json`) without touching any
 //! other setting or hook, and scaffolds `.cairn/` in observe-first mode (every call allowed
@@ -126,6 +126,9 @@ fn hosts(target: &HooksTarget) -> Vec<Host> {
     if target.copilot_cli {
         hosts.push(Host::CopilotCli);
     }
+    if target.cursor {
+        hosts.push(Host::Cursor);
+    }
     hosts
 }
 
@@ -227,6 +230,9 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     if changes.iter().any(|c| c.host == Host::CopilotCli) {
         human.push_str(COPILOT_NOTES);
     }
+    if changes.iter().any(|c| c.host == Host::Cursor) {
+        human.push_str(CURSOR_NOTES);
+    }
     let hook_program_found = on_path(install::HOOK_PROGRAM);
     if !hook_program_found {
         let _ = writeln!(
@@ -294,6 +300,9 @@ fn codex_trust_steps(base: &Path) -> String {
 
 /// What a Copilot CLI user must know.
 const COPILOT_NOTES: &str = "\nCopilot CLI: it runs these hooks only in a trusted folder (accept the prompt, or `copilot --trust-folder` / COPILOT_ALLOW_ALL=true for `copilot -p`). It refuses a call whose hook exits with any code but 0, and lets it through when the hook outlives its timeout. It also runs the Claude Code hooks of `.claude/settings.json`: Cairn's there answer nothing under Copilot CLI while this file holds Cairn's hooks, so every call is recorded once.\n  Check: `cairn runs list` shows a copilot-<session> run after a Copilot CLI session that used a tool.\n";
+
+/// What a Cursor user must know.
+const CURSOR_NOTES: &str = "\nCursor: built from Cursor's documented hooks (the agent cannot be run in Cairn's tests). `failClosed: true` on preToolUse makes Cursor refuse a call whose hook failed. Restart Cursor (or open a new agent session) to load the hooks.\n  Check: `cairn runs list` shows a cursor-<conversation> run after an agent session that used a tool.\n";
 
 /// What a Gemini CLI user must know: it reads a project's hooks only in a trusted folder, has
 /// no setting that refuses a call whose hook failed, and can have its hooks switched off.

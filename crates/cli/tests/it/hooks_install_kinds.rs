@@ -38,6 +38,15 @@ fn hook(command: &str) -> Value {
     json!({"type": "command", "command": command, "timeout": 5})
 }
 
+/// `handler` as `host` lists it under an event: in a group, or alone (Cursor).
+fn group(host: Host, handler: &Value) -> Value {
+    if cairn_hooks::install::flat(host) {
+        handler.clone()
+    } else {
+        json!({"matcher": "Bash|run_shell_command|Shell", "hooks": [handler]})
+    }
+}
+
 /// The kinds of settings file, for `host` (whose first event Cairn uses is `event`).
 fn kinds(host: Host) -> Vec<Kind> {
     let event = events(host)[0];
@@ -48,6 +57,7 @@ fn kinds(host: Host) -> Vec<Kind> {
         Host::Codex => "exec cairn-hook codex --project '/old/place'".to_owned(),
         Host::GeminiCli => "exec cairn-hook gemini-cli --project '/old/place'".to_owned(),
         Host::CopilotCli => "cairn-hook copilot-cli".to_owned(),
+        Host::Cursor => "exec cairn-hook cursor --project '/old/place'".to_owned(),
     };
     let kind = |name, text: Option<String>, expect| Kind { name, text, expect };
     vec![
@@ -63,16 +73,16 @@ fn kinds(host: Host) -> Vec<Kind> {
         kind(
             "another tool's hook on an event Cairn uses",
             Some(format!(
-                "{{\"hooks\": {{\"{tool_event}\": [{{\"matcher\": \"Bash|run_shell_command\", \"hooks\": [{}]}}]}}}}\n",
-                hook("./guard.sh")
+                "{{\"hooks\": {{\"{tool_event}\": [{}]}}}}\n",
+                group(host, &hook("./guard.sh"))
             )),
             Expect::Merged,
         ),
         kind(
             "another tool's hook on an event Cairn does not use",
             Some(format!(
-                "{{\"hooks\": {{\"Notification\": [{{\"hooks\": [{}]}}]}}}}\n",
-                hook("notify-send hi")
+                "{{\"hooks\": {{\"Notification\": [{}]}}}}\n",
+                group(host, &hook("notify-send hi"))
             )),
             Expect::Merged,
         ),
@@ -94,8 +104,8 @@ fn kinds(host: Host) -> Vec<Kind> {
         kind(
             "an older Cairn handler",
             Some(format!(
-                "{{\"hooks\": {{\"{event}\": [{{\"hooks\": [{}]}}]}}}}\n",
-                hook(&older)
+                "{{\"hooks\": {{\"{event}\": [{}]}}}}\n",
+                group(host, &hook(&older))
             )),
             Expect::MergedSameMeaning,
         ),
@@ -128,6 +138,18 @@ const KEPT: [&str; 9] = [
     "./guard.sh",
 ];
 
+/// `value` after an uninstall, less the format `version` an install added to a file of Cursor's
+/// that had none (uninstall leaves it).
+fn comparable(host: Host, mut value: Value, original_text: &str) -> Value {
+    if cairn_hooks::install::flat(host)
+        && !original_text.contains("\"version\"")
+        && let Some(object) = value.as_object_mut()
+    {
+        object.remove("version");
+    }
+    value
+}
+
 fn cairn(dir: &Path, args: &[&str]) -> Output {
     Output::of(command_in(dir).args(args))
 }
@@ -142,7 +164,8 @@ fn meaning(host: Host, path: &Path) -> Value {
 }
 
 /// Every handler of every event, as JSON.
-fn handlers(value: &Value) -> Vec<(String, Value)> {
+fn handlers(host: Host, value: &Value) -> Vec<(String, Value)> {
+    let flat = cairn_hooks::install::flat(host);
     value["hooks"]
         .as_object()
         .into_iter()
@@ -152,7 +175,13 @@ fn handlers(value: &Value) -> Vec<(String, Value)> {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+                .flat_map(move |g| {
+                    if flat {
+                        vec![g.clone()]
+                    } else {
+                        g["hooks"].as_array().cloned().unwrap_or_default()
+                    }
+                })
                 .map(move |h| (event.clone(), h))
         })
         .collect()
@@ -217,7 +246,7 @@ fn check_kind(host: Host, kind: &Kind, symlinked: bool) {
     }
     out.expect(0);
     let installed = meaning(host, &path);
-    let mine = handlers(&installed);
+    let mine = handlers(host, &installed);
     for event in events(host) {
         let ours = mine
             .iter()
@@ -233,7 +262,7 @@ fn check_kind(host: Host, kind: &Kind, symlinked: bool) {
                 assert_eq!(installed.get(key), Some(value), "{at}: `{key}`");
             }
         }
-        for (event, handler) in handlers(&original) {
+        for (event, handler) in handlers(host, &original) {
             if !is_cairn(&handler, host) {
                 assert!(
                     mine.contains(&(event.clone(), handler.clone())),
@@ -279,7 +308,7 @@ fn check_kind(host: Host, kind: &Kind, symlinked: bool) {
         Expect::Merged => {
             let text = kind.text.as_deref().unwrap();
             assert_eq!(
-                meaning(host, &path),
+                comparable(host, meaning(host, &path), text),
                 settings_value(host, text).unwrap(),
                 "{at}"
             );
@@ -293,7 +322,10 @@ fn check_kind(host: Host, kind: &Kind, symlinked: bool) {
             }
             // A file Cairn found without hooks, laid out on lines of its own, is given back byte
             // for byte (an object on one line is laid out on lines when hooks go into it).
-            if !text.contains("hooks") && text.trim_end().contains('\n') {
+            if !text.contains("hooks")
+                && text.trim_end().contains('\n')
+                && !cairn_hooks::install::flat(host)
+            {
                 assert_eq!(Some(now.into_bytes()), before, "{at}: uninstall");
             }
         }
@@ -304,7 +336,12 @@ fn check_kind(host: Host, kind: &Kind, symlinked: bool) {
             if kind.name == "an older Cairn handler" {
                 original = json!({"hooks": {}});
             }
-            assert_eq!(meaning(host, &path), original, "{at}: uninstall");
+            let text = kind.text.as_deref().unwrap();
+            assert_eq!(
+                comparable(host, meaning(host, &path), text),
+                original,
+                "{at}: uninstall"
+            );
         }
         Expect::Refused(_) => unreachable!(),
     }

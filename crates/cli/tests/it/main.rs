@@ -17,6 +17,7 @@ mod approvals;
 mod bundle;
 mod canary;
 mod continuity;
+mod cursor_payloads;
 mod decisions;
 mod demo;
 mod deployment;

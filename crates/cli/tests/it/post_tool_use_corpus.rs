@@ -70,7 +70,16 @@ fn substituted(raw: &RawValue, project: &Path, session: &str) -> String {
 /// The `PreToolUse` of the call `post` reports (`BeforeTool` for Gemini CLI).
 fn pre_tool_use(host: &str, post: &str) -> String {
     let mut map: BTreeMap<String, Box<RawValue>> = serde_json::from_str(post).unwrap();
-    for field in ["tool_response", "error", "is_interrupt", "duration_ms"] {
+    for field in [
+        "tool_response",
+        "tool_output",
+        "error",
+        "error_message",
+        "failure_type",
+        "is_interrupt",
+        "duration_ms",
+        "duration",
+    ] {
         map.remove(field);
     }
     map.insert(
@@ -91,10 +100,10 @@ fn refused(host: &str, out: &Output) -> bool {
 }
 
 fn pre_event(host: &str) -> &'static str {
-    if host == "gemini-cli" {
-        "BeforeTool"
-    } else {
-        "PreToolUse"
+    match host {
+        "gemini-cli" => "BeforeTool",
+        "cursor" => "preToolUse",
+        _ => "PreToolUse",
     }
 }
 
@@ -122,7 +131,11 @@ fn has_boundary(records: &[Value], event: &str) -> bool {
 fn next_call(host: &str, session: &str, project: &Path, i: u32) -> String {
     json!({
         "session_id": session, "cwd": project, "hook_event_name": pre_event(host),
-        "tool_name": if host == "gemini-cli" { "run_shell_command" } else { "Bash" },
+        "tool_name": match host {
+            "gemini-cli" => "run_shell_command",
+            "cursor" => "Shell",
+            _ => "Bash",
+        },
         "tool_input": {"command": "true"},
         "tool_use_id": format!("toolu_next_{i}"),
         "model": if host == "codex" { "gpt-5" } else { "claude" },
@@ -159,6 +172,7 @@ fn each_recorded_post_tool_use_is_recorded_by_its_class() {
             "codex" => format!("codex-{session}"),
             "gemini-cli" => format!("gemini-{session}"),
             "copilot-cli" => format!("copilot-{session}"),
+            "cursor" => format!("cursor-{session}"),
             _ => format!("cc-{session}"),
         };
         let post = substituted(&case.payload, d, &session);

@@ -106,6 +106,18 @@ pub const fn events(host: Host) -> &'static [&'static str] {
             "SubagentStop",
             "SessionEnd",
         ],
+        // Cursor gates every call at `preToolUse` (its tool-specific gates would record a call
+        // twice); its `preCompact` is the one event of a compaction.
+        Host::Cursor => &[
+            "sessionStart",
+            "beforeSubmitPrompt",
+            "preToolUse",
+            "postToolUse",
+            "postToolUseFailure",
+            "preCompact",
+            "stop",
+            "sessionEnd",
+        ],
         Host::GeminiCli => &[
             "SessionStart",
             "BeforeAgent",
@@ -124,8 +136,16 @@ pub const fn events(host: Host) -> &'static [&'static str] {
 pub const fn gate_event(host: Host) -> &'static str {
     match host {
         Host::GeminiCli => "BeforeTool",
+        Host::Cursor => "preToolUse",
         Host::ClaudeCode | Host::Codex | Host::CopilotCli => "PreToolUse",
     }
+}
+
+/// Whether `host`'s events list their handlers directly (Cursor: `{"preToolUse": [{"command":
+/// …}]}`), rather than in groups with a `hooks` array of handlers (every other host).
+#[must_use]
+pub const fn flat(host: Host) -> bool {
+    matches!(host, Host::Cursor)
 }
 
 /// Whether `host`'s settings file may hold comments (Gemini CLI strips them before reading).
@@ -147,7 +167,9 @@ pub fn timeout_secs(host: Host, event: &str) -> u64 {
 fn timeout_setting(host: Host, event: &str) -> u64 {
     match host {
         Host::GeminiCli => timeout_secs(host, event).saturating_mul(1000),
-        Host::ClaudeCode | Host::Codex | Host::CopilotCli => timeout_secs(host, event),
+        Host::ClaudeCode | Host::Codex | Host::CopilotCli | Host::Cursor => {
+            timeout_secs(host, event)
+        }
     }
 }
 
@@ -197,6 +219,21 @@ pub fn owned_fields(host: Host, dir: &Path, event: &str) -> Map<String, Value> {
                     "exec {HOOK_PROGRAM} copilot-cli --project \"$COPILOT_PROJECT_DIR\""
                 )),
             );
+        }
+        Host::Cursor => {
+            // Cursor runs `command` with a shell; `failClosed` on the gate makes it refuse a
+            // call whose hook failed, where it would otherwise let it through.
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+            fields.insert(
+                "command".to_owned(),
+                json!(format!(
+                    "exec {HOOK_PROGRAM} cursor --project {}",
+                    shell_quoted(&dir.to_string_lossy())
+                )),
+            );
+            if event == gate_event(host) {
+                fields.insert("failClosed".to_owned(), json!(true));
+            }
         }
         Host::GeminiCli => {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
@@ -273,6 +310,7 @@ pub fn settings_path(host: Host, dir: &Path) -> PathBuf {
         Host::Codex => dir.join(".codex").join("hooks.json"),
         Host::GeminiCli => dir.join(".gemini").join("settings.json"),
         Host::CopilotCli => dir.join(".github").join("hooks").join("cairn.json"),
+        Host::Cursor => dir.join(".cursor").join("hooks.json"),
     }
 }
 
@@ -301,6 +339,7 @@ pub(crate) fn shape_error(path: &Path, reason: impl Into<String>) -> HookError {
 /// Checks the shape of `settings` and returns its `hooks` object (created when absent).
 fn hooks_of<'a>(
     settings: &'a mut Value,
+    host: Host,
     path: &Path,
 ) -> Result<&'a mut Map<String, Value>, HookError> {
     let object = settings
@@ -317,6 +356,15 @@ fn hooks_of<'a>(
             .as_array()
             .ok_or_else(|| shape_error(path, format!("`hooks.{event}` is not an array")))?;
         for (i, group) in groups.iter().enumerate() {
+            if flat(host) {
+                if !group.is_object() {
+                    return Err(shape_error(
+                        path,
+                        format!("`hooks.{event}[{i}]` is not an object"),
+                    ));
+                }
+                continue;
+            }
             let handlers = group.get("hooks").and_then(Value::as_array);
             if !group.is_object() || handlers.is_none() {
                 return Err(shape_error(
@@ -360,7 +408,14 @@ pub fn merge(
     dir: &Path,
     path: &Path,
 ) -> Result<Vec<String>, HookError> {
-    let hooks = hooks_of(settings, path)?;
+    if flat(host)
+        && let Some(object) = settings.as_object_mut()
+        && !object.contains_key("version")
+    {
+        // Cursor's file states its format's version.
+        object.insert("version".to_owned(), json!(1));
+    }
+    let hooks = hooks_of(settings, host, path)?;
     let mut changed = Vec::new();
     for event in events(host) {
         let owned = owned_fields(host, dir, event);
@@ -372,12 +427,7 @@ pub fn merge(
         };
         let mut present = false;
         let mut updated = false;
-        for handler in groups
-            .iter_mut()
-            .filter_map(|group| group.get_mut("hooks").and_then(Value::as_array_mut))
-            .flatten()
-            .filter(|handler| is_ours(handler, host))
-        {
+        for handler in handlers_mut(host, groups).filter(|handler| is_ours(handler, host)) {
             present = true;
             let Some(object) = handler.as_object_mut() else {
                 continue;
@@ -390,13 +440,32 @@ pub fn merge(
             }
         }
         if !present {
-            groups.push(json!({"hooks": [our_handler(host, event, &owned)]}));
+            let handler = our_handler(host, event, &owned);
+            groups.push(if flat(host) {
+                handler
+            } else {
+                json!({"hooks": [handler]})
+            });
         }
         if !present || updated {
             changed.push((*event).to_owned());
         }
     }
     Ok(changed)
+}
+
+/// Every handler of an event's `groups` of `host` (see [`flat`]).
+fn handlers_mut(host: Host, groups: &mut [Value]) -> Box<dyn Iterator<Item = &mut Value> + '_> {
+    if flat(host) {
+        Box::new(groups.iter_mut())
+    } else {
+        Box::new(
+            groups
+                .iter_mut()
+                .filter_map(|group| group.get_mut("hooks").and_then(Value::as_array_mut))
+                .flatten(),
+        )
+    }
 }
 
 /// Removes Cairn's hook for `host` from `settings`; returns the events it was removed from.
@@ -411,7 +480,7 @@ pub fn unmerge(
     drop_hooks: bool,
 ) -> Result<Vec<String>, HookError> {
     let had_hooks = settings.get("hooks").is_some();
-    let hooks = hooks_of(settings, path)?;
+    let hooks = hooks_of(settings, host, path)?;
     let mut removed = Vec::new();
     let mut emptied = Vec::new();
     for (event, groups) in hooks.iter_mut() {
@@ -419,7 +488,15 @@ pub fn unmerge(
             continue;
         };
         let mut touched = false;
+        if flat(host) {
+            let before = groups.len();
+            groups.retain(|handler| !is_ours(handler, host));
+            touched = groups.len() != before;
+        }
         groups.retain_mut(|group| {
+            if flat(host) {
+                return true;
+            }
             let Some(handlers) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
                 return true;
             };
@@ -577,15 +654,13 @@ pub fn installed(host: Host, dir: &Path) -> bool {
         return false;
     };
     let gate = gate_event(host);
-    value
+    let mut groups = value
         .get("hooks")
         .and_then(|hooks| hooks.get(gate))
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|group| group.get("hooks").and_then(Value::as_array))
-        .flatten()
-        .any(|handler| is_ours(handler, host))
+        .cloned()
+        .unwrap_or_default();
+    handlers_mut(host, &mut groups).any(|handler| is_ours(handler, host))
 }
 
 /// Checks that `host`'s settings file in `dir`, if any, can be merged (strict JSON of the
@@ -673,7 +748,10 @@ pub fn uninstall(host: Host, dir: &Path) -> Result<Change, HookError> {
     let drop_hooks = record.hooks.remove(host.as_str()).is_some() || we_created;
     let mut expected = settings.value.clone();
     let events = unmerge(&mut expected, host, &path, drop_hooks)?;
-    let empty = expected.as_object().is_some_and(Map::is_empty);
+    // A file left with nothing but Cursor's format version is empty.
+    let empty = expected.as_object().is_some_and(|object| {
+        object.is_empty() || (flat(host) && object.len() == 1 && object.contains_key("version"))
+    });
     let removed_file = we_created && empty;
     if removed_file {
         std::fs::remove_file(&path).map_err(|e| HookError::io(&path, &e))?;

@@ -8,7 +8,7 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstArray, CstInputValue, CstNode, CstObject, CstRootNode};
 use serde_json::{Map, Value, json};
 
-use super::{Settings, events, is_cairn_handler, our_handler, owned_fields, shape_error};
+use super::{Settings, events, flat, is_cairn_handler, our_handler, owned_fields, shape_error};
 use crate::error::HookError;
 use crate::host::Host;
 
@@ -107,14 +107,22 @@ fn set_owned(handler: &CstObject, owned: &Map<String, Value>) {
 /// is missing (after the others); nothing else in the handler is touched.
 pub(super) fn merge_text(root: &CstRootNode, host: Host, dir: &Path) -> Option<()> {
     let top = root.object_value_or_set();
+    if flat(host) && top.get("version").is_none() {
+        top.append("version", input(&json!(1)));
+    }
     let hooks = top.object_value_or_create("hooks")?;
     for event in events(host) {
         let owned = owned_fields(host, dir, event);
         let groups = hooks.array_value_or_create(event)?;
         let mut present = false;
         for group in groups.elements() {
-            let Some((_, handlers)) = handlers_of(&group) else {
-                continue;
+            let handlers = if flat(host) {
+                group.as_object().into_iter().collect()
+            } else {
+                let Some((_, handlers)) = handlers_of(&group) else {
+                    continue;
+                };
+                handlers
             };
             for handler in handlers.iter().filter(|handler| is_ours(handler, host)) {
                 present = true;
@@ -122,7 +130,12 @@ pub(super) fn merge_text(root: &CstRootNode, host: Host, dir: &Path) -> Option<(
             }
         }
         if !present {
-            groups.append(input(&json!({"hooks": [our_handler(host, event, &owned)]})));
+            let handler = our_handler(host, event, &owned);
+            groups.append(input(&if flat(host) {
+                handler
+            } else {
+                json!({"hooks": [handler]})
+            }));
         }
     }
     Some(())
@@ -141,6 +154,16 @@ pub(super) fn unmerge_text(root: &CstRootNode, host: Host, drop_hooks: bool) -> 
         };
         let mut touched = false;
         for group in groups.elements() {
+            if flat(host) {
+                if group
+                    .as_object()
+                    .is_some_and(|handler| is_ours(&handler, host))
+                {
+                    group.remove();
+                    touched = true;
+                }
+                continue;
+            }
             let Some((handlers, objects)) = handlers_of(&group) else {
                 continue;
             };
