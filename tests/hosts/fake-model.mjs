@@ -302,6 +302,41 @@ function geminiReply(res, body, step, stream) {
   res.end(`data: ${JSON.stringify(response)}\r\n\r\n`);
 }
 
+// ---------- OpenAI Chat Completions (OpenCode, through @ai-sdk/openai-compatible) ----------
+
+function chatCall(call) {
+  if (call.shell !== undefined) {
+    return { name: 'bash', input: { command: call.shell, description: 'scripted command' } };
+  }
+  return { name: call.tool, input: call.input ?? {} };
+}
+
+function chatReply(res, body, step) {
+  const promptTokens = step.context === 'full' ? FULL_CONTEXT : 1000;
+  const id = nextId('chatcmpl');
+  const model = body.model ?? 'fake';
+  const created = Math.floor(Date.now() / 1000);
+  const usage = { prompt_tokens: promptTokens, completion_tokens: 20, total_tokens: promptTokens + 20 };
+  const calls = (step.calls ?? []).map((call, index) => {
+    const { name, input } = chatCall(call);
+    return { index, id: nextId('call'), type: 'function', function: { name, arguments: JSON.stringify(input) } };
+  });
+  const finish = calls.length ? 'tool_calls' : 'stop';
+  if (!body.stream) {
+    const message = { role: 'assistant', content: step.text ?? null };
+    if (calls.length) message.tool_calls = calls.map(({ index, ...call }) => call);
+    sendJson(res, 200, { id, object: 'chat.completion', created, model, choices: [{ index: 0, message, finish_reason: finish }], usage });
+    return;
+  }
+  const chunk = (delta, finishReason = null, extra = {}) =>
+    ({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra });
+  const chunks = [chunk({ role: 'assistant', content: step.text ?? '' })];
+  if (calls.length) chunks.push(chunk({ tool_calls: calls }));
+  chunks.push(chunk({}, finish, { usage }));
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.end(chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('') + 'data: [DONE]\n\n');
+}
+
 // ---------- plumbing ----------
 
 function sendJson(res, status, value) {
@@ -329,7 +364,9 @@ const server = http.createServer((req, res) => {
     const path = req.url.split('?')[0];
     const api = path.endsWith('/messages')
       ? 'anthropic'
-      : path.endsWith('/responses')
+      : path.endsWith('/chat/completions')
+        ? 'chat'
+        : path.endsWith('/responses')
         ? 'responses'
         : /:(stream)?[gG]enerateContent$/.test(path)
           ? 'gemini'
@@ -341,7 +378,7 @@ const server = http.createServer((req, res) => {
     let step = null;
     const host = api === 'responses' && isCopilot(body)
       ? 'copilot-cli'
-      : { anthropic: 'claude-code', responses: 'codex', gemini: 'gemini-cli' }[api];
+      : { anthropic: 'claude-code', responses: 'codex', gemini: 'gemini-cli', chat: 'opencode' }[api];
     if (kind === 'main') step = stepFor(host, body);
     if (kind === 'summary') step = { text: summaryText };
     if (kind === 'side') step = { text: 'ok' };
@@ -349,6 +386,7 @@ const server = http.createServer((req, res) => {
     if (api === 'anthropic' && step) return anthropicReply(res, body, step);
     if (api === 'responses' && step) return responsesReply(res, body, step);
     if (api === 'gemini' && step) return geminiReply(res, body, step, path.endsWith(':streamGenerateContent'));
+    if (api === 'chat' && step) return chatReply(res, body, step);
     if (path.endsWith(':countTokens')) return sendJson(res, 200, { totalTokens: 1000 });
     if (path.endsWith('/count_tokens')) return sendJson(res, 200, { input_tokens: 1000 });
     if (path.endsWith('/models')) return sendJson(res, 200, { data: [], models: [] });

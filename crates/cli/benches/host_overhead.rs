@@ -146,6 +146,7 @@ fn library_host(host: Host) -> cairn_hooks::Host {
         Host::Codex => cairn_hooks::Host::Codex,
         Host::GeminiCli => cairn_hooks::Host::GeminiCli,
         Host::CopilotCli => cairn_hooks::Host::CopilotCli,
+        Host::OpenCode => cairn_hooks::Host::OpenCode,
     }
 }
 

@@ -938,6 +938,8 @@ pub enum HookHost {
     CopilotCli,
     /// Cursor.
     Cursor,
+    /// OpenCode (through Cairn's plugin).
+    Opencode,
 }
 
 impl HookHost {
@@ -949,6 +951,7 @@ impl HookHost {
             Self::GeminiCli => "gemini-cli",
             Self::CopilotCli => "copilot-cli",
             Self::Cursor => "cursor",
+            Self::Opencode => "opencode",
         }
     }
 }
@@ -1007,7 +1010,7 @@ pub struct HooksServe {
 
 /// Which hosts and which project `cairn hooks` works on.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("host").required(true).multiple(true).args(["claude_code", "codex", "gemini_cli", "copilot_cli", "cursor"])))]
+#[command(group(clap::ArgGroup::new("host").required(true).multiple(true).args(["claude_code", "codex", "gemini_cli", "copilot_cli", "cursor", "opencode"])))]
 pub struct HooksTarget {
     /// Claude Code: `.claude/settings.json`.
     #[arg(long)]
@@ -1024,6 +1027,9 @@ pub struct HooksTarget {
     /// Cursor: `.cursor/hooks.json`.
     #[arg(long)]
     pub cursor: bool,
+    /// OpenCode: Cairn's plugin, `.opencode/plugins/cairn.js`.
+    #[arg(long)]
+    pub opencode: bool,
     /// The project folder (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,

@@ -165,7 +165,7 @@ impl Answer {
             Host::GeminiCli => self.for_gemini_cli(),
             Host::CopilotCli => self.for_copilot_cli(),
             Host::Cursor => self.for_cursor(),
-            Host::ClaudeCode | Host::Codex => self.clone(),
+            Host::ClaudeCode | Host::Codex | Host::OpenCode => self.clone(),
         }
     }
 

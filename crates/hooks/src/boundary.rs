@@ -393,7 +393,8 @@ impl Session<'_> {
             crate::host::Host::Codex
             | crate::host::Host::GeminiCli
             | crate::host::Host::CopilotCli
-            | crate::host::Host::Cursor => SummaryNote::NotSent,
+            | crate::host::Host::Cursor
+            | crate::host::Host::OpenCode => SummaryNote::NotSent,
         };
         let text = self.context_text(&mut executor, comparison.as_ref(), summary, None);
         self.state.context = Some(text);

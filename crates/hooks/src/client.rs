@@ -244,7 +244,7 @@ pub fn binding(host: Host, project: Option<PathBuf>) -> Binding {
         Host::CopilotCli => std::env::var_os("COPILOT_PROJECT_DIR")
             .filter(|dir| !dir.is_empty())
             .map(PathBuf::from),
-        Host::Codex | Host::GeminiCli | Host::Cursor => None,
+        Host::Codex | Host::GeminiCli | Host::Cursor | Host::OpenCode => None,
     });
     Binding {
         fixed: None,

@@ -54,9 +54,9 @@ use crate::project::Project;
 /// The configuration's schema tag.
 pub const CONFIG_SCHEMA_VERSION: &str = "cairn.hooks/v1";
 
-/// Tools that only read (Claude Code's, Codex's and Gemini CLI's names): not consequential by
-/// default.
-pub const DEFAULT_READ_ONLY: [&str; 39] = [
+/// Tools that only read (Claude Code's, Codex's, Gemini CLI's and OpenCode's names): not
+/// consequential by default.
+pub const DEFAULT_READ_ONLY: [&str; 46] = [
     "Read",
     "Glob",
     "Grep",
@@ -96,6 +96,13 @@ pub const DEFAULT_READ_ONLY: [&str; 39] = [
     "ask_user",
     "enter_plan_mode",
     "exit_plan_mode",
+    "read",
+    "grep",
+    "list",
+    "webfetch",
+    "todowrite",
+    "todoread",
+    "codesearch",
 ];
 
 /// The largest configuration file read.

@@ -1,5 +1,5 @@
-//! The hosts Cairn answers as a hook: Claude Code, Codex, Gemini CLI, GitHub Copilot CLI and
-//! Cursor.
+//! The hosts Cairn answers as a hook: Claude Code, Codex, Gemini CLI, GitHub Copilot CLI,
+//! Cursor and OpenCode (through Cairn's plugin).
 
 /// A host agent that runs `cairn hook <host>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -14,16 +14,19 @@ pub enum Host {
     CopilotCli,
     /// Cursor's agent (`.cursor/hooks.json`).
     Cursor,
+    /// OpenCode (a plugin, `.opencode/plugins/cairn.js`).
+    OpenCode,
 }
 
 impl Host {
     /// Every host.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::ClaudeCode,
         Self::Codex,
         Self::GeminiCli,
         Self::CopilotCli,
         Self::Cursor,
+        Self::OpenCode,
     ];
 
     /// The name on the command line and in files (`claude-code`, `codex`, `gemini-cli`,
@@ -36,6 +39,7 @@ impl Host {
             Self::GeminiCli => "gemini-cli",
             Self::CopilotCli => "copilot-cli",
             Self::Cursor => "cursor",
+            Self::OpenCode => "opencode",
         }
     }
 
@@ -56,6 +60,7 @@ impl Host {
             Self::GeminiCli => "gemini",
             Self::CopilotCli => "copilot",
             Self::Cursor => "cursor",
+            Self::OpenCode => "opencode",
         }
     }
 
@@ -68,6 +73,7 @@ impl Host {
             Self::GeminiCli => "agent:gemini-cli",
             Self::CopilotCli => "agent:copilot-cli",
             Self::Cursor => "agent:cursor",
+            Self::OpenCode => "agent:opencode",
         }
     }
 
@@ -80,6 +86,7 @@ impl Host {
             Self::GeminiCli => "Gemini CLI",
             Self::CopilotCli => "Copilot CLI",
             Self::Cursor => "Cursor",
+            Self::OpenCode => "OpenCode",
         }
     }
 }
@@ -100,8 +107,9 @@ impl std::str::FromStr for Host {
             "gemini-cli" => Ok(Self::GeminiCli),
             "copilot-cli" => Ok(Self::CopilotCli),
             "cursor" => Ok(Self::Cursor),
+            "opencode" => Ok(Self::OpenCode),
             other => Err(format!(
-                "expected `claude-code`, `codex`, `gemini-cli`, `copilot-cli` or `cursor`, got `{other}`"
+                "expected `claude-code`, `codex`, `gemini-cli`, `copilot-cli`, `cursor` or `opencode`, got `{other}`"
             )),
         }
     }

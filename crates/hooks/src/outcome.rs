@@ -43,6 +43,11 @@
 //!   `postToolUse` only for a call that succeeded — a failure is `postToolUseFailure`, with its
 //!   `failure_type` (`timeout`, `error`, `permission_denied`) — with the result as
 //!   `tool_output`: text or an object is a completion; a missing or other output is unknown.
+//! - **OpenCode** (through Cairn's plugin) reports `{title, output, metadata}`: `bash` ran to
+//!   its end with `metadata.exit` (0: completed; 129–159: killed by a signal, unknown; any
+//!   other: failed, known), and without an exit code (timed out, aborted) its outcome is
+//!   unknown; any other tool with an `output` completed. A tool that throws sends no report
+//!   (its call is settled at the turn's end).
 //! - Any other tool, or any other shape: unknown.
 
 use serde_json::Value;
@@ -188,6 +193,7 @@ pub fn classify(host: Host, tool: &str, outcome: &ToolOutcome) -> OutcomeClass {
                 Host::GeminiCli => gemini_cli(tool, value),
                 Host::CopilotCli => copilot_cli(tool, value),
                 Host::Cursor => cursor(tool, value),
+                Host::OpenCode => opencode(tool, value),
             },
         },
     }
@@ -237,6 +243,39 @@ fn claude_code(tool: &str, value: &Value) -> OutcomeClass {
             ),
         },
         _ => unrecognised(tool, "a tool whose report Cairn does not know"),
+    }
+}
+
+/// The fields of an OpenCode tool report.
+const OPENCODE_FIELDS: [&str; 3] = ["title", "output", "metadata"];
+
+fn opencode(tool: &str, value: &Value) -> OutcomeClass {
+    let object = match object_of(tool, value, &OPENCODE_FIELDS) {
+        Ok(object) => object,
+        Err(class) => return class,
+    };
+    if tool != "bash" {
+        return if object.get("output").is_some_and(Value::is_string) {
+            OutcomeClass::Completed
+        } else {
+            unrecognised(tool, "no `output` text")
+        };
+    }
+    match object
+        .get("metadata")
+        .and_then(|metadata| metadata.get("exit"))
+        .and_then(Value::as_u64)
+    {
+        Some(0) => OutcomeClass::Completed,
+        Some(code) if (129..=159).contains(&code) => OutcomeClass::unknown(
+            "killed_by_signal",
+            format!("the command was killed by signal {}", code - 128),
+        ),
+        Some(_) => OutcomeClass::Failed,
+        None => OutcomeClass::unknown(
+            "response_unrecognised",
+            "the command reported no exit code (timed out or aborted)",
+        ),
     }
 }
 

@@ -55,6 +55,7 @@ pub const SELF_PROTECTION_RULE: &str = "cairn.self-protection";
 pub const PATH_ARGS: &[&str] = &[
     "file_path",
     "filepath",
+    "filePath",
     "absolute_path",
     "path",
     "dir_path",

@@ -104,6 +104,7 @@ fn host_of(args: &HookArgs) -> Host {
         HookHost::GeminiCli => Host::GeminiCli,
         HookHost::CopilotCli => Host::CopilotCli,
         HookHost::Cursor => Host::Cursor,
+        HookHost::Opencode => Host::OpenCode,
     }
 }
 

@@ -129,6 +129,9 @@ fn hosts(target: &HooksTarget) -> Vec<Host> {
     if target.cursor {
         hosts.push(Host::Cursor);
     }
+    if target.opencode {
+        hosts.push(Host::OpenCode);
+    }
     hosts
 }
 
@@ -233,6 +236,9 @@ fn install_hooks(target: &HooksTarget) -> Result<Outcome, Failure> {
     if changes.iter().any(|c| c.host == Host::Cursor) {
         human.push_str(CURSOR_NOTES);
     }
+    if changes.iter().any(|c| c.host == Host::OpenCode) {
+        human.push_str(OPENCODE_NOTES);
+    }
     let hook_program_found = on_path(install::HOOK_PROGRAM);
     if !hook_program_found {
         let _ = writeln!(
@@ -300,6 +306,9 @@ fn codex_trust_steps(base: &Path) -> String {
 
 /// What a Copilot CLI user must know.
 const COPILOT_NOTES: &str = "\nCopilot CLI: it runs these hooks only in a trusted folder (accept the prompt, or `copilot --trust-folder` / COPILOT_ALLOW_ALL=true for `copilot -p`). It refuses a call whose hook exits with any code but 0, and lets it through when the hook outlives its timeout. It also runs the Claude Code hooks of `.claude/settings.json`: Cairn's there answer nothing under Copilot CLI while this file holds Cairn's hooks, so every call is recorded once.\n  Check: `cairn runs list` shows a copilot-<session> run after a Copilot CLI session that used a tool.\n";
+
+/// What an OpenCode user must know.
+const OPENCODE_NOTES: &str = "\nOpenCode: it has no command hooks; Cairn's plugin hands every event to `cairn-hook opencode` and refuses a tool call by throwing — also when Cairn cannot be asked. OpenCode runs without the plugin if the file is removed or fails to load, and sends no session end: a run stays open until the next session.\n  Check: `cairn runs list` shows an opencode-<session> run after an OpenCode session that used a tool.\n";
 
 /// What a Cursor user must know.
 const CURSOR_NOTES: &str = "\nCursor: built from Cursor's documented hooks (the agent cannot be run in Cairn's tests). `failClosed: true` on preToolUse makes Cursor refuse a call whose hook failed. Restart Cursor (or open a new agent session) to load the hooks.\n  Check: `cairn runs list` shows a cursor-<conversation> run after an agent session that used a tool.\n";

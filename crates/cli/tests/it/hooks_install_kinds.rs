@@ -58,6 +58,7 @@ fn kinds(host: Host) -> Vec<Kind> {
         Host::GeminiCli => "exec cairn-hook gemini-cli --project '/old/place'".to_owned(),
         Host::CopilotCli => "cairn-hook copilot-cli".to_owned(),
         Host::Cursor => "exec cairn-hook cursor --project '/old/place'".to_owned(),
+        Host::OpenCode => unreachable!("OpenCode's file is Cairn's plugin, not settings"),
     };
     let kind = |name, text: Option<String>, expect| Kind { name, text, expect };
     vec![
@@ -350,7 +351,7 @@ fn check_kind(host: Host, kind: &Kind, symlinked: bool) {
 #[test]
 fn every_kind_of_existing_settings_keeps_what_the_user_has() {
     let mut checked = 0;
-    for host in Host::ALL {
+    for host in Host::ALL.into_iter().filter(|host| *host != Host::OpenCode) {
         for kind in kinds(host) {
             check_kind(host, &kind, false);
             // The same through a symlink, where there is a file to link to.
@@ -360,5 +361,41 @@ fn every_kind_of_existing_settings_keeps_what_the_user_has() {
             checked += 1;
         }
     }
-    assert!(checked >= 16 * Host::ALL.len(), "{checked} kinds checked");
+    assert!(
+        checked >= 16 * (Host::ALL.len() - 1),
+        "{checked} kinds checked"
+    );
+}
+
+#[test]
+fn opencodes_plugin_is_cairns_own_file_and_never_replaces_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let path = settings_path(Host::OpenCode, d);
+    cairn(d, &["hooks", "install", "--opencode"]).expect(0);
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert!(written.contains("'tool.execute.before'"), "{written}");
+    assert!(
+        written.contains(&format!("{:?}", d.to_str().unwrap())),
+        "names its project"
+    );
+    // Again: nothing changes.
+    let out = cairn(d, &["--json", "hooks", "install", "--opencode"]);
+    out.expect(0);
+    assert_eq!(out.json()["hooks"][0]["events"], json!([]), "{out:?}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), written);
+    cairn(d, &["hooks", "uninstall", "--opencode"]).expect(0);
+    assert!(!path.exists());
+    // A plugin of the user's under that name is never replaced nor removed.
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, "export const Mine = async () => ({});\n").unwrap();
+    for verb in ["install", "uninstall"] {
+        let out = cairn(d, &["hooks", verb, "--opencode"]);
+        assert_ne!(out.code, 0, "{verb}: {out:?}");
+        assert!(out.stderr.contains("settings_malformed"), "{verb}: {out:?}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "export const Mine = async () => ({});\n"
+        );
+    }
 }

@@ -649,14 +649,25 @@ const GEMINI_TOOLS: [(&str, &str); 4] = [
     ("Read", "read_file"),
 ];
 
+/// Claude Code's tool names, as OpenCode names the same tools (`bash` takes `command`; its file
+/// tools take `filePath`, so a scenario gives OpenCode calls of its own).
+const OPENCODE_TOOLS: [(&str, &str); 4] = [
+    ("Bash", "bash"),
+    ("Write", "write"),
+    ("Edit", "edit"),
+    ("Read", "read"),
+];
+
 /// `scenario` with the tools named as `host` names them: a scenario is written with Claude
 /// Code's names (in the model's calls, the checks and the policies alike).
 fn for_host(scenario: &Value, host: Host) -> Value {
-    if host != Host::GeminiCli {
-        return scenario.clone();
-    }
+    let names: &[(&str, &str)] = match host {
+        Host::GeminiCli => &GEMINI_TOOLS,
+        Host::OpenCode => &OPENCODE_TOOLS,
+        _ => return scenario.clone(),
+    };
     let mut text = scenario.to_string();
-    for (claude, gemini) in GEMINI_TOOLS {
+    for &(claude, gemini) in names {
         text = text
             .replace(&format!("\"{claude}\""), &format!("\"{gemini}\""))
             .replace(&format!("\\\"{claude}\\\""), &format!("\\\"{gemini}\\\""));
@@ -813,6 +824,11 @@ fn scenarios_in_gemini_cli() {
 #[test]
 fn scenarios_in_copilot_cli() {
     play_all(Host::CopilotCli);
+}
+
+#[test]
+fn scenarios_in_opencode() {
+    play_all(Host::OpenCode);
 }
 
 #[test]

@@ -48,6 +48,7 @@ use crate::error::HookError;
 use crate::host::Host;
 use cairn_runtime::layout::PROJECT_DIR;
 
+pub mod plugin;
 mod text;
 
 use text::{edited, merge_text, unmerge_text};
@@ -118,6 +119,8 @@ pub const fn events(host: Host) -> &'static [&'static str] {
             "stop",
             "sessionEnd",
         ],
+        // OpenCode's plugin hooks (it has no command hooks: Cairn's plugin, `plugin`).
+        Host::OpenCode => &plugin::PLUGIN_HOOKS,
         Host::GeminiCli => &[
             "SessionStart",
             "BeforeAgent",
@@ -137,6 +140,7 @@ pub const fn gate_event(host: Host) -> &'static str {
     match host {
         Host::GeminiCli => "BeforeTool",
         Host::Cursor => "preToolUse",
+        Host::OpenCode => "tool.execute.before",
         Host::ClaudeCode | Host::Codex | Host::CopilotCli => "PreToolUse",
     }
 }
@@ -167,7 +171,7 @@ pub fn timeout_secs(host: Host, event: &str) -> u64 {
 fn timeout_setting(host: Host, event: &str) -> u64 {
     match host {
         Host::GeminiCli => timeout_secs(host, event).saturating_mul(1000),
-        Host::ClaudeCode | Host::Codex | Host::CopilotCli | Host::Cursor => {
+        Host::ClaudeCode | Host::Codex | Host::CopilotCli | Host::Cursor | Host::OpenCode => {
             timeout_secs(host, event)
         }
     }
@@ -217,6 +221,16 @@ pub fn owned_fields(host: Host, dir: &Path, event: &str) -> Map<String, Value> {
                 "command".to_owned(),
                 json!(format!(
                     "exec {HOOK_PROGRAM} copilot-cli --project \"$COPILOT_PROJECT_DIR\""
+                )),
+            );
+        }
+        Host::OpenCode => {
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+            fields.insert(
+                "command".to_owned(),
+                json!(format!(
+                    "{HOOK_PROGRAM} opencode --project {}",
+                    dir.display()
                 )),
             );
         }
@@ -311,6 +325,7 @@ pub fn settings_path(host: Host, dir: &Path) -> PathBuf {
         Host::GeminiCli => dir.join(".gemini").join("settings.json"),
         Host::CopilotCli => dir.join(".github").join("hooks").join("cairn.json"),
         Host::Cursor => dir.join(".cursor").join("hooks.json"),
+        Host::OpenCode => dir.join(".opencode").join("plugins").join("cairn.js"),
     }
 }
 
@@ -646,6 +661,9 @@ impl Created {
 /// not read holds none).
 #[must_use]
 pub fn installed(host: Host, dir: &Path) -> bool {
+    if host == Host::OpenCode {
+        return plugin::installed(dir);
+    }
     let path = settings_path(host, dir);
     let Some(value) = std::fs::read_to_string(&path)
         .ok()
@@ -669,6 +687,9 @@ pub fn installed(host: Host, dir: &Path) -> bool {
 /// # Errors
 /// As [`install`].
 pub fn check(host: Host, dir: &Path) -> Result<(), HookError> {
+    if host == Host::OpenCode {
+        return plugin::check(dir);
+    }
     plan_install(host, dir).map(|_| ())
 }
 
@@ -701,6 +722,9 @@ fn plan_install(
 /// [`HookError::Settings`] for a settings file that is not strict JSON, not of the hosts'
 /// shape, or that cannot be edited in place (it is left untouched); [`HookError::Io`].
 pub fn install(host: Host, dir: &Path) -> Result<Change, HookError> {
+    if host == Host::OpenCode {
+        return plugin::install(dir);
+    }
     let path = settings_path(host, dir);
     let had_hooks = read_settings(host, &path)?.is_some_and(|s| s.value.get("hooks").is_some());
     let (text, events, created, command) = plan_install(host, dir)?;
@@ -732,6 +756,9 @@ pub fn install(host: Host, dir: &Path) -> Result<Change, HookError> {
 /// [`HookError::Settings`] for a settings file that is not strict JSON or not of the hosts'
 /// shape (it is left untouched); [`HookError::Io`].
 pub fn uninstall(host: Host, dir: &Path) -> Result<Change, HookError> {
+    if host == Host::OpenCode {
+        return plugin::uninstall(dir);
+    }
     let path = settings_path(host, dir);
     let command = command(host, dir);
     let Some(settings) = read_settings(host, &path)? else {

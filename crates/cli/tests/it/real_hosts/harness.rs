@@ -32,6 +32,8 @@ pub enum Host {
     GeminiCli,
     /// `@github/copilot`.
     CopilotCli,
+    /// `opencode-ai`, with Cairn's plugin.
+    OpenCode,
 }
 
 impl Host {
@@ -42,6 +44,7 @@ impl Host {
             Self::Codex => "codex",
             Self::GeminiCli => "gemini-cli",
             Self::CopilotCli => "copilot-cli",
+            Self::OpenCode => "opencode",
         }
     }
 }
@@ -53,6 +56,7 @@ pub struct Installed {
     codex: PathBuf,
     gemini: PathBuf,
     copilot: PathBuf,
+    opencode: PathBuf,
     node: PathBuf,
     harness: PathBuf,
 }
@@ -77,12 +81,14 @@ pub fn installed() -> Result<Installed, String> {
     let codex = modules.join("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
     let gemini = modules.join("@google/gemini-cli/bundle/gemini.js");
     let copilot = modules.join("@github/copilot-linux-x64/copilot");
+    let opencode = modules.join("opencode-linux-x64/bin/opencode");
     // Name every missing host: the skip line of a Codex test must not speak of Claude Code only.
     let missing: Vec<String> = [
         ("Claude Code", &claude),
         ("Codex", &codex),
         ("Gemini CLI", &gemini),
         ("Copilot CLI", &copilot),
+        ("OpenCode", &opencode),
     ]
     .into_iter()
     .filter(|(_, path)| !path.is_file())
@@ -99,6 +105,7 @@ pub fn installed() -> Result<Installed, String> {
         codex,
         gemini,
         copilot,
+        opencode,
         node,
         harness: harness_dir(),
     })
@@ -262,6 +269,22 @@ trust_level = "trusted"
             );
             std::fs::write(codex_home.join("config.toml"), config).unwrap();
         }
+        if host == Host::OpenCode {
+            // The model: an OpenAI-compatible provider at the fake server, as the project's
+            // configuration names it.
+            let config = serde_json::json!({
+                "provider": {"fake": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "Fake",
+                    "options": {"baseURL": format!("http://127.0.0.1:{port}/v1"), "apiKey": "fake-key-for-tests"},
+                    "models": {"fake-model": {"name": "Fake", "tool_call": true, "limit": {"context": 200_000, "output": 8_000}}},
+                }},
+                "model": "fake/fake-model",
+                "autoupdate": false,
+                "share": "disabled",
+            });
+            std::fs::write(project.join("opencode.json"), config.to_string()).unwrap();
+        }
         if host == Host::GeminiCli {
             // The API-key login (the key and the base URL come with each invocation); no
             // telemetry, update check or usage statistics.
@@ -348,6 +371,15 @@ trust_level = "trusted"
                         format!("http://127.0.0.1:{}", self.port),
                     )
                     .env("GEMINI_CLI_TRUST_WORKSPACE", "true");
+            }
+            Host::OpenCode => {
+                command
+                    .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+                    .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+                    .env(
+                        "XDG_CACHE_HOME",
+                        std::env::temp_dir().join("cairn-opencode-cache"),
+                    );
             }
             Host::CopilotCli => {
                 // The model a local provider (no GitHub sign-in, nothing else on the network),
@@ -462,6 +494,16 @@ trust_level = "trusted"
                 std::os::unix::process::CommandExt::process_group(&mut command, 0);
                 command
             }
+            Host::OpenCode => {
+                let mut command = self.command(&self.installed.opencode);
+                command.args(["run", "--format", "json"]);
+                if resume {
+                    let session = self.session.clone().expect("an OpenCode session to resume");
+                    command.args(["--session", &session]);
+                }
+                command.arg(prompt);
+                command
+            }
             Host::CopilotCli => {
                 let mut command = self.command(&self.installed.copilot);
                 command.args(["-p", prompt, "--disable-client-telemetry"]);
@@ -503,6 +545,13 @@ trust_level = "trusted"
         if let Some(mut err) = child.stderr.take() {
             let _ = err.read_to_string(&mut stderr);
         }
+        if self.host == Host::OpenCode && self.session.is_none() {
+            // Its JSON events name the session.
+            self.session = stdout
+                .split("\"sessionID\":\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next().map(str::to_owned));
+        }
         if self.host == Host::Codex && self.session.is_none() {
             self.session = stderr
                 .lines()
@@ -525,6 +574,7 @@ trust_level = "trusted"
             Host::Codex => format!("codex-{session}"),
             Host::GeminiCli => format!("gemini-{session}"),
             Host::CopilotCli => format!("copilot-{session}"),
+            Host::OpenCode => format!("opencode-{session}"),
         };
         match &self.service {
             Some((_, _, prefix)) => format!("{prefix}.{base}"),
