@@ -16,6 +16,7 @@ pub const PROTECTED: Protected = Protected {
         ".gemini/settings.json",
         ".github/hooks/cairn.json",
         ".cursor/hooks.json",
+        ".opencode/plugins/cairn.js",
     ],
     file_text: &[
         ".claude/settings",
@@ -24,6 +25,7 @@ pub const PROTECTED: Protected = Protected {
         ".gemini/settings.json",
         ".github/hooks/cairn.json",
         ".cursor/hooks.json",
+        ".opencode/plugins/cairn.js",
     ],
     program: cairn_runtime::protect::PERSON_PROGRAM,
     program_options: cairn_runtime::protect::PERSON_PROGRAM_OPTIONS,
@@ -53,6 +55,7 @@ mod tests {
             "cat .codex/hooks.json",
             "echo '{}' > .gemini/settings.json",
             "rm .github/hooks/cairn.json",
+            "echo x > .opencode/plugins/cairn.js",
             "cairn decisions set scope x && cairn decisions approve-change scope --from 1 --to 2",
             "/usr/local/bin/cairn reconcile --run r --key k --outcome applied --evidence e",
             "cairn --store x.db keys rotate",

@@ -673,6 +673,14 @@ mod tests {
             );
         }
         assert_eq!(guard.refusal(&json!({"file_path": "docs/readme.md"})), None);
+        // Each host's name for a file argument: Gemini CLI's `absolute_path` and `dir_path`,
+        // OpenCode's `filePath`, Copilot CLI's `path`.
+        for key in ["absolute_path", "dir_path", "filePath", "path"] {
+            assert!(
+                guard.refusal(&json!({ key: ".cairn/policies/allow.cedar" })).is_some(),
+                "{key}"
+            );
+        }
         // On a case-sensitive file system `.Cairn` is another folder…
         assert_eq!(
             guard.refusal(&json!({"file_path": ".Cairn/policies/x.cedar"})),
