@@ -306,7 +306,9 @@ function geminiReply(res, body, step, stream) {
 
 function chatCall(call) {
   if (call.shell !== undefined) {
-    return { name: 'bash', input: { command: call.shell, description: 'scripted command' } };
+    const input = { command: call.shell, description: 'scripted command' };
+    if (call.timeout_ms !== undefined) input.timeout = call.timeout_ms;
+    return { name: 'bash', input };
   }
   return { name: call.tool, input: call.input ?? {} };
 }
