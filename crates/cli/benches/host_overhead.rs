@@ -31,7 +31,8 @@
 //! rounds steady the figure.
 //!
 //! Run: `cargo bench -p cairn-cli --bench host_overhead` (needs `npm ci --prefix tests/hosts`;
-//! `CAIRN_BENCH_HOST` the host, `claude-code`, `gemini-cli` or `copilot-cli`;
+//! `CAIRN_BENCH_HOST` the host, `claude-code`, `gemini-cli`, `copilot-cli` or `opencode` (whose
+//! no-op is a plugin starting `true` for each event);
 //! `CAIRN_BENCH_ROUNDS` sets the rounds, 5 by default; `CAIRN_BENCH_HOST_CALLS` the calls per
 //! session, 20 by default; `CAIRN_BENCH_CONFIGS`, a comma list of `noop-exec`, `serving`,
 //! `no-server` and `service`, the configurations measured beside the baseline, the no-op hook
@@ -164,6 +165,13 @@ fn session(installed: &harness::Installed, host: Host, config: Config, calls: us
     let mut serving = None;
     match config {
         Config::NoHooks => {}
+        Config::NoOp | Config::NoOpExec if host == Host::OpenCode => {
+            // OpenCode has no command hooks: the no-op is a plugin on the same hooks as Cairn's
+            // that starts `true` for each event (as Cairn's starts `cairn-hook`) and waits for it.
+            let plugin = project.join(".opencode/plugins/noop.js");
+            std::fs::create_dir_all(plugin.parent().unwrap()).unwrap();
+            std::fs::write(plugin, NOOP_OPENCODE_PLUGIN).unwrap();
+        }
         Config::NoOp | Config::NoOpExec => {
             // Gemini CLI's timeouts are in milliseconds.
             let timeout = if host == Host::GeminiCli { 60_000 } else { 60 };
@@ -295,6 +303,20 @@ fn session(installed: &harness::Installed, host: Host, config: Config, calls: us
     took
 }
 
+/// OpenCode's no-op hook: a plugin starting `true` for each event Cairn's plugin hands on.
+const NOOP_OPENCODE_PLUGIN: &str = r"import { spawnSync } from 'node:child_process';
+const run = () => { spawnSync('true'); };
+export const Noop = async () => ({
+  'tool.execute.before': async () => run(),
+  'tool.execute.after': async () => run(),
+  'chat.message': async () => run(),
+  'experimental.session.compacting': async () => run(),
+  event: async ({ event }) => {
+    if (['session.created', 'session.compacted', 'session.idle', 'session.deleted'].includes(event.type)) run();
+  },
+});
+";
+
 fn median(values: &mut [Duration]) -> Duration {
     values.sort();
     values[values.len() / 2]
@@ -319,9 +341,12 @@ fn main() {
     let host = match std::env::var("CAIRN_BENCH_HOST").as_deref() {
         Ok("gemini-cli") => Host::GeminiCli,
         Ok("copilot-cli") => Host::CopilotCli,
+        Ok("opencode") => Host::OpenCode,
         Ok("claude-code") | Err(_) => Host::ClaudeCode,
         Ok(other) => {
-            panic!("CAIRN_BENCH_HOST: `{other}` is not claude-code, gemini-cli or copilot-cli")
+            panic!(
+                "CAIRN_BENCH_HOST: `{other}` is not claude-code, gemini-cli, copilot-cli or opencode"
+            )
         }
     };
     let configs: Vec<Config> = Config::ALL.into_iter().filter(|c| c.wanted(host)).collect();

@@ -677,7 +677,9 @@ mod tests {
         // OpenCode's `filePath`, Copilot CLI's `path`.
         for key in ["absolute_path", "dir_path", "filePath", "path"] {
             assert!(
-                guard.refusal(&json!({ key: ".cairn/policies/allow.cedar" })).is_some(),
+                guard
+                    .refusal(&json!({ key: ".cairn/policies/allow.cedar" }))
+                    .is_some(),
                 "{key}"
             );
         }

@@ -1,5 +1,5 @@
 //! `cairn-hook HOST [--project DIR]`: the command `cairn hooks install` writes into the
-//! hosts' settings, run by Claude Code or Codex for every hook event — a thin client of the
+//! hosts' settings, run by every host for every hook event — a thin client of the
 //! project's resident server (`cairn hooks serve`).
 //!
 //! A host starts one process per hook event, two per tool call, so the start of that process
