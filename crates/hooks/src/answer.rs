@@ -29,6 +29,8 @@
 //! but the context at the top level (`additionalContext`); it refuses a call on any exit code
 //! but 0, yet shows the model a refusal's reason only for its JSON deny with exit 0 — so there,
 //! and only there, a refusal exits 0 with that JSON (exit 2 when stdout cannot be written).
+//! Cursor reads `permission`, `user_message`, `agent_message` and `additional_context`. Codex
+//! and OpenCode (through Cairn's plugin) read Claude Code's form as it is.
 
 use serde_json::json;
 

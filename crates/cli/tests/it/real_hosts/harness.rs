@@ -32,7 +32,7 @@ pub enum Host {
     GeminiCli,
     /// `@github/copilot`.
     CopilotCli,
-    /// `opencode-ai`, with Cairn's plugin.
+    /// `opencode-linux-x64` (OpenCode's binary), with Cairn's plugin.
     OpenCode,
 }
 
