@@ -71,14 +71,24 @@ pub fn hook(command: &mut Command, host: &str, stdin: &str) -> Output {
     out
 }
 
-/// Starts `command` with its standard input, output and error piped to the test.
+/// Starts `command` with its standard input, output and error piped to the test. A program
+/// the test has just written (a copy of `cairn-hook`) may be "busy" for a moment: a process
+/// another test thread forked meanwhile holds the copy's write descriptor until it execs, so
+/// the start is tried again, for at most a second.
 pub fn spawn_piped(command: &mut Command) -> std::process::Child {
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+        .stderr(Stdio::piped());
+    for _ in 0..50 {
+        match command.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            started => return started.unwrap(),
+        }
+    }
+    command.spawn().unwrap()
 }
 
 /// Runs `command` to completion with `stdin` as its input (a host's hook JSON).
