@@ -388,13 +388,10 @@ impl Session<'_> {
         let gate = self.policy_gate()?;
         let mut executor = self.executor(gate)?;
         let comparison = self.compare_decisions(self.now());
-        let summary = match self.host {
-            crate::host::Host::ClaudeCode => SummaryNote::Pending,
-            crate::host::Host::Codex
-            | crate::host::Host::GeminiCli
-            | crate::host::Host::CopilotCli
-            | crate::host::Host::Cursor
-            | crate::host::Host::OpenCode => SummaryNote::NotSent,
+        let summary = if self.host.summary_follows_start() {
+            SummaryNote::Pending
+        } else {
+            SummaryNote::NotSent
         };
         let text = self.context_text(&mut executor, comparison.as_ref(), summary, None);
         self.state.context = Some(text);

@@ -21,7 +21,7 @@ use crate::answer::Answer;
 use crate::config::HookConfig;
 use crate::error::HookError;
 use crate::gate::Fault;
-use crate::host::{Host, run_base};
+use crate::host::{Compaction, Host, run_base};
 use crate::input::{self, Event, HookInput};
 use crate::project::Project;
 use crate::session::{SessionFiles, SessionState};
@@ -305,15 +305,11 @@ impl<'a> Session<'a> {
             Event::UserPromptSubmit { prompt, agent } => {
                 self.user_prompt(prompt.as_deref(), agent.as_deref())
             }
-            Event::PreCompact { trigger } if self.host == Host::GeminiCli => {
-                Ok(self.compaction_may_follow(trigger))
-            }
-            Event::PreCompact { trigger }
-                if matches!(self.host, Host::CopilotCli | Host::Cursor) =>
-            {
-                self.announced_compaction(trigger)
-            }
-            Event::PreCompact { trigger } => self.pre_compact(trigger),
+            Event::PreCompact { trigger } => match self.host.compaction() {
+                Compaction::Bracketed => self.pre_compact(trigger),
+                Compaction::Announced => self.announced_compaction(trigger),
+                Compaction::FromHistory => Ok(self.compaction_may_follow(trigger)),
+            },
             Event::ModelRequest { summary } => self.model_request(summary.as_ref()),
             Event::PostCompact { trigger, summary } => {
                 self.post_compact(trigger, summary.as_deref())

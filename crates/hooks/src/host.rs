@@ -18,6 +18,20 @@ pub enum Host {
     OpenCode,
 }
 
+/// What a host tells its hooks of a compaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compaction {
+    /// `PreCompact` before it and `PostCompact` after it (Claude Code, with the summary;
+    /// Codex and OpenCode, without).
+    Bracketed,
+    /// Only `PreCompact`, just before it, and no summary (Copilot CLI, Cursor): the
+    /// compaction is recorded then.
+    Announced,
+    /// `PreCompress` before every turn, compaction or not; the compaction is read from the
+    /// history its `BeforeModel` carries (Gemini CLI).
+    FromHistory,
+}
+
 impl Host {
     /// Every host.
     pub const ALL: [Self; 6] = [
@@ -41,6 +55,24 @@ impl Host {
             Self::Cursor => "cursor",
             Self::OpenCode => "opencode",
         }
+    }
+
+    /// What the host tells its hooks of a compaction.
+    #[must_use]
+    pub const fn compaction(self) -> Compaction {
+        match self {
+            Self::ClaudeCode | Self::Codex | Self::OpenCode => Compaction::Bracketed,
+            Self::CopilotCli | Self::Cursor => Compaction::Announced,
+            Self::GeminiCli => Compaction::FromHistory,
+        }
+    }
+
+    /// Whether the summary of a compaction arrives after the host's `SessionStart(compact)`
+    /// (Claude Code's `PostCompact`), so that the context shown then says it is still to be
+    /// bound.
+    #[must_use]
+    pub const fn summary_follows_start(self) -> bool {
+        matches!(self, Self::ClaudeCode)
     }
 
     /// Whether the host sends no id of a call, so that Cairn makes one of the call's name and

@@ -85,5 +85,5 @@ pub use cairn_runtime::{KeptStores, StoreLocation, StoreOpener};
 pub use engine::{Environment, Namespace, handle};
 pub use error::HookError;
 pub use gate::Fault;
-pub use host::{Host, run_base};
+pub use host::{Compaction, Host, run_base};
 pub use protected::PROTECTED;

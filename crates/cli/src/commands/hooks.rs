@@ -113,26 +113,17 @@ fn serve(_ctx: &Context, _args: &HooksServe) -> Result<Outcome, Failure> {
 }
 
 fn hosts(target: &HooksTarget) -> Vec<Host> {
-    let mut hosts = Vec::new();
-    if target.claude_code {
-        hosts.push(Host::ClaudeCode);
-    }
-    if target.codex {
-        hosts.push(Host::Codex);
-    }
-    if target.gemini_cli {
-        hosts.push(Host::GeminiCli);
-    }
-    if target.copilot_cli {
-        hosts.push(Host::CopilotCli);
-    }
-    if target.cursor {
-        hosts.push(Host::Cursor);
-    }
-    if target.opencode {
-        hosts.push(Host::OpenCode);
-    }
-    hosts
+    [
+        (target.claude_code, Host::ClaudeCode),
+        (target.codex, Host::Codex),
+        (target.gemini_cli, Host::GeminiCli),
+        (target.copilot_cli, Host::CopilotCli),
+        (target.cursor, Host::Cursor),
+        (target.opencode, Host::OpenCode),
+    ]
+    .into_iter()
+    .filter_map(|(chosen, host)| chosen.then_some(host))
+    .collect()
 }
 
 fn base(target: &HooksTarget) -> Result<PathBuf, Failure> {

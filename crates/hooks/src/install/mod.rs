@@ -693,27 +693,44 @@ pub fn check(host: Host, dir: &Path) -> Result<(), HookError> {
     plan_install(host, dir).map(|_| ())
 }
 
-/// The install's new text (`None`: nothing to change), the events and whether the file is
-/// created.
-fn plan_install(
-    host: Host,
-    dir: &Path,
-) -> Result<(Option<String>, Vec<String>, bool, String), HookError> {
+/// What installing `host`'s hooks in `dir` would do (see [`Plan`]).
+fn plan_install(host: Host, dir: &Path) -> Result<Plan, HookError> {
     let path = settings_path(host, dir);
     let command = command(host, dir);
     let existing = read_settings(host, &path)?;
     let created = existing.is_none();
+    let had_hooks = existing
+        .as_ref()
+        .is_some_and(|s| s.value.get("hooks").is_some());
     let mut expected = existing
         .as_ref()
         .map_or_else(|| Value::Object(Map::new()), |s| s.value.clone());
     let events = merge(&mut expected, host, dir, &path)?;
-    if events.is_empty() {
-        return Ok((None, events, created, command));
-    }
-    let text = edited(host, existing.as_ref(), &path, &expected, |root| {
-        merge_text(root, host, dir)
-    })?;
-    Ok((Some(text), events, created, command))
+    let text = if events.is_empty() {
+        None
+    } else {
+        Some(edited(host, existing.as_ref(), &path, &expected, |root| {
+            merge_text(root, host, dir)
+        })?)
+    };
+    Ok(Plan {
+        text,
+        events,
+        created,
+        had_hooks,
+        command,
+    })
+}
+
+/// What an install will do: the file's new text (`None`: nothing to change), the events
+/// added or updated, whether the file is created, whether it had a `hooks` object, and the
+/// command installed.
+struct Plan {
+    text: Option<String>,
+    events: Vec<String>,
+    created: bool,
+    had_hooks: bool,
+    command: String,
 }
 
 /// Installs Cairn's hooks for `host` into the project at `dir` (its `.cairn/` must exist).
@@ -726,8 +743,13 @@ pub fn install(host: Host, dir: &Path) -> Result<Change, HookError> {
         return plugin::install(dir);
     }
     let path = settings_path(host, dir);
-    let had_hooks = read_settings(host, &path)?.is_some_and(|s| s.value.get("hooks").is_some());
-    let (text, events, created, command) = plan_install(host, dir)?;
+    let Plan {
+        text,
+        events,
+        created,
+        had_hooks,
+        command,
+    } = plan_install(host, dir)?;
     if let Some(text) = text {
         write_atomic(&path, text.as_bytes())?;
     }
